@@ -1,0 +1,117 @@
+"""The errors every backend raises, so the grader can explain each failure the same way.
+
+Each carries enough to say *what*, *where* and *what to try*: the verdict renderer reads
+these fields, never the message text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class CourseError(Exception):
+    """Base of every error the course raises on purpose (never a bug of ours)."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, *, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        if hint:
+            self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message + (f"\nHint: {self.hint}" if self.hint else "")
+
+
+class HeadersNotFound(CourseError):
+    """The CUDA headers a kernel needs (cuda_fp16.h, mma.h, crt/mma.h ...) are not installed."""
+
+
+@dataclass
+class Diagnostic:
+    """One compiler message, with its line in the source the user wrote (1-based) or None."""
+
+    severity: str  # "error" | "warning"
+    message: str
+    line: int | None = None
+    source_line: str | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        text = f"{where}{self.severity}: {self.message}"
+        if self.source_line is not None:
+            text += f"\n    {self.source_line.strip()}"
+        return text
+
+
+class CompileError(CourseError):
+    """The kernel source did not compile. `diagnostics[0]` is the first error, mapped to the
+    user's own line numbers; `log` is the raw compiler output."""
+
+    hint = "Fix the first error first: later ones are often caused by it."
+
+    def __init__(self, message: str, *, log: str = "", diagnostics: list[Diagnostic] | None = None,
+                 hint: str = ""):
+        super().__init__(message, hint=hint)
+        self.log = log
+        self.diagnostics = diagnostics or []
+
+    @property
+    def line(self) -> int | None:
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        return errors[0].line if errors else None
+
+
+class LaunchArgumentError(CourseError, ValueError):
+    """A kernel was launched with arguments that cannot work (wrong dtype, count, grid ...).
+    `argument` names the offending parameter as the kernel's signature spells it."""
+
+    def __init__(self, message: str, *, argument: str | None = None, hint: str = ""):
+        super().__init__(message, hint=hint)
+        self.argument = argument
+
+
+@dataclass
+class FaultLocation:
+    """Where a running kernel went wrong. Any field may be unknown (None)."""
+
+    thread: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    line: int | None = None
+    argument: str | None = None  # which kernel parameter / shared array
+    index: int | None = None  # element index that was touched
+    size: int | None = None  # number of elements the buffer has
+    extra: dict = field(default_factory=dict)
+
+
+class KernelFault(CourseError):
+    """The kernel crashed or broke a rule while running: `kind` is one of
+    out-of-bounds, shared-out-of-bounds, illegal-address, divergent-barrier,
+    partial-warp-collective, race, uninitialized-shared, assert, trap, crash, unsupported."""
+
+    def __init__(self, kind: str, message: str, *, where: FaultLocation | None = None,
+                 hint: str = ""):
+        super().__init__(message, hint=hint)
+        self.kind = kind
+        self.where = where or FaultLocation()
+
+
+class KernelTimeout(CourseError):
+    """The kernel (or its child process) ran past its wall-clock limit."""
+
+    hint = ("Look for a loop whose bound never changes (a `for` over the wrong variable), "
+            "or a __syncthreads() that some threads of the block never reach.")
+
+    def __init__(self, message: str, *, seconds: float, hint: str = ""):
+        super().__init__(message, hint=hint)
+        self.seconds = seconds
+
+
+class Unsupported(CourseError):
+    """The backend cannot run this construct (e.g. inline PTX on the emulator). Never a wrong answer."""
+
+
+class NoGPU(CourseError):
+    """Something needs a CUDA GPU and there is none."""
+
+    hint = "Run this on a machine with an NVIDIA GPU, or use backend='emu' for correctness."

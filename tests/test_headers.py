@@ -1,0 +1,69 @@
+"""The header finder, on each layout a machine may have."""
+from pathlib import Path
+
+import pytest
+
+from grader.errors import HeadersNotFound
+from grader.headers import REQUIRED, candidate_dirs, resolve
+
+
+def make(root: Path, headers) -> Path:
+    for h in headers:
+        p = root / h
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("// stub\n")
+    return root
+
+
+ALL = list(REQUIRED)
+NO_CRT = [h for h in ALL if not h.startswith("crt/")]
+
+
+def test_complete_toolkit_wins(tmp_path):
+    pip = make(tmp_path / "pip", NO_CRT)
+    toolkit = make(tmp_path / "toolkit", ALL)
+    assert resolve([pip, toolkit]) == [toolkit]
+
+
+def test_first_complete_folder_in_order(tmp_path):
+    a = make(tmp_path / "a", ALL)
+    b = make(tmp_path / "b", ALL)
+    assert resolve([a, b]) == [a]
+
+
+def test_split_wheels_are_combined(tmp_path):
+    runtime = make(tmp_path / "runtime", NO_CRT)
+    crt = make(tmp_path / "crt", ["crt/mma.h"])
+    assert resolve([runtime, crt]) == [runtime, crt]
+
+
+def test_missing_crt_names_header_and_wheel(tmp_path):
+    runtime = make(tmp_path / "runtime", NO_CRT)
+    with pytest.raises(HeadersNotFound) as e:
+        resolve([runtime, tmp_path / "absent"])
+    text = str(e.value)
+    assert "crt/mma.h" in text and "nvidia-cuda-crt==" in text
+    assert "cuda_fp16.h" not in text.split("\n")[0]  # only what is missing is named
+    assert str(tmp_path / "absent") in text  # says where it looked
+
+
+def test_nothing_found_lists_everything(tmp_path):
+    with pytest.raises(HeadersNotFound) as e:
+        resolve([tmp_path / "x"])
+    for h in ALL:
+        assert h in str(e.value)
+    assert "nvidia-cuda-runtime==" in str(e.value)
+
+
+def test_candidates_order(tmp_path):
+    dirs = candidate_dirs(env={"CUDA_PATH": str(tmp_path / "cuda")}, paths=[str(tmp_path / "site")])
+    assert dirs[0] == tmp_path / "cuda" / "include"
+    assert dirs[1] == tmp_path / "site" / "nvidia" / "cu13" / "include"
+    assert dirs[-1] == Path("/usr/local/cuda/include")
+
+
+def test_this_machine_has_headers():
+    from grader.headers import include_dirs
+
+    dirs = include_dirs()
+    assert any((Path(d) / "crt" / "mma.h").is_file() for d in dirs)
