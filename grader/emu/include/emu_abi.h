@@ -1,0 +1,60 @@
+// The interface between a compiled kernel module (kernel.so, built from the user's source
+// plus emu_prelude.h) and the runner process (runtime/runner.cpp) that loads and runs it.
+// Everything here has C linkage; the runner defines it, the module refers to it.
+#pragma once
+
+struct __emu_uint3 { unsigned x, y, z; };
+
+// One CUDA thread = one fiber. The module reads threadIdx etc. from the current fiber.
+struct __emu_thread {
+  __emu_uint3 tidx;  // threadIdx
+  int tid;           // linear thread id in the block
+  int lane;          // tid % 32
+  int warp;          // tid / 32
+};
+
+// A static __shared__ array (see emu::SharedArray in the prelude): the runner re-poisons
+// every registered array at the start of each block and clears its written-shadow.
+struct __emu_shared_base {
+  void* data;
+  unsigned char* shadow;      // one byte per element (1 = written), or 0 when untracked
+  unsigned long long bytes;   // size of data in bytes
+  unsigned long long count;   // number of elements
+  const char* name;
+  int escaped;                // its address was taken: stop uninitialised-read checks
+  struct __emu_shared_base* next;
+};
+
+typedef void (*__emu_combine_fn)(void** payloads, unsigned mask);
+
+// warp collective kinds (used to match the lanes of one rendezvous)
+enum {
+  EMU_OP_SHFL = 1, EMU_OP_SHFL_UP, EMU_OP_SHFL_DOWN, EMU_OP_SHFL_XOR, EMU_OP_VOTE,
+  EMU_OP_SYNCWARP, EMU_OP_WMMA_LOAD, EMU_OP_WMMA_STORE, EMU_OP_WMMA_MMA, EMU_OP_REDUCE,
+  EMU_OP_MATCH
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern struct __emu_thread* __emu_cur;
+extern struct __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
+extern int __emu_check_uninit;
+
+void __emu_syncthreads(int line);
+// op: 0 count, 1 and, 2 or
+int __emu_syncthreads_red(int line, int op, int pred);
+// Rendezvous of the lanes in `mask` (restricted to lanes that exist). The last lane to
+// arrive calls fn(payloads, participants) with every participant's payload pointer.
+void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combine_fn fn);
+unsigned __emu_activemask(void);
+void* __emu_dyn_smem(void);
+unsigned long long __emu_dyn_smem_size(void);
+void __emu_register_shared(struct __emu_shared_base* s);
+__attribute__((noreturn, noinline)) void __emu_fault(const char* kind, const char* msg,
+    const char* arg, long long index, long long size, int line);
+int __emu_printf(const char* __restrict fmt, ...);
+long long __emu_clock(void);
+#ifdef __cplusplus
+}
+#endif
