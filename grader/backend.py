@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from .device import has_gpu
 from .errors import NoGPU
 
@@ -27,6 +29,7 @@ class EmuModule:
     """The emulator behind the same interface as GpuModule (NumPy arrays instead of CuPy)."""
 
     backend = "emu"
+    xp = np
 
     def __init__(self, source: str, options: Sequence[str] = ()):
         from . import emu

@@ -19,6 +19,13 @@ class GpuModule:
 
     backend = "gpu"
 
+    @property
+    def xp(self):
+        """The array module whose arrays this backend's kernels take."""
+        import cupy
+
+        return cupy
+
     def __init__(self, source: str, options: Sequence[str] = ()):
         import cupy
 

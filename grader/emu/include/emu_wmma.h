@@ -1,0 +1,253 @@
+// nvcuda::wmma on the CPU emulator.
+//
+// Every fragment stores, per lane, exactly the elements that lane holds on sm_80/sm_90
+// (FACTS.md "Fragment layout"), so a probe kernel that writes (lane, x[i]) sees what an
+// H100 shows. load/store/mma are warp collectives: all 32 lanes must reach them.
+//
+// Per-lane layouts, lane = 0..31, g = lane >> 2, t = lane & 3, (r, c) = (row, col) of the
+// fragment's own matrix (A: MxK, B: KxN, accumulator: MxN):
+//   m16n16k16 (half, bf16)  [verified on H200]
+//     A: j = i % 8: r = g + 8*((j>>1)&1),  c = 2t + (j&1) + 8*(j>>2)
+//     B: j = i % 8: r = 2t + (j&1) + 8*((j>>1)&1),  c = g + 8*(j>>2)
+//     C: r = g + 8*((i>>1)&1),  c = 2t + (i&1) + 8*(i>>2)
+//   m32n8k16 / m8n32k16: the mma.m16n8k16 layouts tiled over the larger dimension
+//   (our generalisation, to be checked against a GPU probe):
+//     m32n8k16 A (32x16): j = i%16: r = 16*(j>>3) + g + 8*((j>>1)&1), c = 2t + (j&1) + 8*((j>>2)&1)
+//              B (16x8):  j = i%4:  r = 2t + (j&1) + 8*(j>>1), c = g
+//              C (32x8):  r = 16*(i>>2) + g + 8*((i>>1)&1), c = 2t + (i&1)
+//     m8n32k16 A (8x16):  j = i%4:  r = g, c = 2t + (j&1) + 8*(j>>1)
+//              B (16x32): j = i%16: r = 2t + (j&1) + 8*((j>>1)&1), c = 8*(j>>2) + g
+//              C (8x32):  r = g, c = 8*(i>>1) + 2t + (i&1)
+//   m16n16k8 tf32: A (16x8): r = g + 8*(i&1), c = t + 4*(i>>1)   [FACTS: (g,t),(g+8,t),(g,t+4),(g+8,t+4)]
+//                  B (8x16): r = t + 4*(i&1), c = g + 8*(i>>1);  C as m16n16k16
+//   m8n8k4 double: A (8x4): (g, t);  B (4x8): (t, g);  C (8x8): (g, 2t + i)
+// num_elements: half A/B fragments have 16 elements for every shape (x[i] holds distinct
+// element i % D, where D = rows*cols/32: so x[i+8] duplicates x[i] for m16n16k16); bf16
+// A/B have D; tf32 A/B 4; double A/B 1; accumulators M*N/32 (8, or 2 for m8n8k4).
+//
+// mma_sync: D = A*B + C with exact products, accumulated in float (double for f64) in k
+// order; a half accumulator is rounded to half at the end. tf32 inputs are truncated to
+// 10 mantissa bits (what the hardware reads); use __float_to_tf32 to round them first.
+#ifndef EMU_WMMA_H
+#define EMU_WMMA_H
+
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+namespace precision {
+struct tf32 {};
+struct b1 {};
+struct s4 {};
+struct u4 {};
+}  // namespace precision
+namespace experimental { namespace precision { using tf32 = ::nvcuda::wmma::precision::tf32; } }
+
+namespace detail {
+template <class T> struct storage { typedef T type; };
+template <> struct storage<precision::tf32> { typedef float type; };
+template <class U> struct use_id;
+template <> struct use_id<matrix_a> { static constexpr int value = 0; };
+template <> struct use_id<matrix_b> { static constexpr int value = 1; };
+template <> struct use_id<accumulator> { static constexpr int value = 2; };
+// element kinds: 0 half, 1 bf16, 2 tf32, 3 double, 4 float
+template <class T> struct tkind { static constexpr int value = -1; };
+template <> struct tkind<__half> { static constexpr int value = 0; };
+template <> struct tkind<__nv_bfloat16> { static constexpr int value = 1; };
+template <> struct tkind<precision::tf32> { static constexpr int value = 2; };
+template <> struct tkind<double> { static constexpr int value = 3; };
+template <> struct tkind<float> { static constexpr int value = 4; };
+
+constexpr int rows(int use, int m, int n, int k) { return use == 1 ? k : m; }
+constexpr int cols(int use, int m, int n, int k) { return use == 0 ? k : n; }
+constexpr int distinct(int use, int m, int n, int k) { return rows(use, m, n, k) * cols(use, m, n, k) / 32; }
+constexpr bool supported(int use, int m, int n, int k, int tk) {
+  return (use < 2 && (tk == 0 || tk == 1) && k == 16 && ((m == 16 && n == 16) || (m == 32 && n == 8) || (m == 8 && n == 32))) ||
+         (use < 2 && tk == 2 && m == 16 && n == 16 && k == 8) ||
+         (use < 2 && tk == 3 && m == 8 && n == 8 && k == 4) ||
+         (use == 2 && (tk == 4 || tk == 0) && k == 16 && ((m == 16 && n == 16) || (m == 32 && n == 8) || (m == 8 && n == 32))) ||
+         (use == 2 && tk == 4 && m == 16 && n == 16 && k == 8) ||
+         (use == 2 && tk == 3 && m == 8 && n == 8 && k == 4);
+}
+constexpr int num(int use, int m, int n, int k, int tk) {
+  return (use < 2 && tk == 0) ? 16 : distinct(use, m, n, k);
+}
+// (r, c) of element i of `lane` in the fragment's own matrix; see the table above.
+EMU_AI void coord(int use, int m, int n, int k, int lane, int i, int& r, int& c) {
+  const int g = lane >> 2, t = lane & 3;
+  if (m == 8 && n == 8 && k == 4) {
+    if (use == 0) { r = g; c = t; } else if (use == 1) { r = t; c = g; } else { r = g; c = 2 * t + (i & 1); }
+    return;
+  }
+  if (k == 8) {
+    if (use == 0) { r = g + 8 * (i & 1); c = t + 4 * (i >> 1); return; }
+    if (use == 1) { r = t + 4 * (i & 1); c = g + 8 * (i >> 1); return; }
+    r = g + 8 * ((i >> 1) & 1); c = 2 * t + (i & 1) + 8 * (i >> 2); return;
+  }
+  const int j = i % distinct(use, m, n, k);
+  if (m == 16) {
+    if (use == 0) { r = g + 8 * ((j >> 1) & 1); c = 2 * t + (j & 1) + 8 * (j >> 2); }
+    else if (use == 1) { r = 2 * t + (j & 1) + 8 * ((j >> 1) & 1); c = g + 8 * (j >> 2); }
+    else { r = g + 8 * ((i >> 1) & 1); c = 2 * t + (i & 1) + 8 * (i >> 2); }
+  } else if (m == 32) {
+    if (use == 0) { r = 16 * (j >> 3) + g + 8 * ((j >> 1) & 1); c = 2 * t + (j & 1) + 8 * ((j >> 2) & 1); }
+    else if (use == 1) { r = 2 * t + (j & 1) + 8 * (j >> 1); c = g; }
+    else { r = 16 * (i >> 2) + g + 8 * ((i >> 1) & 1); c = 2 * t + (i & 1); }
+  } else {  // m == 8, n == 32
+    if (use == 0) { r = g; c = 2 * t + (j & 1) + 8 * (j >> 1); }
+    else if (use == 1) { r = 2 * t + (j & 1) + 8 * ((j >> 1) & 1); c = 8 * (j >> 2) + g; }
+    else { r = g; c = 8 * (i >> 1) + 2 * t + (i & 1); }
+  }
+}
+__attribute__((noinline)) inline void whole_warp(const char* what, int line) {
+  unsigned n = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
+  unsigned have = n - (unsigned)__emu_cur->warp * 32u;
+  if (have < 32) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "wmma::%s needs all 32 lanes of a warp, but warp %d of this block has only %u threads "
+             "(block of %u threads)", what, __emu_cur->warp, have, n);
+    __emu_fault("partial-warp-collective", msg, 0, -1, -1, line);
+  }
+}
+EMU_AI float tf32_trunc(float f) {
+  unsigned u = __builtin_bit_cast(unsigned, f);
+  if ((u & 0x7f800000u) == 0x7f800000u) return f;
+  return __builtin_bit_cast(float, u & 0xffffe000u);
+}
+template <class T> EMU_AI float in_f(T v) { return (float)v; }
+EMU_AI double in_d(double v) { return v; }
+}  // namespace detail
+
+template <class Use, int M, int N, int K, class T, class Layout = void>
+class fragment {
+ public:
+  static_assert(detail::supported(detail::use_id<Use>::value, M, N, K, detail::tkind<T>::value),
+                "this WMMA fragment shape/type is not supported (by CUDA on sm_80+, or by the CPU emulator)");
+  typedef typename detail::storage<T>::type element_type;
+  typedef element_type storage_element_type;
+  enum { num_elements = detail::num(detail::use_id<Use>::value, M, N, K, detail::tkind<T>::value) };
+  element_type x[num_elements];
+};
+
+template <class Use, int M, int N, int K, class T, class L>
+EMU_AI void fill_fragment(fragment<Use, M, N, K, T, L>& f, const typename detail::storage<T>::type& v) {
+  for (int i = 0; i < fragment<Use, M, N, K, T, L>::num_elements; ++i) f.x[i] = v;
+}
+
+namespace detail {
+template <int USE, int M, int N, int K, class E, bool ROWMAJOR>
+EMU_AI void load(E* x, int num, const E* p, unsigned ldm) {
+  const int lane = __emu_cur->lane;
+  for (int i = 0; i < num; ++i) {
+    int r, c; coord(USE, M, N, K, lane, i, r, c);
+    x[i] = ROWMAJOR ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+  }
+}
+}  // namespace detail
+
+template <int M, int N, int K, class T, class L>
+EMU_AI void load_matrix_sync(fragment<matrix_a, M, N, K, T, L>& f, const typename detail::storage<T>::type* p,
+                             unsigned ldm, int line = __builtin_LINE()) {
+  detail::whole_warp("load_matrix_sync", line);
+  detail::load<0, M, N, K, typename detail::storage<T>::type, std::is_same<L, row_major>::value>(f.x, f.num_elements, p, ldm);
+  __emu_warp_op(EMU_OP_WMMA_LOAD, 0xffffffffu, line, 0, 0);
+}
+template <int M, int N, int K, class T, class L>
+EMU_AI void load_matrix_sync(fragment<matrix_b, M, N, K, T, L>& f, const typename detail::storage<T>::type* p,
+                             unsigned ldm, int line = __builtin_LINE()) {
+  detail::whole_warp("load_matrix_sync", line);
+  detail::load<1, M, N, K, typename detail::storage<T>::type, std::is_same<L, row_major>::value>(f.x, f.num_elements, p, ldm);
+  __emu_warp_op(EMU_OP_WMMA_LOAD, 0xffffffffu, line, 0, 0);
+}
+template <int M, int N, int K, class T>
+EMU_AI void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, const T* p, unsigned ldm, layout_t layout,
+                             int line = __builtin_LINE()) {
+  detail::whole_warp("load_matrix_sync", line);
+  if (layout == mem_row_major) detail::load<2, M, N, K, T, true>(f.x, f.num_elements, p, ldm);
+  else detail::load<2, M, N, K, T, false>(f.x, f.num_elements, p, ldm);
+  __emu_warp_op(EMU_OP_WMMA_LOAD, 0xffffffffu, line, 0, 0);
+}
+template <int M, int N, int K, class T>
+EMU_AI void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void>& f, unsigned ldm, layout_t layout,
+                              int line = __builtin_LINE()) {
+  detail::whole_warp("store_matrix_sync", line);
+  const int lane = __emu_cur->lane;
+  for (int i = 0; i < f.num_elements; ++i) {
+    int r, c; detail::coord(2, M, N, K, lane, i, r, c);
+    if (layout == mem_row_major) p[(size_t)r * ldm + c] = f.x[i]; else p[(size_t)c * ldm + r] = f.x[i];
+  }
+  __emu_warp_op(EMU_OP_WMMA_STORE, 0xffffffffu, line, 0, 0);
+}
+
+namespace detail {
+struct MmaPayload { void* d; const void* a; const void* b; const void* c; };
+template <class FD, class FA, class FB, class FC, int M, int N, int K, class TA, class TD>
+void mma_combine(void** pl, unsigned) {
+  typedef typename std::conditional<std::is_same<TD, double>::value, double, float>::type acc_t;
+  acc_t A[M * K], B[K * N], C[M * N];
+  const int da = distinct(0, M, N, K), db = distinct(1, M, N, K);
+  for (int lane = 0; lane < 32; ++lane) {
+    const MmaPayload* p = (const MmaPayload*)pl[lane];
+    const FA* a = (const FA*)p->a; const FB* b = (const FB*)p->b; const FC* c = (const FC*)p->c;
+    for (int i = 0; i < da; ++i) {
+      int r, cc; coord(0, M, N, K, lane, i, r, cc);
+      acc_t v = (acc_t)a->x[i];
+      if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
+      A[r * K + cc] = v;
+    }
+    for (int i = 0; i < db; ++i) {
+      int r, cc; coord(1, M, N, K, lane, i, r, cc);
+      acc_t v = (acc_t)b->x[i];
+      if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
+      B[r * N + cc] = v;
+    }
+    for (int i = 0; i < FC::num_elements; ++i) {
+      int r, cc; coord(2, M, N, K, lane, i, r, cc);
+      C[r * N + cc] = (acc_t)c->x[i];
+    }
+  }
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      acc_t s = C[m * N + n];
+      if (std::is_same<acc_t, double>::value) for (int k = 0; k < K; ++k) s = fma(A[m * K + k], B[k * N + n], s);
+      else for (int k = 0; k < K; ++k) s += A[m * K + k] * B[k * N + n];  // products are exact in float
+      C[m * N + n] = s;
+    }
+  for (int lane = 0; lane < 32; ++lane) {
+    FD* d = (FD*)((const MmaPayload*)pl[lane])->d;
+    for (int i = 0; i < FD::num_elements; ++i) {
+      int r, cc; coord(2, M, N, K, lane, i, r, cc);
+      d->x[i] = (typename FD::element_type)C[r * N + cc];
+    }
+  }
+}
+}  // namespace detail
+
+template <int M, int N, int K, class TA, class LA, class LB, class TC, class TD>
+EMU_AI void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
+                     const fragment<matrix_b, M, N, K, TA, LB>& b, const fragment<accumulator, M, N, K, TC, void>& c,
+                     bool satf = false, int line = __builtin_LINE()) {
+  (void)satf;
+  detail::whole_warp("mma_sync", line);
+  detail::MmaPayload p{&d, &a, &b, &c};
+  __emu_warp_op(EMU_OP_WMMA_MMA, 0xffffffffu, line, &p,
+                &detail::mma_combine<fragment<accumulator, M, N, K, TD, void>, fragment<matrix_a, M, N, K, TA, LA>,
+                                     fragment<matrix_b, M, N, K, TA, LB>, fragment<accumulator, M, N, K, TC, void>,
+                                     M, N, K, TA, TD>);
+}
+
+// round to tf32 (10 explicit mantissa bits), round-to-nearest-even
+EMU_AI float __float_to_tf32(float f) {
+  unsigned u = __builtin_bit_cast(unsigned, f);
+  if ((u & 0x7f800000u) == 0x7f800000u) return f;  // inf / nan unchanged
+  u += 0xfffu + ((u >> 13) & 1u);
+  return __builtin_bit_cast(float, u & 0xffffe000u);
+}
+}  // namespace wmma
+}  // namespace nvcuda
+
+#endif  // EMU_WMMA_H

@@ -1,0 +1,43 @@
+"""Notebooks: student copies are up to date, and every notebook runs top to bottom here.
+
+On a CPU-only machine the notebooks take their CPU paths (emulator, "needs a GPU" timing).
+"""
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import notebooks
+
+ALL = notebooks.sources() + [notebooks.STUDENT / p.relative_to(notebooks.SOLUTIONS)
+                             for p in notebooks.sources()]
+
+
+def test_student_copies_are_generated_and_fresh():
+    assert notebooks.sources(), "no notebooks in solutions/"
+    assert notebooks.stale() == [], "run: python -m grader.notebooks sync"
+
+
+def test_stale_copy_is_detected(tmp_path, monkeypatch):
+    monkeypatch.setattr(notebooks, "STUDENT", tmp_path)
+    assert len(notebooks.stale()) == len(notebooks.sources())
+    notebooks.sync()
+    assert notebooks.stale() == []
+    first = sorted(tmp_path.glob("*/*.ipynb"))[0]
+    first.write_text(first.read_text().replace("grader", "grader ", 1))
+    assert notebooks.stale() == [first]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(notebooks.ROOT)))
+def test_notebook_runs_top_to_bottom(path: Path):
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()  # raises CellExecutionError naming the cell on any error
+    if path.stem.startswith("00"):
+        last = nb.cells[-1].outputs[0]["text"]
+        assert last.startswith("READY"), last
