@@ -1,0 +1,202 @@
+"""g++ builds for the emulator: the runner (once per runtime version) and kernel modules
+(once per source/options/prelude version), cached on disk."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from grader.errors import CompileError, Diagnostic
+
+from .translate import Translation, translate
+
+HERE = Path(__file__).resolve().parent
+INCLUDE = HERE / "include"
+RUNTIME = HERE / "runtime"
+CXX = os.environ.get("TC_EMU_CXX", "g++")
+MODULE_FLAGS = ["-std=gnu++17", "-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer",
+                "-fno-strict-aliasing", "-fno-exceptions", "-fvisibility=default"]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("TC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tensorcore-course")
+    p = Path(base) / "emu"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _files_digest(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(str(p.relative_to(HERE)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+_compiler_id: str | None = None
+
+
+def compiler_id() -> str:
+    global _compiler_id
+    if _compiler_id is None:
+        try:
+            _compiler_id = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            _compiler_id = "unknown"
+    return _compiler_id
+
+
+def prelude_digest() -> str:
+    return _files_digest([p for p in INCLUDE.rglob("*") if p.is_file()])
+
+
+def _atomic_install(tmpdir: Path, final: Path) -> None:
+    try:
+        os.replace(tmpdir, final)
+    except OSError:  # another process won the race: theirs is as good as ours
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def runner_path() -> Path:
+    """Build (once) and return the emu_runner executable."""
+    key = hashlib.sha256((_files_digest([RUNTIME / "runner.cpp", INCLUDE / "emu_abi.h"]) + compiler_id())
+                         .encode()).hexdigest()[:16]
+    final = cache_root() / f"runner-{key}"
+    exe = final / "emu_runner"
+    if exe.exists():
+        return exe
+    tmp = Path(tempfile.mkdtemp(prefix="runner-tmp-", dir=cache_root()))
+    cmd = [CXX, "-std=gnu++17", "-O2", "-g", "-fno-omit-frame-pointer", "-rdynamic", f"-I{INCLUDE}",
+           str(RUNTIME / "runner.cpp"), "-o", str(tmp / "emu_runner"), "-ldl"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RuntimeError(f"building the emulator runner failed:\n{r.stderr}")
+    _atomic_install(tmp, final)
+    return exe
+
+
+def filter_options(options: Sequence[str]) -> tuple[list[str], str]:
+    """Keep the options that mean something to g++ (-D, -U, -I); map -std; drop NVRTC-only."""
+    keep: list[str] = []
+    std = "gnu++17"
+    it = iter(options)
+    for o in it:
+        if o in ("-D", "-U", "-I", "--define-macro", "--include-path"):
+            val = next(it, "")
+            flag = {"--define-macro": "-D", "--include-path": "-I"}.get(o, o)
+            keep.append(flag + val)
+        elif o.startswith(("-D", "-U", "-I")):
+            keep.append(o)
+        elif o.startswith("--define-macro="):
+            keep.append("-D" + o.split("=", 1)[1])
+        elif o.startswith("--include-path="):
+            keep.append("-I" + o.split("=", 1)[1])
+        elif re.match(r"^--?std=", o):
+            v = o.split("=", 1)[1]
+            if v in ("c++20", "gnu++20"):
+                std = "gnu++20"
+        # everything else (-arch=..., -lineinfo, --use_fast_math, -G, ...) is NVRTC-only
+    return keep, std
+
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>error|warning|fatal error|note):\s*(?P<msg>.*)$")
+
+
+def parse_diagnostics(log: str, filename: str, user_lines: list[str]) -> list[Diagnostic]:
+    """g++ messages about the user's file, in the user's line numbers. An error inside the
+    prelude is attributed to the last user line mentioned before it (the call site)."""
+    diags: list[Diagnostic] = []
+    last_user_line: int | None = None
+    for raw in log.splitlines():
+        m = _DIAG.match(raw.strip())
+        if not m:
+            m2 = re.search(re.escape(filename) + r":(\d+):", raw)
+            if m2:
+                last_user_line = int(m2.group(1))
+            continue
+        sev = m.group("sev")
+        f = os.path.basename(m.group("file"))
+        line = int(m.group("line"))
+        if f == filename:
+            last_user_line = line
+        if sev == "note":
+            continue
+        sev = "error" if sev.startswith(("error", "fatal")) else "warning"
+        msg = m.group("msg").strip()
+        if f != filename:
+            if sev == "warning":
+                continue
+            line = last_user_line
+            if line is None:
+                continue
+            msg = f"{msg} (inside the emulator's CUDA headers: {f})"
+        src_line = user_lines[line - 1] if line and 0 < line <= len(user_lines) else None
+        diags.append(Diagnostic(sev, msg, line, src_line))
+    return diags
+
+
+class Built:
+    def __init__(self, directory: Path, meta: dict):
+        self.dir = directory
+        self.meta = meta
+        self.so = directory / "kernel.so"
+
+
+def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[Path | None, str]:
+    tmp = Path(tempfile.mkdtemp(prefix="mod-tmp-", dir=cache_root()))
+    (tmp / "kernel.cpp").write_text(tr.source)
+    cmd = [CXX, *[f if not f.startswith("-std=") else f"-std={std}" for f in MODULE_FLAGS],
+           f"-I{INCLUDE}", *flags, "-fdiagnostics-color=never", "-o", str(tmp / "kernel.so"), str(tmp / "kernel.cpp")]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None, r.stderr
+    return tmp, r.stderr
+
+
+def build_module(source: str, options: Sequence[str], name: str) -> Built:
+    filename = f"{name}.cu"
+    flags, std = filter_options(options)
+    key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
+                                     MODULE_FLAGS]).encode()).hexdigest()[:24]
+    final = cache_root() / f"mod-{key}"
+    if (final / "meta.json").exists() and (final / "kernel.so").exists():
+        return Built(final, json.loads((final / "meta.json").read_text()))
+    tr = translate(source, filename=filename, checked=True)
+    tmp, log = _build(tr, flags, std, filename)
+    if tmp is None and re.search(r"emu::(ElemRef|SharedArray|View)", log):
+        # the checked __shared__ wrappers do not fit this code: plain arrays still work
+        tr2 = translate(source, filename=filename, checked=False)
+        tmp2, log2 = _build(tr2, flags, std, filename)
+        if tmp2 is not None:
+            tr, tmp, log = tr2, tmp2, log2
+        else:
+            log = log2
+    if tmp is None:
+        diags = parse_diagnostics(log, filename, source.replace("\r\n", "\n").split("\n"))
+        errors = [d for d in diags if d.severity == "error"]
+        first = errors[0] if errors else None
+        msg = "compilation failed"
+        if first:
+            msg = f"compilation failed: {first}"
+        raise CompileError(msg, log=log, diagnostics=diags)
+    meta = {
+        "kernels": {k: [p.__dict__ for p in v] for k, v in tr.kernels.items()},
+        "kernel_lines": tr.kernel_lines,
+        "checked": tr.checked,
+        "device_globals": tr.device_globals,
+        "filename": filename,
+        "warnings": [str(d) for d in parse_diagnostics(log, filename, source.split("\n")) if d.severity == "warning"],
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta))
+    _atomic_install(tmp, final)
+    if not (final / "kernel.so").exists():
+        raise RuntimeError("emulator cache install failed")
+    return Built(final, meta)

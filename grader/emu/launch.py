@@ -1,0 +1,319 @@
+"""EmuModule: launch a compiled kernel module in a child process (emu_runner)."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from grader.errors import FaultLocation, KernelFault, KernelTimeout, LaunchArgumentError
+
+from .compiler import Built, build_module, runner_path
+from .translate import Param
+
+# pointer element type -> accepted numpy dtypes
+_DTYPES: dict[str, tuple[str, ...]] = {
+    "float": ("float32",), "double": ("float64",),
+    "half": ("float16",), "__half": ("float16",),
+    "__nv_bfloat16": ("uint16", "bfloat16", "int16"), "nv_bfloat16": ("uint16", "bfloat16", "int16"),
+    "int": ("int32",), "signed int": ("int32",), "int32_t": ("int32",),
+    "unsigned": ("uint32",), "unsigned int": ("uint32",), "uint32_t": ("uint32",),
+    "long long": ("int64",), "long long int": ("int64",), "int64_t": ("int64",), "long": ("int64",),
+    "unsigned long long": ("uint64",), "unsigned long long int": ("uint64",), "uint64_t": ("uint64",),
+    "size_t": ("uint64",), "unsigned long": ("uint64",),
+    "short": ("int16",), "int16_t": ("int16",), "unsigned short": ("uint16",), "uint16_t": ("uint16",),
+    "char": ("int8", "uint8"), "signed char": ("int8",), "int8_t": ("int8",),
+    "unsigned char": ("uint8",), "uint8_t": ("uint8",), "bool": ("bool",),
+    "float2": ("float32",), "float4": ("float32",), "double2": ("float64",),
+    "int2": ("int32",), "int4": ("int32",), "uint2": ("uint32",), "uint4": ("uint32",),
+    "half2": ("float16",), "__half2": ("float16",),
+}
+_VOID = {"void"}
+
+# scalar parameter type -> struct format
+_SCALARS: dict[str, str] = {
+    "float": "<f", "double": "<d", "half": "<e", "__half": "<e",
+    "int": "<i", "signed int": "<i", "int32_t": "<i", "unsigned": "<I", "unsigned int": "<I", "uint32_t": "<I",
+    "long long": "<q", "long long int": "<q", "int64_t": "<q", "long": "<q",
+    "unsigned long long": "<Q", "unsigned long long int": "<Q", "uint64_t": "<Q", "size_t": "<Q",
+    "unsigned long": "<Q", "short": "<h", "int16_t": "<h", "unsigned short": "<H", "uint16_t": "<H",
+    "char": "<b", "signed char": "<b", "int8_t": "<b", "unsigned char": "<B", "uint8_t": "<B", "bool": "<?",
+}
+
+
+@dataclass
+class EmuResult:
+    stdout: str
+    seconds: float
+
+
+def _dim3(v, what: str) -> tuple[int, int, int]:
+    if isinstance(v, (int, np.integer)):
+        v = (int(v),)
+    t = tuple(int(x) for x in v)
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise LaunchArgumentError(f"{what} must be 1 to 3 positive integers, got {v!r}", argument=what)
+    return t + (1,) * (3 - len(t))
+
+
+def _workers(meta: dict) -> int:
+    env = os.environ.get("TC_EMU_WORKERS")
+    if env:
+        return max(1, int(env))
+    if meta.get("device_globals"):
+        return 1  # file-scope __device__ variables live in one process
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def _tmpdir() -> str:
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    return tempfile.mkdtemp(prefix="tc-emu-", dir=base)
+
+
+class EmuModule:
+    """A kernel source compiled for the CPU emulator."""
+
+    def __init__(self, built: Built, name: str, source: str):
+        self._built = built
+        self.name = name
+        self.source = source
+        self.kernels: dict[str, list[Param]] = {k: [Param(**p) for p in v] for k, v in built.meta["kernels"].items()}
+        self.checked_shared = built.meta.get("checked", True)
+        self.warnings: list[str] = built.meta.get("warnings", [])
+
+    # -------------------------------------------------------------- arguments
+    def _pack(self, kernel: str, args: Sequence) -> tuple[list[tuple[int, int, bytes, str]], list]:
+        if kernel not in self.kernels:
+            known = ", ".join(sorted(self.kernels)) or "none"
+            raise LaunchArgumentError(f"no __global__ kernel named '{kernel}' (found: {known})", argument=None)
+        params = self.kernels[kernel]
+        if len(args) != len(params):
+            sig = ", ".join(f"{p.ctype} {p.name}" for p in params)
+            raise LaunchArgumentError(f"{kernel}({sig}) takes {len(params)} arguments, got {len(args)}",
+                                      argument=params[len(args)].name if len(args) < len(params) else None)
+        packed, arrays = [], []
+        for p, a in zip(params, args):
+            if p.is_pointer:
+                if not isinstance(a, np.ndarray):
+                    raise LaunchArgumentError(
+                        f"argument '{p.name}' ({p.ctype}) must be a numpy array, got {type(a).__name__}",
+                        argument=p.name)
+                if not a.flags.c_contiguous:
+                    raise LaunchArgumentError(f"argument '{p.name}' must be C-contiguous (use np.ascontiguousarray)",
+                                              argument=p.name)
+                want = _DTYPES.get(p.elem_ctype)
+                if want is not None and a.dtype.name not in want:
+                    raise LaunchArgumentError(
+                        f"argument '{p.name}' is {p.ctype}: it needs a numpy array of dtype {' or '.join(want)}, "
+                        f"got {a.dtype.name}", argument=p.name)
+                item = a.dtype.itemsize
+                if p.elem_ctype in ("float2", "int2", "uint2", "half2", "__half2"):
+                    item *= 2
+                elif p.elem_ctype in ("float4", "int4", "uint4"):
+                    item *= 4
+                elif p.elem_ctype == "double2":
+                    item *= 2
+                packed.append((1, item, a.tobytes(), p.name))
+                arrays.append(a)
+            else:
+                if isinstance(a, np.ndarray) and a.ndim > 0:
+                    raise LaunchArgumentError(f"argument '{p.name}' is a scalar {p.ctype}, got an array",
+                                              argument=p.name)
+                base = " ".join(re.sub(r"\b(const|volatile)\b", " ", p.ctype).split())
+                fmt = _SCALARS.get(base)
+                if fmt is None:
+                    raise LaunchArgumentError(f"the emulator cannot pass a '{p.ctype}' by value (argument '{p.name}')",
+                                              argument=p.name)
+                try:
+                    v = a.item() if isinstance(a, (np.generic, np.ndarray)) else a
+                    if fmt in ("<f", "<d", "<e"):
+                        data = struct.pack(fmt, float(v))
+                    elif fmt == "<?":
+                        data = struct.pack(fmt, bool(v))
+                    else:
+                        if isinstance(v, float) and not v.is_integer():
+                            raise TypeError("a non-integer value for an integer parameter")
+                        bits = struct.calcsize(fmt) * 8
+                        iv = int(v)
+                        if fmt[1].isupper():
+                            iv &= (1 << bits) - 1
+                        data = struct.pack(fmt, iv)
+                except (TypeError, ValueError, struct.error, OverflowError) as e:
+                    raise LaunchArgumentError(f"argument '{p.name}' ({p.ctype}): cannot convert {a!r}: {e}",
+                                              argument=p.name) from None
+                packed.append((0, len(data), data.ljust(8, b"\0"), p.name))
+        return packed, arrays
+
+    # -------------------------------------------------------------- running
+    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, reverse, check_uninit):
+        flags = (1 if reverse else 0) | (2 if check_uninit else 0)
+        sym = f"__emu_tramp_{kernel}".encode()
+        hdr = [struct.pack("<I", 0x31554D45), struct.pack("<6I", *grid, *block), struct.pack("<Q", int(shared_mem)),
+               struct.pack("<II", flags, _workers(self._built.meta)), struct.pack("<I", len(sym)), sym,
+               struct.pack("<I", len(packed))]
+        for kind, item, data, name in packed:
+            nm = name.encode()
+            hdr += [struct.pack("<IIQ", kind, item, len(data)), struct.pack("<I", len(nm)), nm, data]
+        tmp = _tmpdir()
+        try:
+            inp, out, rep = (os.path.join(tmp, n) for n in ("in.bin", "out.bin", "report.txt"))
+            with open(inp, "wb") as f:
+                f.write(b"".join(hdr))
+            t0 = time.perf_counter()
+            proc = subprocess.Popen([str(runner_path()), str(self._built.so), inp, out, rep],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                so, se = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.communicate()
+                raise KernelTimeout(
+                    f"kernel '{kernel}' did not finish within {timeout:g} s on the CPU emulator "
+                    f"(grid {grid}, block {block}): an infinite loop, or a wait that never ends",
+                    seconds=timeout) from None
+            seconds = time.perf_counter() - t0
+            stdout = so.decode("utf-8", "replace")
+            if proc.returncode == 0:
+                outputs = Path(out).read_bytes()
+                return stdout, seconds, outputs
+            report = Path(rep).read_text() if os.path.exists(rep) else ""
+            if proc.returncode == 3 and report:
+                raise self._fault(kernel, report, stdout)
+            raise KernelFault("crash", f"the emulator's runner failed (status {proc.returncode}): "
+                              f"{se.decode('utf-8', 'replace').strip()[-2000:]}",
+                              where=FaultLocation(extra={"stdout": stdout}))
+        finally:
+            for n in ("in.bin", "out.bin", "report.txt"):
+                try:
+                    os.unlink(os.path.join(tmp, n))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(tmp)
+            except OSError:
+                pass
+
+    def _fault(self, kernel: str, report: str, stdout: str) -> KernelFault:
+        rec: dict[str, str] = {}
+        for line in report.splitlines():
+            if "=" in line:
+                k, v = line.split("=", 1)
+                rec.setdefault(k, v.replace("\\n", "\n").replace("\\\\", "\\"))
+
+        def tup(s):
+            return tuple(int(x) for x in s.split(",")) if s else None
+
+        line = int(rec["line"]) if rec.get("line") else None
+        if line is None and rec.get("pcs"):
+            line = self._line_from_pcs([x for x in rec["pcs"].split(",") if x])
+        where = FaultLocation(
+            thread=tup(rec.get("thread")), block=tup(rec.get("block")), line=line,
+            argument=rec.get("argument"),
+            index=int(rec["index"]) if rec.get("index") not in (None, "", "-1") else None,
+            size=int(rec["size"]) if rec.get("size") not in (None, "", "-1") else None,
+            extra={"stdout": stdout, "kernel": kernel})
+        kind = rec.get("kind", "crash")
+        msg = rec.get("message", "the kernel failed")
+        parts = [msg]
+        if where.thread is not None:
+            parts.append(f"thread {where.thread} of block {where.block}")
+        elif where.block is not None:
+            parts.append(f"block {where.block}")
+        if line:
+            lines = self.source.replace("\r\n", "\n").split("\n")
+            src = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+            parts.append(f"line {line}" + (f": {src}" if src else ""))
+            where.extra["source_line"] = src
+        text = "; ".join(parts[:1]) + ("\n  at " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+        hints = {
+            "out-of-bounds": "Check the index against the array size; threads past the edge of the matrix need a guard (if (row < M && col < N)).",
+            "shared-out-of-bounds": "Check the shared-memory index against the array's declared size (or shared_mem for extern __shared__).",
+            "divergent-barrier": "Move __syncthreads() out of the branch, or make every thread take the same path; guard work, not the barrier.",
+            "partial-warp-collective": "All 32 lanes of the warp (or every lane in the mask) must reach a warp collective or WMMA call: do not return early before it.",
+            "uninitialized-shared": "Some thread reads shared memory before any thread wrote it: a missing __syncthreads() between the writes and the reads, or a tile that is not fully loaded.",
+            "assert": "An assert() in the kernel failed for this thread.",
+        }
+        return KernelFault(kind, text, where=where, hint=hints.get(kind, ""))
+
+    def _line_from_pcs(self, pcs: list[str]) -> int | None:
+        filename = self._built.meta.get("filename", f"{self.name}.cu")
+        try:
+            r = subprocess.run(["addr2line", "-e", str(self._built.so), "-i", "-a", *[f"0x{p}" for p in pcs]],
+                               capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        for ln in r.stdout.splitlines():
+            m = re.match(r"^(.*):(\d+)(?: \(discriminator \d+\))?$", ln.strip())
+            if m and os.path.basename(m.group(1)) == filename and int(m.group(2)) > 0:
+                return int(m.group(2))
+        return None
+
+    def launch(self, kernel: str, grid, block, args: Sequence, *, shared_mem: int = 0, timeout: float = 60.0,
+               race_check: bool = False) -> EmuResult:
+        """Run `kernel` over `grid` x `block` with `args` (numpy arrays are updated in place)."""
+        g, b = _dim3(grid, "grid"), _dim3(block, "block")
+        if b[0] * b[1] * b[2] > 1024:
+            raise LaunchArgumentError(f"a block has at most 1024 threads, got {b} = {b[0] * b[1] * b[2]}",
+                                      argument="block")
+        if shared_mem < 0:
+            raise LaunchArgumentError("shared_mem must be >= 0", argument="shared_mem")
+        packed, arrays = self._pack(kernel, args)
+        stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, reverse=False,
+                                             check_uninit=not race_check)
+        if race_check:
+            stdout2, seconds2, outputs2 = self._run(kernel, g, b, packed, shared_mem, timeout, reverse=True,
+                                                    check_uninit=False)
+            seconds += seconds2
+            if outputs2 != outputs:
+                raise self._race(kernel, arrays, outputs, outputs2, stdout)
+        off = 0
+        for a in arrays:
+            n = a.nbytes
+            chunk = outputs[off: off + n]
+            off += n
+            if chunk != a.tobytes():
+                np.copyto(a, np.frombuffer(chunk, dtype=a.dtype).reshape(a.shape))
+        return EmuResult(stdout=stdout, seconds=seconds)
+
+    def _race(self, kernel, arrays, out1: bytes, out2: bytes, stdout: str) -> KernelFault:
+        params = [p for p in self.kernels[kernel] if p.is_pointer]
+        off = 0
+        for p, a in zip(params, arrays):
+            n = a.nbytes
+            x = np.frombuffer(out1[off: off + n], dtype=a.dtype)
+            y = np.frombuffer(out2[off: off + n], dtype=a.dtype)
+            off += n
+            bx = x.view(np.uint8).reshape(-1, a.dtype.itemsize)
+            by = y.view(np.uint8).reshape(-1, a.dtype.itemsize)
+            diff = np.flatnonzero((bx != by).any(axis=1))
+            if diff.size:
+                i = int(diff[0])
+                msg = (f"the result depends on the order the threads of a block run in: missing __syncthreads() "
+                       f"or a shared-memory race. Running each block's threads forward and in reverse order gave "
+                       f"different values of '{p.name}' at {diff.size} element(s), first at index {i} "
+                       f"({x[i]!r} vs {y[i]!r})")
+                return KernelFault("race", msg, where=FaultLocation(argument=p.name, index=i, size=int(x.size),
+                                                                    extra={"stdout": stdout}),
+                                   hint="Put a __syncthreads() between writing shared memory and reading what other "
+                                        "threads wrote (and before overwriting a tile others may still read).")
+        return KernelFault("race", "missing __syncthreads() or a shared-memory race (outputs differ)")
+
+
+def compile_module(source: str, *, options: Sequence[str] = (), name: str = "kernel") -> EmuModule:
+    """Compile a CUDA C++ source for the CPU emulator (cached on disk)."""
+    if not re.match(r"^[A-Za-z_][\w.-]*$", name):
+        name = "kernel"
+    built = build_module(source, tuple(options), name)
+    runner_path()
+    return EmuModule(built, name, source)

@@ -1,0 +1,786 @@
+// emu_runner: runs one kernel launch of a compiled kernel module (kernel.so) on the CPU.
+//
+//   emu_runner MODULE.so INPUT OUTPUT REPORT
+//
+// INPUT (written by grader/emu/launch.py) holds the launch configuration and the
+// arguments; OUTPUT receives every pointer argument's bytes after the launch; REPORT
+// receives a key=value fault record when the kernel breaks a rule (exit status 3).
+//
+// Each CUDA thread of a block is a fiber with its own stack; a block's fibers run on one
+// OS thread and switch only at __syncthreads / warp collectives / exit (hand-written
+// x86-64 stack switch). Blocks are shared out to up to `nworkers` forked worker
+// processes; argument buffers live in MAP_SHARED memory with PROT_NONE guard pages on
+// both sides, so an out-of-bounds access raises SIGSEGV, which the handler turns into a
+// report naming the argument, the element index, the thread and the block.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "emu_abi.h"
+
+extern "C" {
+__emu_thread* __emu_cur = 0;
+__emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
+int __emu_check_uninit = 1;
+void emu_switch(void** save_sp, void* to_sp);
+}
+
+asm(R"(
+.text
+.globl emu_switch
+.type emu_switch,@function
+emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size emu_switch,.-emu_switch
+)");
+
+namespace {
+
+const size_t PAGE = 4096;
+const size_t STACK = 256 * 1024;  // per CUDA thread (virtual; only touched pages cost)
+
+enum { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
+
+struct Fiber {
+  __emu_thread t;  // must be first: __emu_cur points here
+  void* sp;
+  int state;
+  int line;
+  char* stack_lo;  // guard page start
+  char* stack_hi;
+};
+
+struct Warp {
+  unsigned exist;    // lanes that exist in this warp
+  unsigned arrived;  // lanes waiting in the pending collective
+  unsigned mask;     // participants of the pending collective
+  int kind, line;
+  __emu_combine_fn fn;
+  void* payloads[32];
+};
+
+struct Buffer {
+  std::string name;
+  unsigned itemsize;
+  size_t nbytes;
+  char* region;  // mapping start (guard page)
+  size_t region_len;
+  char* start;   // first byte of the data
+  char* end;     // one past the last byte (page aligned; a guard page follows)
+};
+
+struct Control {  // MAP_SHARED between workers
+  unsigned long long next_block;
+  int reported;
+  int failed;
+};
+
+// launch state
+typedef void (*tramp_fn)(void**);
+tramp_fn g_tramp;
+void** g_args;
+std::vector<Buffer> g_bufs;
+Control* g_ctl;
+unsigned g_nthreads, g_nwarps;
+unsigned long long g_nblocks;
+int g_reverse;
+int g_report_fd = -1;
+uintptr_t g_mod_base;
+char *g_smem_region, *g_smem, *g_smem_end;
+size_t g_smem_size, g_smem_region_len;
+
+// block state (per worker)
+std::vector<Fiber> g_fibers;
+std::vector<Warp> g_warps;
+char* g_stacks;
+size_t g_stacks_len;
+void* g_sched_sp;
+unsigned g_done;
+unsigned g_bar_arrived;
+int g_bar_line;
+unsigned g_bar_gen;
+int g_bar_red[3];
+int g_bar_result[2][3];
+__emu_shared_base* g_shared_head;
+
+// printf capture
+char g_out[1 << 16];
+size_t g_out_len;
+size_t g_out_total;
+const size_t OUT_CAP = 4u << 20;
+bool g_out_truncated;
+
+void out_flush() {
+  size_t off = 0;
+  while (off < g_out_len) {
+    ssize_t w = write(1, g_out + off, g_out_len - off);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  g_out_len = 0;
+}
+
+const char* op_name(int kind) {
+  switch (kind) {
+    case EMU_OP_SHFL: return "__shfl_sync";
+    case EMU_OP_SHFL_UP: return "__shfl_up_sync";
+    case EMU_OP_SHFL_DOWN: return "__shfl_down_sync";
+    case EMU_OP_SHFL_XOR: return "__shfl_xor_sync";
+    case EMU_OP_VOTE: return "__ballot_sync/__any_sync/__all_sync";
+    case EMU_OP_SYNCWARP: return "__syncwarp";
+    case EMU_OP_WMMA_LOAD: return "wmma::load_matrix_sync";
+    case EMU_OP_WMMA_STORE: return "wmma::store_matrix_sync";
+    case EMU_OP_WMMA_MMA: return "wmma::mma_sync";
+    case EMU_OP_REDUCE: return "__reduce_*_sync";
+    case EMU_OP_MATCH: return "__match_any_sync";
+  }
+  return "warp collective";
+}
+
+// ------------------------------------------------------------------ fault reports
+struct Rep {
+  char buf[8192];
+  size_t n = 0;
+  void add(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+    va_end(ap);
+    if (k > 0) n += (size_t)k < sizeof(buf) - n ? (size_t)k : sizeof(buf) - n - 1;
+  }
+  void str(const char* key, const char* v) {  // value with newlines escaped
+    add("%s=", key);
+    for (const char* p = v; *p && n < sizeof(buf) - 4; ++p) {
+      if (*p == '\n') { buf[n++] = '\\'; buf[n++] = 'n'; }
+      else if (*p == '\\') { buf[n++] = '\\'; buf[n++] = '\\'; }
+      else buf[n++] = *p;
+    }
+    buf[n++] = '\n';
+  }
+};
+
+bool in_module(uintptr_t pc, uintptr_t* off) {
+  Dl_info info;
+  if (!pc || !dladdr((void*)pc, &info)) return false;
+  if ((uintptr_t)info.dli_fbase != g_mod_base) return false;
+  *off = pc - g_mod_base;
+  return true;
+}
+
+// Collect return addresses inside the kernel module by walking frame pointers.
+void add_pcs(Rep& r, uintptr_t first_pc, uintptr_t first_ret, uintptr_t rbp) {
+  r.add("pcs=");
+  int n = 0;
+  uintptr_t off;
+  if (first_pc && in_module(first_pc, &off)) { r.add("%lx,", (unsigned long)off); ++n; }
+  if (first_ret && in_module(first_ret, &off)) { r.add("%lx,", (unsigned long)(off - 1)); ++n; }
+  Fiber* f = (Fiber*)__emu_cur;
+  for (int depth = 0; depth < 32 && rbp && f; ++depth) {
+    if (rbp < (uintptr_t)f->stack_lo + PAGE || rbp + 16 > (uintptr_t)f->stack_hi || (rbp & 7)) break;
+    uintptr_t ret = ((uintptr_t*)rbp)[1];
+    if (in_module(ret, &off)) { r.add("%lx,", (unsigned long)(off - 1)); ++n; }
+    uintptr_t next = ((uintptr_t*)rbp)[0];
+    if (next <= rbp) break;
+    rbp = next;
+  }
+  r.add("\n");
+}
+
+void add_where(Rep& r, const Fiber* f) {
+  if (f) r.add("thread=%u,%u,%u\n", f->t.tidx.x, f->t.tidx.y, f->t.tidx.z);
+  r.add("block=%u,%u,%u\n", __emu_bidx.x, __emu_bidx.y, __emu_bidx.z);
+}
+
+[[noreturn]] void finish_report(Rep& r) {
+  if (g_ctl && __atomic_exchange_n(&g_ctl->reported, 1, __ATOMIC_SEQ_CST) == 0) {
+    if (g_report_fd >= 0) {
+      size_t off = 0;
+      while (off < r.n) {
+        ssize_t w = write(g_report_fd, r.buf + off, r.n - off);
+        if (w <= 0) break;
+        off += (size_t)w;
+      }
+    }
+  }
+  if (g_ctl) g_ctl->failed = 1;
+  out_flush();
+  _exit(3);
+}
+
+[[noreturn]] void fault_at(const char* kind, const char* msg, const Fiber* f, int line,
+                           const char* extra = 0) {
+  Rep r;
+  r.add("kind=%s\n", kind);
+  r.str("message", msg);
+  add_where(r, f);
+  if (line > 0) r.add("line=%d\n", line);
+  if (extra) r.add("%s", extra);
+  finish_report(r);
+}
+
+void unit3(char* b, size_t n, const Fiber* f) {
+  snprintf(b, n, "(%u,%u,%u)", f->t.tidx.x, f->t.tidx.y, f->t.tidx.z);
+}
+
+// ------------------------------------------------------------------ scheduling
+[[noreturn]] void deadlock() {
+  char msg[2048], a[64], b[64];
+  // a warp collective some lanes never reached
+  for (unsigned w = 0; w < g_nwarps; ++w) {
+    Warp& W = g_warps[w];
+    if (!W.arrived) continue;
+    unsigned missing = W.mask & ~W.arrived;
+    int waiting = __builtin_ctz(W.arrived), other = missing ? __builtin_ctz(missing) : -1;
+    Fiber* fw = &g_fibers[w * 32 + waiting];
+    unit3(a, sizeof a, fw);
+    const char* why = "has not arrived";
+    int oline = 0;
+    if (other >= 0) {
+      Fiber* fo = &g_fibers[w * 32 + other];
+      unit3(b, sizeof b, fo);
+      if (fo->state == DONE) why = "had already exited (returned)";
+      else if (fo->state == AT_BARRIER) { why = "is waiting at __syncthreads()"; oline = fo->line; }
+    } else snprintf(b, sizeof b, "?");
+    char oline_s[32] = "";
+    if (oline) snprintf(oline_s, sizeof oline_s, " at line %d", oline);
+    snprintf(msg, sizeof msg,
+             "%s at line %d was reached by only %d of the %d lanes of warp %u that must take part "
+             "(mask 0x%08x, arrived 0x%08x): e.g. thread %s waits there, but thread %s %s%s",
+             op_name(W.kind), W.line, __builtin_popcount(W.arrived), __builtin_popcount(W.mask), w, W.mask,
+             W.arrived, a, b, why, oline_s);
+    fault_at("partial-warp-collective", msg, fw, W.line);
+  }
+  // a barrier that can never open
+  int exited = -1, waiting = -1;
+  for (unsigned i = 0; i < g_nthreads; ++i) {
+    if (g_fibers[i].state == DONE && exited < 0) exited = i;
+    if (g_fibers[i].state == AT_BARRIER && waiting < 0) waiting = i;
+  }
+  if (waiting >= 0) {
+    Fiber* fw = &g_fibers[waiting];
+    unit3(a, sizeof a, fw);
+    unsigned ndone = g_done;
+    if (exited >= 0) unit3(b, sizeof b, &g_fibers[exited]);
+    snprintf(msg, sizeof msg,
+             "__syncthreads() at line %d can never complete: %u of %u threads of the block wait there "
+             "(e.g. thread %s) but %u threads exited (returned) without reaching it (e.g. thread %s). "
+             "Every thread of a block must reach every __syncthreads(): do not return early before one",
+             fw->line, g_bar_arrived, g_nthreads, a, ndone, exited >= 0 ? b : "?");
+    fault_at("divergent-barrier", msg, fw, fw->line);
+  }
+  fault_at("crash", "the block's threads are deadlocked (internal emulator state)", 0, 0);
+}
+
+void yield_to_sched(Fiber* f) { emu_switch(&f->sp, g_sched_sp); }
+
+void fiber_start() {
+  g_tramp(g_args);
+  Fiber* f = (Fiber*)__emu_cur;
+  f->state = DONE;
+  ++g_done;
+  emu_switch(&f->sp, g_sched_sp);
+  __builtin_trap();
+}
+
+void reset_shared() {
+  for (__emu_shared_base* s = g_shared_head; s; s = s->next) {
+    memset(s->data, 0xff, s->bytes);
+    if (s->shadow) memset(s->shadow, 0, s->count);
+    s->escaped = 0;
+  }
+  if (g_smem_size) memset(g_smem, 0xff, g_smem_end - g_smem);
+}
+
+void run_block(unsigned long long b) {
+  __emu_bidx.x = (unsigned)(b % __emu_gdim.x);
+  __emu_bidx.y = (unsigned)((b / __emu_gdim.x) % __emu_gdim.y);
+  __emu_bidx.z = (unsigned)(b / ((unsigned long long)__emu_gdim.x * __emu_gdim.y));
+  reset_shared();
+  for (unsigned i = 0; i < g_nthreads; ++i) {
+    Fiber& f = g_fibers[i];
+    f.state = RUNNABLE;
+    f.line = 0;
+    uintptr_t top = (uintptr_t)f.stack_hi & ~(uintptr_t)15;
+    uintptr_t* sp = (uintptr_t*)(top - 64);
+    sp[0] = sp[1] = sp[2] = sp[3] = sp[4] = sp[5] = 0;  // r15 r14 r13 r12 rbx rbp
+    sp[6] = (uintptr_t)&fiber_start;
+    sp[7] = 0;
+    f.sp = sp;
+  }
+  for (unsigned w = 0; w < g_nwarps; ++w) { g_warps[w].arrived = 0; }
+  g_done = 0;
+  g_bar_arrived = 0;
+  g_bar_red[0] = 0; g_bar_red[1] = 1; g_bar_red[2] = 0;
+  while (g_done < g_nthreads) {
+    unsigned resumed = 0;
+    for (unsigned k = 0; k < g_nthreads; ++k) {
+      unsigned i = g_reverse ? g_nthreads - 1 - k : k;
+      Fiber* f = &g_fibers[i];
+      if (f->state != RUNNABLE) continue;
+      __emu_cur = &f->t;
+      ++resumed;
+      emu_switch(&g_sched_sp, f->sp);
+    }
+    __emu_cur = 0;
+    if (!resumed && g_done < g_nthreads) deadlock();
+  }
+}
+
+// ------------------------------------------------------------------ signals
+void on_signal(int sig, siginfo_t* si, void* uc_) {
+  ucontext_t* uc = (ucontext_t*)uc_;
+  Fiber* f = (Fiber*)__emu_cur;
+  uintptr_t addr = (uintptr_t)si->si_addr;
+  uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  uintptr_t rbp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+  bool write_access = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  const char* rw = write_access ? "write" : "read";
+  Rep r;
+  char msg[1024];
+  if (sig == SIGSEGV || sig == SIGBUS) {
+    // argument buffers: exact hit in a guard page, else the nearest buffer within 64 MiB
+    const Buffer* best = 0;
+    uintptr_t bestd = (uintptr_t)64 << 20;
+    for (const Buffer& B : g_bufs) {
+      uintptr_t d = addr < (uintptr_t)B.start ? (uintptr_t)B.start - addr
+                  : addr >= (uintptr_t)B.end ? addr - (uintptr_t)B.end + 1 : 0;
+      if (d < bestd) { bestd = d; best = &B; }
+    }
+    bool in_smem = g_smem_region && addr >= (uintptr_t)g_smem_region &&
+                   addr < (uintptr_t)g_smem_region + g_smem_region_len;
+    bool in_stack = f && addr >= (uintptr_t)f->stack_lo && addr < (uintptr_t)f->stack_lo + PAGE;
+    if (in_smem) {
+      long long off = (long long)(addr - (uintptr_t)g_smem);
+      snprintf(msg, sizeof msg,
+               "out-of-bounds %s of dynamic shared memory (extern __shared__): byte offset %lld, but the "
+               "launch has shared_mem=%zu bytes",
+               rw, off, g_smem_size);
+      r.add("kind=shared-out-of-bounds\n");
+      r.str("message", msg);
+      r.add("argument=extern __shared__\nindex=%lld\nsize=%zu\n", off, g_smem_size);
+    } else if (in_stack) {
+      r.add("kind=crash\n");
+      r.str("message", "stack overflow in a CUDA thread (a very large local array, or deep/infinite recursion)");
+    } else if (best) {
+      long long idx = (long long)((intptr_t)(addr - (uintptr_t)best->start));
+      idx = idx >= 0 ? idx / (long long)best->itemsize : -((-idx + best->itemsize - 1) / (long long)best->itemsize);
+      long long n = (long long)(best->nbytes / best->itemsize);
+      snprintf(msg, sizeof msg,
+               "out-of-bounds %s of argument '%s': element index %lld, but '%s' has %lld elements "
+               "(valid indices 0..%lld)",
+               rw, best->name.c_str(), idx, best->name.c_str(), n, n - 1);
+      r.add("kind=out-of-bounds\n");
+      r.str("message", msg);
+      r.add("argument=%s\nindex=%lld\nsize=%lld\n", best->name.c_str(), idx, n);
+    } else {
+      snprintf(msg, sizeof msg, "invalid memory %s at address %p%s", rw, (void*)addr,
+               addr < 65536 ? " (a null or uninitialised pointer?)" : " (not inside any argument buffer)");
+      r.add("kind=crash\n");
+      r.str("message", msg);
+    }
+  } else {
+    const char* what = sig == SIGFPE ? "arithmetic exception (integer division by zero?)"
+                     : sig == SIGILL ? "illegal instruction (reached code marked unreachable?)"
+                     : sig == SIGABRT ? "abort() was called"
+                     : sig == SIGTRAP ? "trap" : "fatal signal";
+    snprintf(msg, sizeof msg, "%s (signal %d)", what, sig);
+    r.add("kind=crash\n");
+    r.str("message", msg);
+  }
+  add_where(r, f);
+  add_pcs(r, rip, f && rsp ? *(uintptr_t*)rsp : 0, rbp);
+  finish_report(r);
+}
+
+void install_handlers() {
+  static char altstack[1 << 16];
+  stack_t ss;
+  ss.ss_sp = altstack;
+  ss.ss_size = sizeof altstack;
+  ss.ss_flags = 0;
+  sigaltstack(&ss, 0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
+  for (int s : sigs) sigaction(s, &sa, 0);
+}
+
+// ------------------------------------------------------------------ input
+struct Reader {
+  const char* p;
+  const char* end;
+  template <class T> T get() {
+    T v;
+    if (p + sizeof(T) > end) { fprintf(stderr, "emu_runner: truncated input\n"); exit(2); }
+    memcpy(&v, p, sizeof(T));
+    p += sizeof(T);
+    return v;
+  }
+  std::string str() {
+    unsigned n = get<unsigned>();
+    if (p + n > end) { fprintf(stderr, "emu_runner: truncated input\n"); exit(2); }
+    std::string s(p, n);
+    p += n;
+    return s;
+  }
+};
+
+std::vector<char> slurp(const char* path) {
+  std::vector<char> v;
+  FILE* fp = fopen(path, "rb");
+  if (!fp) { perror(path); exit(2); }
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, fp)) > 0) v.insert(v.end(), buf, buf + n);
+  fclose(fp);
+  return v;
+}
+
+char* map_or_die(size_t len, int flags) {
+  void* m = mmap(0, len, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) { perror("emu_runner: mmap"); exit(2); }
+  return (char*)m;
+}
+
+const unsigned char CANARY = 0xA5;
+
+int worker_main() {
+  install_handlers();
+  // fiber stacks, each with a guard page at its low end
+  g_fibers.assign(g_nthreads, Fiber());
+  g_warps.assign(g_nwarps, Warp());
+  size_t per = STACK + PAGE;
+  g_stacks_len = per * g_nthreads;
+  g_stacks = map_or_die(g_stacks_len, MAP_PRIVATE);
+  for (unsigned i = 0; i < g_nthreads; ++i) {
+    Fiber& f = g_fibers[i];
+    f.stack_lo = g_stacks + per * i;
+    f.stack_hi = f.stack_lo + per;
+    mprotect(f.stack_lo, PAGE, PROT_NONE);
+    f.t.tid = (int)i;
+    f.t.lane = (int)(i % 32);
+    f.t.warp = (int)(i / 32);
+    f.t.tidx.x = i % __emu_bdim.x;
+    f.t.tidx.y = (i / __emu_bdim.x) % __emu_bdim.y;
+    f.t.tidx.z = i / (__emu_bdim.x * __emu_bdim.y);
+  }
+  for (unsigned w = 0; w < g_nwarps; ++w) {
+    unsigned n = g_nthreads - w * 32 >= 32 ? 32 : g_nthreads - w * 32;
+    g_warps[w].exist = n == 32 ? 0xffffffffu : ((1u << n) - 1);
+  }
+  // dynamic shared memory: guard page before and after
+  size_t rounded = (g_smem_size + PAGE - 1) / PAGE * PAGE;
+  g_smem_region_len = rounded + 2 * PAGE;
+  g_smem_region = map_or_die(g_smem_region_len, MAP_PRIVATE);
+  mprotect(g_smem_region, PAGE, PROT_NONE);
+  mprotect(g_smem_region + PAGE + rounded, PAGE, PROT_NONE);
+  g_smem_end = g_smem_region + PAGE + rounded;
+  g_smem = g_smem_end - (g_smem_size + 15) / 16 * 16;
+  for (;;) {
+    if (g_ctl->failed) break;
+    unsigned long long b = __atomic_fetch_add(&g_ctl->next_block, 1ull, __ATOMIC_SEQ_CST);
+    if (b >= g_nblocks) break;
+    run_block(g_reverse ? g_nblocks - 1 - b : b);
+  }
+  if (g_out_truncated) {
+    const char* note = "\n[emulator: printf output truncated at 4 MiB]\n";
+    if (g_out_len + strlen(note) < sizeof g_out) { memcpy(g_out + g_out_len, note, strlen(note)); g_out_len += strlen(note); }
+  }
+  out_flush();
+  return 0;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ ABI used by kernel.so
+extern "C" {
+
+void __emu_syncthreads(int line) {
+  Fiber* f = (Fiber*)__emu_cur;
+  f->state = AT_BARRIER;
+  f->line = line;
+  if (g_bar_arrived == 0) g_bar_line = line;
+  if (++g_bar_arrived == g_nthreads) {
+    int other = -1;
+    for (unsigned i = 0; i < g_nthreads; ++i)
+      if (g_fibers[i].line != line) { other = (int)i; break; }
+    if (other >= 0) {
+      char msg[512], a[64], b[64];
+      unit3(a, sizeof a, f);
+      unit3(b, sizeof b, &g_fibers[other]);
+      snprintf(msg, sizeof msg,
+               "threads of one block wait at different __syncthreads(): thread %s at line %d, thread %s at "
+               "line %d. A __syncthreads() inside a branch must be reached by every thread of the block",
+               a, line, b, g_fibers[other].line);
+      fault_at("divergent-barrier", msg, f, line);
+    }
+    g_bar_arrived = 0;
+    for (unsigned i = 0; i < g_nthreads; ++i) g_fibers[i].state = RUNNABLE;
+    return;
+  }
+  yield_to_sched(f);
+}
+
+int __emu_syncthreads_red(int line, int op, int pred) {
+  unsigned gen = g_bar_gen;
+  g_bar_red[0] += pred ? 1 : 0;
+  g_bar_red[1] &= pred ? 1 : 0;
+  g_bar_red[2] |= pred ? 1 : 0;
+  if (g_bar_arrived + 1 == g_nthreads) {
+    memcpy(g_bar_result[gen & 1], g_bar_red, sizeof g_bar_red);
+    g_bar_red[0] = 0; g_bar_red[1] = 1; g_bar_red[2] = 0;
+    ++g_bar_gen;
+  }
+  __emu_syncthreads(line);
+  return g_bar_result[gen & 1][op];
+}
+
+void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combine_fn fn) {
+  Fiber* f = (Fiber*)__emu_cur;
+  Warp& W = g_warps[f->t.warp];
+  unsigned me = 1u << f->t.lane;
+  unsigned parts = (mask & W.exist) | me;
+  if (W.arrived == 0) {
+    W.mask = parts; W.kind = kind; W.line = line; W.fn = fn;
+  } else if (W.mask != parts || W.kind != kind) {
+    char msg[512], a[64];
+    unit3(a, sizeof a, f);
+    snprintf(msg, sizeof msg,
+             "lanes of warp %d reached different warp collectives: %s at line %d (mask 0x%08x, lanes 0x%08x "
+             "waiting) and thread %s at %s at line %d (mask 0x%08x)",
+             f->t.warp, op_name(W.kind), W.line, W.mask, W.arrived, a, op_name(kind), line, parts);
+    fault_at("partial-warp-collective", msg, f, line);
+  }
+  // a participant that already exited can never arrive
+  unsigned base = (unsigned)f->t.warp * 32;
+  for (unsigned m = parts; m; m &= m - 1) {
+    unsigned l = __builtin_ctz(m);
+    if (g_fibers[base + l].state == DONE) {
+      char msg[512], a[64], b[64];
+      unit3(a, sizeof a, f);
+      unit3(b, sizeof b, &g_fibers[base + l]);
+      snprintf(msg, sizeof msg,
+               "%s at line %d (mask 0x%08x) needs lane %u of warp %d, but that thread %s had already exited "
+               "(returned); thread %s is waiting for it",
+               op_name(kind), line, parts, l, f->t.warp, b, a);
+      fault_at("partial-warp-collective", msg, f, line);
+    }
+  }
+  W.payloads[f->t.lane] = payload;
+  W.arrived |= me;
+  if (W.arrived == W.mask) {
+    if (W.fn) W.fn(W.payloads, W.mask);
+    for (unsigned m = W.mask; m; m &= m - 1) g_fibers[base + __builtin_ctz(m)].state = RUNNABLE;
+    W.arrived = 0;
+    return;
+  }
+  f->state = AT_WARP;
+  f->line = line;
+  yield_to_sched(f);
+}
+
+unsigned __emu_activemask(void) {
+  Fiber* f = (Fiber*)__emu_cur;
+  Warp& W = g_warps[f->t.warp];
+  unsigned base = (unsigned)f->t.warp * 32, m = 0;
+  for (unsigned l = 0; l < 32; ++l)
+    if ((W.exist >> l & 1) && g_fibers[base + l].state != DONE) m |= 1u << l;
+  return m;
+}
+
+void* __emu_dyn_smem(void) { return g_smem; }
+unsigned long long __emu_dyn_smem_size(void) { return g_smem_size; }
+
+void __emu_register_shared(__emu_shared_base* s) {
+  s->next = g_shared_head;
+  g_shared_head = s;
+}
+
+void __emu_fault(const char* kind, const char* msg, const char* arg, long long index, long long size, int line) {
+  Rep r;
+  r.add("kind=%s\n", kind);
+  r.str("message", msg);
+  add_where(r, (Fiber*)__emu_cur);
+  if (arg) r.str("argument", arg);
+  if (index >= 0 || size >= 0) r.add("index=%lld\nsize=%lld\n", index, size);
+  if (line > 0) r.add("line=%d\n", line);
+  add_pcs(r, 0, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_frame_address(0));
+  finish_report(r);
+}
+
+int __emu_printf(const char* __restrict fmt, ...) {
+  char tmp[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return n;
+  size_t len = (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1;
+  if (g_out_total + len > OUT_CAP) { g_out_truncated = true; return n; }
+  g_out_total += len;
+  if (g_out_len + len > sizeof g_out) out_flush();
+  memcpy(g_out + g_out_len, tmp, len);
+  g_out_len += len;
+  return n;
+}
+
+long long __emu_clock(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+}  // extern "C"
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: emu_runner MODULE.so INPUT OUTPUT REPORT\n");
+    return 2;
+  }
+  std::vector<char> in = slurp(argv[2]);
+  Reader rd{in.data(), in.data() + in.size()};
+  if (rd.get<unsigned>() != 0x31554d45u) { fprintf(stderr, "emu_runner: bad input magic\n"); return 2; }
+  __emu_gdim.x = rd.get<unsigned>(); __emu_gdim.y = rd.get<unsigned>(); __emu_gdim.z = rd.get<unsigned>();
+  __emu_bdim.x = rd.get<unsigned>(); __emu_bdim.y = rd.get<unsigned>(); __emu_bdim.z = rd.get<unsigned>();
+  g_smem_size = (size_t)rd.get<unsigned long long>();
+  unsigned flags = rd.get<unsigned>();
+  unsigned nworkers = rd.get<unsigned>();
+  std::string sym = rd.str();
+  unsigned nargs = rd.get<unsigned>();
+  g_reverse = flags & 1;
+  __emu_check_uninit = (flags & 2) ? 1 : 0;
+  g_nthreads = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
+  g_nwarps = (g_nthreads + 31) / 32;
+  g_nblocks = (unsigned long long)__emu_gdim.x * __emu_gdim.y * __emu_gdim.z;
+
+  g_report_fd = open(argv[4], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  g_ctl = (Control*)map_or_die(PAGE, MAP_SHARED);
+  memset(g_ctl, 0, sizeof(Control));
+
+  // argument buffers and scalar slots
+  std::vector<unsigned long long> slots(nargs);
+  g_args = (void**)calloc(nargs ? nargs : 1, sizeof(void*));
+  std::vector<int> buf_of(nargs, -1);
+  for (unsigned i = 0; i < nargs; ++i) {
+    unsigned kind = rd.get<unsigned>();
+    unsigned itemsize = rd.get<unsigned>();
+    unsigned long long nbytes = rd.get<unsigned long long>();
+    std::string name = rd.str();
+    if (rd.p + nbytes > rd.end) { fprintf(stderr, "emu_runner: truncated argument data\n"); return 2; }
+    if (kind == 0) {
+      memcpy(&slots[i], rd.p, nbytes < 8 ? nbytes : 8);
+      g_args[i] = &slots[i];
+    } else {
+      Buffer B;
+      B.name = name;
+      B.itemsize = itemsize ? itemsize : 1;
+      B.nbytes = nbytes;
+      size_t rounded = (nbytes + PAGE - 1) / PAGE * PAGE;
+      B.region_len = rounded + 2 * PAGE;
+      B.region = map_or_die(B.region_len, MAP_SHARED);
+      B.end = B.region + PAGE + rounded;
+      B.start = B.end - nbytes;
+      memset(B.region + PAGE, CANARY, B.start - (B.region + PAGE));
+      memcpy(B.start, rd.p, nbytes);
+      mprotect(B.region, PAGE, PROT_NONE);
+      mprotect(B.end, PAGE, PROT_NONE);
+      buf_of[i] = (int)g_bufs.size();
+      g_bufs.push_back(B);
+      slots[i] = (unsigned long long)(uintptr_t)B.start;
+      g_args[i] = &slots[i];
+    }
+    rd.p += nbytes;
+  }
+
+  void* mod = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!mod) { fprintf(stderr, "emu_runner: %s\n", dlerror()); return 2; }
+  g_tramp = (tramp_fn)dlsym(mod, sym.c_str());
+  if (!g_tramp) { fprintf(stderr, "emu_runner: kernel entry %s not found\n", sym.c_str()); return 2; }
+  Dl_info info;
+  if (dladdr((void*)g_tramp, &info)) g_mod_base = (uintptr_t)info.dli_fbase;
+
+  if (nworkers < 1) nworkers = 1;
+  if (nworkers > g_nblocks) nworkers = (unsigned)(g_nblocks ? g_nblocks : 1);
+  fflush(stdout);
+  std::vector<pid_t> kids;
+  for (unsigned w = 0; w < nworkers; ++w) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(worker_main());
+    if (pid < 0) { perror("emu_runner: fork"); return 2; }
+    kids.push_back(pid);
+  }
+  int result = 0;
+  size_t left = kids.size();
+  while (left > 0) {
+    int st;
+    pid_t pid = waitpid(-1, &st, 0);
+    if (pid < 0) { if (errno == EINTR) continue; break; }
+    --left;
+    bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!ok && result == 0) {
+      result = WIFEXITED(st) && WEXITSTATUS(st) == 3 ? 3 : 4;
+      g_ctl->failed = 1;
+      for (pid_t k : kids) if (k != pid) kill(k, SIGKILL);
+      if (result == 4) {
+        char msg[256];
+        if (WIFSIGNALED(st)) snprintf(msg, sizeof msg, "kind=crash\nmessage=the emulator worker died with signal %d\n", WTERMSIG(st));
+        else snprintf(msg, sizeof msg, "kind=crash\nmessage=the emulator worker exited with status %d\n", WEXITSTATUS(st));
+        if (__atomic_exchange_n(&g_ctl->reported, 1, __ATOMIC_SEQ_CST) == 0) { ssize_t w_ = write(g_report_fd, msg, strlen(msg)); (void)w_; }
+        result = 3;
+      }
+    }
+  }
+  if (result) return result;
+  // writes just before an argument's first element (inside its page) are caught afterwards
+  for (const Buffer& B : g_bufs) {
+    for (char* p = B.region + PAGE; p < B.start; ++p)
+      if ((unsigned char)*p != CANARY) {
+        long long off = (long long)(p - B.start);
+        long long idx = -((-off + B.itemsize - 1) / (long long)B.itemsize);
+        long long n = (long long)(B.nbytes / B.itemsize);
+        dprintf(g_report_fd,
+                "kind=out-of-bounds\nmessage=out-of-bounds write of argument '%s' at a negative element index "
+                "(about %lld); '%s' has %lld elements (valid indices 0..%lld). The emulator found this after the "
+                "launch, so it cannot say which thread did it\nargument=%s\nindex=%lld\nsize=%lld\n",
+                B.name.c_str(), idx, B.name.c_str(), n, n - 1, B.name.c_str(), idx, n);
+        return 3;
+      }
+  }
+  FILE* out = fopen(argv[3], "wb");
+  if (!out) { perror(argv[3]); return 2; }
+  for (const Buffer& B : g_bufs) fwrite(B.start, 1, B.nbytes, out);
+  fclose(out);
+  return 0;
+}
