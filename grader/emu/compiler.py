@@ -21,7 +21,7 @@ INCLUDE = HERE / "include"
 RUNTIME = HERE / "runtime"
 CXX = os.environ.get("TC_EMU_CXX", "g++")
 MODULE_FLAGS = ["-std=gnu++17", "-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer",
-                "-fno-strict-aliasing", "-fno-exceptions", "-fvisibility=default"]
+                "-fno-strict-aliasing", "-fno-finite-loops", "-fno-exceptions", "-fvisibility=default"]
 
 
 def cache_root() -> Path:
