@@ -149,6 +149,38 @@ class Built:
         self.so = directory / "kernel.so"
 
 
+def _scan_include_dir() -> Path:
+    """Empty stand-ins for the CUDA headers, so `g++ -E` can expand the user's macros."""
+    d = cache_root() / f"scan-include-{prelude_digest()[:12]}"
+    if not d.exists():
+        tmp = Path(tempfile.mkdtemp(prefix="scan-tmp-", dir=cache_root()))
+        for p in INCLUDE.rglob("*.h*"):
+            q = tmp / p.relative_to(INCLUDE)
+            q.parent.mkdir(parents=True, exist_ok=True)
+            q.write_text("")
+        _atomic_install(tmp, d)
+    return d
+
+
+def scan_kernels(source: str, flags: list[str]) -> dict | None:
+    """The __global__ kernels after macro expansion (kernels may be stamped out by macros),
+    or None when the preprocessor fails (the real compile will report why)."""
+    cmd = [CXX, "-E", "-P", "-x", "c++", "-std=gnu++17", "-D__CUDACC__", "-D__CUDACC_RTC__", "-D__CUDA_ARCH__=900",
+           f"-I{_scan_include_dir()}", *flags, "-"]
+    try:
+        r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    from .translate import code_view, find_kernels
+    try:
+        kernels, _ = find_kernels(code_view(r.stdout))
+    except Exception:  # noqa: BLE001 - fall back to scanning the raw source
+        return None
+    return kernels
+
+
 def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[Path | None, str]:
     tmp = Path(tempfile.mkdtemp(prefix="mod-tmp-", dir=cache_root()))
     (tmp / "kernel.cpp").write_text(tr.source)
@@ -169,11 +201,12 @@ def build_module(source: str, options: Sequence[str], name: str) -> Built:
     final = cache_root() / f"mod-{key}"
     if (final / "meta.json").exists() and (final / "kernel.so").exists():
         return Built(final, json.loads((final / "meta.json").read_text()))
-    tr = translate(source, filename=filename, checked=True)
+    kernels = scan_kernels(source, flags)
+    tr = translate(source, filename=filename, checked=True, kernels=kernels)
     tmp, log = _build(tr, flags, std, filename)
     if tmp is None and re.search(r"emu::(ElemRef|SharedArray|View)", log):
         # the checked __shared__ wrappers do not fit this code: plain arrays still work
-        tr2 = translate(source, filename=filename, checked=False)
+        tr2 = translate(source, filename=filename, checked=False, kernels=kernels)
         tmp2, log2 = _build(tr2, flags, std, filename)
         if tmp2 is not None:
             tr, tmp, log = tr2, tmp2, log2

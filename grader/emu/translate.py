@@ -174,13 +174,16 @@ def check_supported(src: str, code: str) -> None:
         raise Unsupported(f"'{m.group(1)}' (line {line_of(code, m.start())}) is not supported by the CPU emulator")
 
 
-def translate(src: str, *, filename: str, checked: bool = True) -> Translation:
+def translate(src: str, *, filename: str, checked: bool = True,
+              kernels: dict[str, list[Param]] | None = None) -> Translation:
     """Rewrite `src` for g++. `checked` turns static __shared__ arrays into bounds- and
     initialisation-checked emu::SharedArray objects (else plain static arrays)."""
     src = src.replace("\r\n", "\n")
     code = code_view(src)
     check_supported(src, code)
-    kernels, klines = find_kernels(code)
+    found, klines = find_kernels(code)
+    if kernels is None:
+        kernels = found
     tr = Translation(source="", kernels=kernels, kernel_lines=klines, checked=checked)
     tr.device_globals = bool(_DEVICE_GLOBAL.search(code))
 
