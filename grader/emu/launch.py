@@ -220,8 +220,8 @@ class EmuModule:
         where = FaultLocation(
             thread=tup(rec.get("thread")), block=tup(rec.get("block")), line=line,
             argument=rec.get("argument"),
-            index=int(rec["index"]) if rec.get("index") not in (None, "", "-1") else None,
-            size=int(rec["size"]) if rec.get("size") not in (None, "", "-1") else None,
+            index=int(rec["index"]) if rec.get("index") not in (None, "") else None,
+            size=int(rec["size"]) if rec.get("size") not in (None, "") and int(rec["size"]) >= 0 else None,
             extra={"stdout": stdout, "kernel": kernel})
         kind = rec.get("kind", "crash")
         msg = rec.get("message", "the kernel failed")

@@ -633,8 +633,10 @@ void __emu_fault(const char* kind, const char* msg, const char* arg, long long i
   r.add("kind=%s\n", kind);
   r.str("message", msg);
   add_where(r, (Fiber*)__emu_cur);
-  if (arg) r.str("argument", arg);
-  if (index >= 0 || size >= 0) r.add("index=%lld\nsize=%lld\n", index, size);
+  if (arg) {
+    r.str("argument", arg);
+    r.add("index=%lld\nsize=%lld\n", index, size);
+  }
   if (line > 0) r.add("line=%d\n", line);
   add_pcs(r, 0, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_frame_address(0));
   finish_report(r);
