@@ -1,0 +1,108 @@
+"""The course's reference kernels (kernels/*.cu) run on the emulator and match a float64
+reference within the accumulation bound of FACTS.md."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.emu import compile_module
+from grader.errors import Unsupported
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+ALL = sorted(KERNELS.glob("*.cu"))
+
+
+def _need(name):
+    p = KERNELS / name
+    if not p.exists():
+        pytest.skip(f"kernels/{name} is not there yet")
+    return p.read_text()
+
+
+def _check(C, A, B, K, eps):
+    a64, b64 = A.astype(np.float64), B.astype(np.float64)
+    ref = a64 @ b64
+    bound = K * eps * (np.abs(a64) @ np.abs(b64)) + 1e-6
+    assert np.isfinite(C).all()
+    err = np.abs(C.astype(np.float64) - ref)
+    assert (err <= bound).all(), f"max error {err.max()} (bound {bound[err > bound].min()})"
+
+
+RNG = np.random.default_rng(2024)
+
+
+@pytest.mark.skipif(not ALL, reason="no kernels/*.cu yet")
+@pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
+def test_every_reference_kernel_compiles(path):
+    try:
+        mod = compile_module(path.read_text(), name=path.stem)
+    except Unsupported as e:  # e.g. inline PTX: acceptable, but it must say so
+        assert "not supported by the CPU emulator" in str(e)
+        return
+    assert mod.kernels, f"no __global__ kernel found in {path.name}"
+
+
+@pytest.mark.parametrize("M,N,K", [(32, 48, 40), (17, 33, 5), (1, 1, 1)])
+def test_sgemm_naive(M, N, K):
+    mod = compile_module(_need("sgemm_naive.cu"), name="sgemm_naive")
+    A = RNG.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = RNG.uniform(-1, 1, (K, N)).astype(np.float32)
+    C = np.full((M, N), np.nan, np.float32)
+    mod.launch("sgemm", ((N + 15) // 16, (M + 15) // 16), (16, 16), [A, B, C, M, N, K])
+    _check(C, A, B, K, 2.0**-24)
+
+
+@pytest.mark.parametrize("tile", [16, 32])
+@pytest.mark.parametrize("M,N,K", [(64, 64, 64), (17, 33, 45)])
+def test_sgemm_tiled(tile, M, N, K):
+    mod = compile_module(_need("sgemm_tiled.cu"), options=(f"-DTILE={tile}",), name="sgemm_tiled")
+    A = RNG.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = RNG.uniform(-1, 1, (K, N)).astype(np.float32)
+    C = np.full((M, N), np.nan, np.float32)
+    mod.launch("sgemm", ((N + tile - 1) // tile, (M + tile - 1) // tile), (tile, tile), [A, B, C, M, N, K],
+               race_check=(M == 17))
+    _check(C, A, B, K, 2.0**-24)
+
+
+@pytest.mark.parametrize("M,N,K", [(16, 16, 16), (48, 32, 64)])
+def test_wmma_gemm_naive(M, N, K):
+    mod = compile_module(_need("wmma_gemm_naive.cu"), name="wmma_gemm_naive")
+    A = RNG.uniform(-1, 1, (M, K)).astype(np.float16)
+    B = RNG.uniform(-1, 1, (K, N)).astype(np.float16)
+    C = np.full((M, N), np.nan, np.float32)
+    mod.launch("wmma_gemm", (M // 16, N // 16), (32,), [A, B, C, M, N, K])
+    _check(C, A, B, K, 2.0**-24)
+
+
+@pytest.mark.parametrize("M,N,K", [(17, 33, 5), (32, 16, 48), (1, 40, 23)])
+def test_wmma_gemm_any_size(M, N, K):
+    mod = compile_module(_need("wmma_gemm_any_size.cu"), name="wmma_gemm_any_size")
+    A = RNG.uniform(-1, 1, (M, K)).astype(np.float16)
+    B = RNG.uniform(-1, 1, (K, N)).astype(np.float16)
+    C = np.full((M, N), np.nan, np.float32)
+    mod.launch("wmma_gemm", ((M + 15) // 16, (N + 15) // 16), (32,), [A, B, C, M, N, K])
+    _check(C, A, B, K, 2.0**-24)
+
+
+def test_wmma_gemm_epilogue():
+    mod = compile_module(_need("wmma_gemm_epilogue.cu"), name="wmma_gemm_epilogue")
+    M, N, K = 32, 48, 32
+    A = RNG.uniform(-1, 1, (M, K)).astype(np.float16)
+    B = RNG.uniform(-1, 1, (K, N)).astype(np.float16)
+    C = RNG.uniform(-1, 1, (M, N)).astype(np.float32)
+    D = np.full((M, N), np.nan, np.float32)
+    alpha, beta = 1.5, -0.5
+    mod.launch("wmma_gemm_epilogue", (M // 16, N // 16), (32,), [A, B, C, D, M, N, K, alpha, beta])
+    ref = alpha * (A.astype(np.float64) @ B.astype(np.float64)) + beta * C
+    bound = K * 2.0**-24 * alpha * (np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))) + 1e-6
+    assert (np.abs(D - ref) <= bound + 2.0**-23 * np.abs(ref)).all()
+
+
+@pytest.mark.parametrize("M,N,K", [(8, 8, 4), (24, 16, 20)])
+def test_dmma_gemm_naive(M, N, K):
+    mod = compile_module(_need("dmma_gemm_naive.cu"), name="dmma_gemm_naive")
+    A = RNG.uniform(-1, 1, (M, K))
+    B = RNG.uniform(-1, 1, (K, N))
+    C = np.full((M, N), np.nan)
+    mod.launch("dmma_gemm", ((M + 7) // 8, (N + 7) // 8), (32,), [A, B, C, M, N, K])
+    _check(C, A, B, K, 2.0**-52)
