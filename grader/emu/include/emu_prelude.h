@@ -83,6 +83,7 @@ inline long long clock64() { return __emu_clock(); }
 
 // printf from device code is captured and returned as EmuResult.stdout
 #define printf __emu_printf
+namespace std { using ::__emu_printf; }
 
 // ---------------------------------------------------------------- vector types
 #define EMU_VEC2(T, N, A) struct __attribute__((aligned(A))) N##2 { T x, y; }; \
