@@ -106,3 +106,22 @@ def test_dmma_gemm_naive(M, N, K):
     C = np.full((M, N), np.nan)
     mod.launch("dmma_gemm", ((M + 7) // 8, (N + 7) // 8), (32,), [A, B, C, M, N, K])
     _check(C, A, B, K, 2.0**-52)
+
+
+def test_fragment_probe_kernel_matches_facts():
+    """kernels/fragment_probe.cu on the emulator shows the FACTS.md maps (the kinds whose
+    formula FACTS.md gives; the others are compared on a GPU)."""
+    src = _need("fragment_probe.cu")
+    fragments = pytest.importorskip("grader.fragments")
+    mod = compile_module(src, name="fragment_probe")
+    checked = 0
+    for kind, k in fragments.KINDS.items():
+        if k.source != "facts" or k.kernel not in mod.kernels:
+            continue
+        held = np.full(32 * 16, -1, np.int32)
+        mod.launch(k.kernel, 1, 32, [fragments.probe_input(kind), held])
+        n = fragments.num_elements(kind)
+        assert (held[32 * n:] == -1).all(), kind
+        assert np.array_equal(held[: 32 * n].reshape(32, n), fragments.expected_map(kind)), kind
+        checked += 1
+    assert checked >= 6
