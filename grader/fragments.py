@@ -3,7 +3,8 @@
 The expected maps are the FACTS.md formulas for sm_80/sm_90 (verified on H200): the PTX
 `mma.m16n8k16` layout applied to two n8 halves. With lane = 0..31, g = lane >> 2, t = lane & 3:
 - A (16x16, row r, col k), slot i = 0..7: r = g + 8*((i>>1)&1), k = 2t + (i&1) + 8*(i>>2);
-  half A/B fragments have num_elements 16 and x[i+8] repeats x[i].
+  half A/B fragments have num_elements 16 and x[i+8] repeats x[i] (bf16 A/B: 8, no repeats;
+  the PTX bf16 fragment is 4 registers where the f16 one is 8).
 - B (16x16, row k, col n): k = 2t + (i&1) + 8*((i>>1)&1), n = g + 8*(i>>2).
 - accumulator (16x16): the A formula, 8 slots.
 - tf32 A (16x8): (g,t), (g+8,t), (g,t+4), (g+8,t+4); fp64 A (8x4): (g,t);
@@ -98,7 +99,7 @@ _FORMULAS: dict[str, tuple[Callable[[int, int], tuple[int, int]], int, int]] = {
     "a_f16_row": (_a16, 16, 8), "a_f16_col": (_a16, 16, 8),
     "b_f16_row": (_b16, 16, 8), "b_f16_col": (_b16, 16, 8),
     "acc_f32": (_a16, 8, 8), "acc_f16": (_a16, 8, 8), "acc_f32_mma": (_a16, 8, 8),
-    "a_bf16": (_a16, 16, 8), "b_bf16": (_b16, 16, 8),
+    "a_bf16": (_a16, 8, 8), "b_bf16": (_b16, 8, 8),  # bf16: 4 registers, no repeats
     "a_tf32": (_a_tf32, 4, 4), "b_tf32": (_b_tf32, 4, 4), "acc_tf32": (_a16, 8, 8),
     "a_f64": (lambda lane, i: (lane >> 2, lane & 3), 1, 1),
     "b_f64": (lambda lane, i: (lane & 3, lane >> 2), 1, 1),

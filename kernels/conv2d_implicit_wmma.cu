@@ -12,8 +12,10 @@
  * lies inside a single (r, s) and covers BLOCK_K consecutive channels, i.e. BLOCK_K
  * contiguous halves of one NHWC pixel: each row of the A tile is a few 16-byte copies,
  * zero-filled when the pixel falls in the padding or the row lies beyond M.
- * - Copies are asynchronous (cp.async, 16 B, zero-fill through src-size 0) into a STAGES-deep
- *   ring of shared-memory tiles, so loads of step k+STAGES-1 overlap the mma of step k.
+ * - Copies are asynchronous (__pipeline_memcpy_async from <cuda_pipeline.h>: cp.async, 16 B,
+ *   on sm_80+) into a STAGES-deep ring of shared-memory tiles, so the loads of step
+ *   k+STAGES-1 overlap the mma of step k. A copy that falls in the padding reads 16 zero
+ *   bytes (zero16) instead of the image: every copy is a full 16-byte copy, no branch.
  * - Tile rows are padded by 8 halves (16 B): the 8 rows an 8x8 fragment load touches then
  *   fall into 8 different 16-byte bank groups (no bank conflicts).
  * - Warp tiling: WARPS_M x WARPS_N warps, each owning a WARP_M x WARP_N block of y, i.e.
@@ -30,18 +32,16 @@
  * Launch: block (THREADS, 1, 1), grid (K / BLOCK_N, ceil(N*P*Q / BLOCK_M), 1),
  *   dynamic shared memory = STAGES * (BLOCK_M + BLOCK_N) * (BLOCK_K + 8) * 2 bytes
  *   (defaults: 4 * 256 * 40 * 2 = 81920; above 48 KB the launcher must opt in, GpuModule does).
- * Requires: sm_80 (cp.async). C % BLOCK_K == 0 (default 32), K % BLOCK_N == 0 (default 128),
+ * Needs: sm_80+ for asynchronous copies (on sm_75 the same source compiles and the copies
+ *   are synchronous; the CPU emulator runs it too). C % BLOCK_K == 0 (default 32), K % BLOCK_N == 0 (default 128),
  *   any N, H, W, R, S, pad with P, Q >= 1 (rows beyond M are guarded), element counts of x, w, y
  *   below 2^31; otherwise the kernel returns and writes nothing.
  * Check:  python -m grader.bench_conv   (conv2d rows; reference grader.conv.conv2d_nhwc)
  */
 #include <mma.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 using namespace nvcuda;
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "conv2d needs sm_80 or newer: it copies with cp.async"
-#endif
 
 #ifndef BLOCK_M
 #define BLOCK_M 128
@@ -84,15 +84,9 @@ static_assert(STAGES >= 2, "STAGES >= 2");
 static_assert(STAGES * (BLOCK_M + BLOCK_N) * LDS * 2 >= WARPS * 16 * 16 * 4,
               "the epilogue scratch reuses the pipeline's shared memory");
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes)
-{
-    unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-    // src_bytes 0: nothing is read and the 16 bytes are zero-filled (the padding of the image)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+// 16 zero bytes in global memory: the source of every copy that falls in the padding, so
+// that all copies are full 16-byte cp.async (no branch, no partial zero-fill).
+__device__ __align__(16) half zero16[8];
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict__ y,
@@ -139,13 +133,13 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
         for (int i = 0; i < A_COPIES; ++i) {
             int h = a_h[i] + ld_r, ww = a_w[i] + ld_s;
             bool inside = (unsigned)h < (unsigned)H && (unsigned)ww < (unsigned)W;
-            const half* src = inside ? x + a_base[i] + (h * W + ww) * C + ld_c : x;
-            cp_async16(as + (tid / CHUNKS + i * ROW_STEP) * LDS + chunk * 8, src, inside ? 16 : 0);
+            const half* src = inside ? x + a_base[i] + (h * W + ww) * C + ld_c : zero16;
+            __pipeline_memcpy_async(as + (tid / CHUNKS + i * ROW_STEP) * LDS + chunk * 8, src, 16);
         }
 #pragma unroll
         for (int i = 0; i < B_COPIES; ++i)
-            cp_async16(bs + (tid / CHUNKS + i * ROW_STEP) * LDS + chunk * 8,
-                       b_src + (size_t)i * ROW_STEP * Kg + ld_k, 16);
+            __pipeline_memcpy_async(bs + (tid / CHUNKS + i * ROW_STEP) * LDS + chunk * 8,
+                                    b_src + (size_t)i * ROW_STEP * Kg + ld_k, 16);
         ld_k += BLOCK_K;
         ld_c += BLOCK_K;
         if (ld_c == C) {
@@ -167,15 +161,15 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) load_tile(s);
-        cp_async_commit();
+        __pipeline_commit();
     }
 
     for (int kt = 0; kt < KT; ++kt) {
-        cp_async_wait<STAGES - 2>();  // the group of step kt has landed (for this thread) ...
+        __pipeline_wait_prior(STAGES - 2);  // the group of step kt has landed (for this thread) ...
         __syncthreads();  // ... and for all threads; everyone is also done with step kt-1
         int next = kt + STAGES - 1;  // refill the stage step kt-1 used
         if (next < KT) load_tile(next % STAGES);
-        cp_async_commit();
+        __pipeline_commit();
 
         const half* as = As + (kt % STAGES) * BLOCK_M * LDS + wm * WARP_M * LDS;
         const half* bs = Bs + (kt % STAGES) * BLOCK_N * LDS + wn * WARP_N * LDS;
@@ -196,7 +190,7 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
                     wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
     }
-    cp_async_wait<0>();
+    __pipeline_wait_prior(0);
     __syncthreads();  // the pipeline's shared memory is free for the epilogue scratch
 
     float* scratch = reinterpret_cast<float*>(smem) + warp * 16 * 16;
