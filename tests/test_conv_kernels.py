@@ -273,3 +273,66 @@ def test_conv_wmma_beats_im2col_cublas_at_tvm_shape():
 
     r = bench_conv.time_conv(bench_conv.TVM_SHAPE, max_seconds=3.0, cudnn=False)
     assert r["speedup_vs_im2col_cublas"] >= bench_conv.SPEEDUP_TARGET, r
+
+
+# ----------------------------------------------------------------------------- CPU emulator
+
+needs_gxx = pytest.mark.skipif(__import__("shutil").which("g++") is None,
+                               reason="the CPU emulator needs g++")
+
+
+def _emu(name, options=()):
+    from grader.backend import EmuModule
+
+    return EmuModule(kernels.source(name), options)
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", ["transpose_naive", "transpose_tiled"])
+def test_transpose_emu(name):
+    mod = _emu(name)
+    for rows, cols in [(1, 1), (33, 17), (70, 1), (65, 97)]:
+        a = conv.random_uniform((rows, cols), np.float32, rows * cols)
+        out = np.full((cols, rows), np.nan, np.float32)
+        grid, block = conv.transpose_launch(rows, cols)
+        mod.launch("transpose", grid, block, [a, out, rows, cols])
+        assert (out == a.T).all(), (rows, cols)
+
+
+@needs_gxx
+def test_im2col_and_direct_emu():
+    mod = _emu("im2col")
+    for N, C, H, W, R, S, pad, st in [(2, 3, 5, 7, 3, 3, 1, 1), (3, 2, 7, 5, 5, 3, 2, 2)]:
+        x = conv.random_uniform((N, C, H, W), np.float16, 3)
+        P, Q = conv.out_size(H, R, pad, st), conv.out_size(W, S, pad, st)
+        col = np.full((N * P * Q, C * R * S), np.nan, np.float16)
+        grid, block = conv.im2col_launch(N, C, H, W, R, S, pad, st)
+        mod.launch("im2col", grid, block, [x, col, N, C, H, W, R, S, pad, st])
+        assert (col == conv.im2col_nchw(x, R, S, pad, st)).all()
+    mod = _emu("conv2d_direct_tiled")
+    for H, W, R in [(17, 33, 3), (31, 16, 7)]:
+        img = conv.random_uniform((H, W), np.float32, 1)
+        m = conv.random_uniform((R, R), np.float32, 2)
+        out = np.full((H, W), np.nan, np.float32)
+        grid, block = conv.direct_launch(H, W)
+        mod.launch("conv2d_direct", grid, block, [img, m, out, H, W, R])
+        bound = numerics.gemm_bound(conv.conv2d_same(np.abs(img), np.abs(m)), R * R)
+        assert numerics.compare(out, conv.conv2d_same(img, m), bound).ok
+
+
+@needs_gxx
+@pytest.mark.parametrize("cfg,shape", [
+    (conv.WmmaConfig(), (3, 64, 7, 9, 128, 3, 3, 1)),
+    (conv.WmmaConfig(block_n=64, threads=128), (1, 32, 6, 8, 64, 5, 3, 2)),
+    (conv.WmmaConfig(block_k=64, stages=3), (2, 64, 9, 9, 128, 1, 1, 0))], ids=str)
+def test_conv_wmma_emu(cfg, shape):
+    N, C, H, W, K, R, S, pad = shape
+    x, w = conv.conv_inputs(N, C, H, W, K, R, S, 5, np)
+    P, Q = conv.out_size(H, R, pad), conv.out_size(W, S, pad)
+    y = np.full((N, P, Q, K), np.nan, np.float32)
+    _emu("conv2d_implicit_wmma", cfg.options).launch(
+        "conv2d", cfg.grid(N, H, W, K, R, S, pad), (cfg.threads, 1, 1),
+        [x, w, y, N, C, H, W, K, R, S, pad], shared_mem=cfg.shared_bytes)
+    ref, abs_ref = conv.conv2d_nhwc_reference(x, w, pad)
+    cmp = numerics.compare(y.reshape(-1, K), ref, numerics.gemm_bound(abs_ref, R * S * C))
+    assert cmp.ok, str(cmp)
