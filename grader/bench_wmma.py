@@ -82,12 +82,12 @@ _DEFAULTS = {
     "wmma_gemm_smem": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32),
     "wmma_gemm_warptile": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, WARP_M=4, WARP_N=2),
     "wmma_gemm_padded": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, WARP_M=4, WARP_N=2, SMEM_PAD=8),
-    "wmma_gemm_async": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, WARP_M=4, WARP_N=4, SMEM_PAD=8,
+    "wmma_gemm_async": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_M=4, WARP_N=4, SMEM_PAD=8,
                             STAGES=3),
-    "wmma_gemm_swizzle": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, WARP_M=4, WARP_N=4, SMEM_PAD=8,
+    "wmma_gemm_swizzle": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_M=4, WARP_N=4, SMEM_PAD=8,
                               STAGES=3, GROUP_M=8),
     "dmma_gemm_fast": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, WARP_M=4, WARP_N=4, SMEM_PAD=4,
-                           STAGES=3),
+                           STAGES=4, FRAG_LDS=1),
 }
 
 LADDER = [Rung("wmma_gemm_" + r, "wmma_gemm_" + r)
@@ -103,24 +103,13 @@ def _v(file, **kw) -> Rung:
 
 
 SWEEP = [
-    _v("wmma_gemm_async", STAGES=4),
-    _v("wmma_gemm_async", BLOCK_M=256, BLOCK_N=128),
-    _v("wmma_gemm_async", BLOCK_M=128, BLOCK_N=128),  # 4 warps of 64x64, 2 blocks per SM
-    _v("wmma_gemm_async", BLOCK_M=128, BLOCK_N=128, STAGES=4),
-    _v("wmma_gemm_async", BLOCK_M=128, BLOCK_N=128, WARP_N=2),  # 8 warps of 64x32
-    _v("wmma_gemm_async", BLOCK_K=64, STAGES=3),
-    _v("wmma_gemm_swizzle", STAGES=4),
-    _v("wmma_gemm_swizzle", BLOCK_M=256, BLOCK_N=128),
-    _v("wmma_gemm_swizzle", BLOCK_M=128, BLOCK_N=128),
+    _v("wmma_gemm_swizzle", WARP_N=2),  # 8 warps of 64x32
     _v("wmma_gemm_swizzle", GROUP_M=16),
-    _v("dmma_gemm_fast", BLOCK_M=128, BLOCK_N=64),
-    _v("dmma_gemm_fast", BLOCK_M=64, BLOCK_N=64, WARP_M=2),  # 8 warps of 16x32
-    _v("dmma_gemm_fast", STAGES=4),
-    _v("dmma_gemm_fast", BLOCK_K=32, STAGES=2),
-    _v("dmma_gemm_fast", SMEM_PAD=0),
-    _v("dmma_gemm_fast", BLOCK_N=128, WARP_N=8),
-    _v("dmma_gemm_fast", BLOCK_M=128, BLOCK_N=128),
-    _v("dmma_gemm_fast", BLOCK_M=128, BLOCK_N=128, WARP_M=8),
+    _v("wmma_gemm_swizzle", BLOCK_K=32),
+    _v("dmma_gemm_fast", FRAG_LDS=0),
+    _v("dmma_gemm_fast", STAGES=5),
+    _v("dmma_gemm_fast", BLOCK_K=8, STAGES=6),
+    _v("dmma_gemm_fast", BLOCK_N=128, WARP_N=8, STAGES=4),
 ]
 
 
@@ -360,6 +349,39 @@ def niter_table(niters=(1, 4, 16, 64, 256, 1024), blocks=None, threads=256, out=
         out(f"| {niter} | {t.median_ms * 1e3:.1f} us | {t.tflops(flops):.1f} |")
 
 
+def dmma_niter_table(niters=(1, 16, 256, 1024, 4096), blocks=None, threads=256, out=print):
+    """The fp64 ceiling of WMMA: dmma_peak_niter with 1, 4 and 8 independent accumulators."""
+    import cupy
+
+    from .timing import benchmark
+
+    info = device_info()
+    blocks = blocks or 16 * (info.sm_count if info else 132)
+    W = blocks * threads // 32
+    rng = np.random.default_rng(secrets.randbits(32))
+    A = cupy.asarray(rng.uniform(-1, 1, W * 32))
+    B = cupy.asarray(rng.uniform(-1, 1, W * 32))
+    C = cupy.full(W * 64, np.nan, dtype=cupy.float64)
+    out(f"\n### fp64 ceiling: dmma_peak_niter (WMMA m8n8k4), {W} warps, NACC independent "
+        "accumulators\n")
+    out("| NACC | check (niter=5) | " + " | ".join(f"niter {n}" for n in niters) + " |")
+    out("|---" * (len(niters) + 2) + "|")
+    for nacc in (1, 4, 8):
+        m = _module("dmma_gemm_peak_niter", (f"-DNACC={nacc}",))
+        m.launch("dmma_peak_niter", (blocks, 1, 1), (threads, 1, 1), [A, B, C, 5])
+        a = A.get().reshape(W, 8, 4)
+        b = B.get().reshape(W, 4, 8)
+        cmp = numerics.compare(C.get().reshape(W, 8, 8), 5 * np.matmul(a, b),
+                               numerics.gemm_bound(5 * np.matmul(np.abs(a), np.abs(b)), 20,
+                                                   accumulate="fp64"))
+        cells = []
+        for niter in niters:
+            t = benchmark(m.bind("dmma_peak_niter", (blocks, 1, 1), (threads, 1, 1),
+                                 [A, B, C, niter]), max_seconds=1.0)
+            cells.append(f"{t.tflops(W * niter * 2.0 * 8 * 8 * 4):.1f}")
+        out(f"| {nacc} | {'ok' if cmp.ok else cmp} | " + " | ".join(cells) + " TFLOP/s |")
+
+
 def sweep_table(sizes, out=print) -> None:
     out("\n### Tuning sweep (variants of the default defines; correctness checked at 1024)\n")
     out(HEAD)
@@ -410,6 +432,7 @@ def main(argv=None) -> int:
         dmma_table(tuple(args.sizes), only, out=out)
     if not only or "niter" in only:
         niter_table(out=out)
+        dmma_niter_table(out=out)
     if args.sweep:
         sweep_table(tuple(args.sizes), out=out)
     if args.out:

@@ -12,14 +12,24 @@
  * WARP_M x WARP_N accumulator fragments of 8x8 and reuses every A and B fragment across
  * them, which also gives the tensor cores WARP_M * WARP_N independent accumulation chains
  * (one dependent chain reaches only about half of the fp64 peak, FACTS.md).
+ * FRAG_LDS=1 fills the A and B fragments (one double per lane) with plain shared-memory
+ * loads in the PTX mma.m8n8k4.f64 layout, A(g, t) and B(t, g) with g = lane/4, t = lane%4:
+ * NVRTC 13 compiles the f64 wmma::load_matrix_sync to GENERIC loads (LD, PTX without
+ * .shared) even from shared memory, while the f16 ones become ldmatrix. This indexes x[0]
+ * by position, which WMMA calls unspecified: right on sm_80 and sm_90 (the layout in
+ * FACTS.md), not guaranteed elsewhere; FRAG_LDS=0 is the portable wmma::load_matrix_sync
+ * path (measured about 2% slower on an H200).
+ * Ceiling: WMMA exposes only the m8n8k4 DMMA, which on Hopper runs at about half of the
+ * fp64 tensor-core peak cuBLAS reaches with newer shapes (kernels/RESULTS-wmma.md,
+ * dmma_gemm_peak_niter), so ~50% of cuBLAS fp64 is close to all WMMA can give here.
  *
  * Defines (-D, defaults in brackets): BLOCK_M [64], BLOCK_N [64], BLOCK_K [16],
  *   WARP_M [4], WARP_N [4] (8x8 fragments per warp along M and N), SMEM_PAD [4] (doubles,
- *   even), STAGES [3] (>= 2), THREADS = 32 * (BLOCK_M / (8 * WARP_M)) * (BLOCK_N / (8 * WARP_N)) [128].
+ *   even), STAGES [4] (>= 2), FRAG_LDS [1] (see below), THREADS = 32 * (BLOCK_M / (8 * WARP_M)) * (BLOCK_N / (8 * WARP_N)) [128].
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M): blockIdx.x runs along the
  *         COLUMNS of C, blockIdx.y along the rows.
  *         Dynamic shared memory:
- *           STAGES * (BLOCK_M * (BLOCK_K + SMEM_PAD) + BLOCK_K * (BLOCK_N + SMEM_PAD)) * 8 bytes [56832].
+ *           STAGES * (BLOCK_M * (BLOCK_K + SMEM_PAD) + BLOCK_K * (BLOCK_N + SMEM_PAD)) * 8 bytes [75776].
  *         M, N multiples of BLOCK_M, BLOCK_N; K a multiple of BLOCK_K.
  * Check:  python -m grader.bench_wmma --only dmma
  */
@@ -46,7 +56,10 @@ using namespace nvcuda;
 #define SMEM_PAD 4
 #endif
 #ifndef STAGES
-#define STAGES 3
+#define STAGES 4
+#endif
+#ifndef FRAG_LDS
+#define FRAG_LDS 1
 #endif
 #define LDA (BLOCK_K + SMEM_PAD)
 #define LDB (BLOCK_N + SMEM_PAD)
@@ -71,6 +84,7 @@ dmma_gemm(const double* A, const double* B, double* C, int M, int N, int K)
     double* Bs = As + STAGES * A_STAGE;                 // STAGES buffers of BLOCK_K x LDB
 
     const int warp = threadIdx.x / 32;
+    const int lane_g = (threadIdx.x % 32) / 4, lane_t = threadIdx.x % 4;  // used by FRAG_LDS
     const int warp_row = (warp / WARPS_N) * (8 * WARP_M);
     const int warp_col = (warp % WARPS_N) * (8 * WARP_N);
     const int row0 = blockIdx.y * BLOCK_M;
@@ -123,12 +137,22 @@ dmma_gemm(const double* A, const double* B, double* C, int M, int N, int K)
         const double* bs = Bs + (kt % STAGES) * B_STAGE;
         #pragma unroll
         for (int kk = 0; kk < BLOCK_K; kk += 4) {
+#if FRAG_LDS
+            // One double per lane: A(g, t) and B(t, g), the PTX mma.m8n8k4.f64 layout.
+            #pragma unroll
+            for (int i = 0; i < WARP_M; ++i)
+                a[i].x[0] = as[(warp_row + 8 * i + lane_g) * LDA + kk + lane_t];
+            #pragma unroll
+            for (int j = 0; j < WARP_N; ++j)
+                b[j].x[0] = bs[(kk + lane_t) * LDB + warp_col + 8 * j + lane_g];
+#else
             #pragma unroll
             for (int i = 0; i < WARP_M; ++i)
                 wmma::load_matrix_sync(a[i], as + (warp_row + 8 * i) * LDA + kk, LDA);
             #pragma unroll
             for (int j = 0; j < WARP_N; ++j)
                 wmma::load_matrix_sync(b[j], bs + kk * LDB + warp_col + 8 * j, LDB);
+#endif
             #pragma unroll
             for (int i = 0; i < WARP_M; ++i)
                 #pragma unroll

@@ -10,18 +10,20 @@
  * arrived (at most STAGES-2 younger copy groups still in flight), passes ONE barrier (which
  * also proves every warp is done with tile kt-1), starts the copy of tile kt+STAGES-1 into
  * the buffer tile kt-1 used, and computes on tile kt: memory latency hides behind
- * STAGES-1 tiles of tensor-core work. The default tile is also larger (128 x 256, 8 warps of
- * 64 x 64): 16 mma_sync per 8 fragment loads, which the pipeline can now keep fed.
+ * STAGES-1 tiles of tensor-core work. The default tiles also grow: 4 warps of 64 x 64
+ * (16 mma_sync per 8 fragment loads) in a 128 x 128 block, two blocks per SM (registers
+ * allow two), and BLOCK_K = 64 (half as many barriers per flop as 32; measured on an H200:
+ * 128x128x64 beat 128x256x32 and 256x128x32, see kernels/RESULTS-wmma.md).
  *
- * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [256], BLOCK_K [32],
+ * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [128], BLOCK_K [64],
  *   WARP_M [4], WARP_N [4] (16x16 fragments per warp along M and N), SMEM_PAD [8] (halves,
  *   a multiple of 8), STAGES [3] (>= 2),
- *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [256].
+ *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [128].
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M): blockIdx.x runs along the
  *         COLUMNS of C, blockIdx.y along the rows.
  *         Dynamic shared memory:
  *           STAGES * (BLOCK_M * (BLOCK_K + SMEM_PAD) + BLOCK_K * (BLOCK_N + SMEM_PAD)) * 2 bytes
- *           [81408: above 48 KB, so the launcher raises the kernel's dynamic-shared limit].
+ *           [107520: above 48 KB, so the launcher raises the kernel's dynamic-shared limit].
  *         M, N multiples of BLOCK_M, BLOCK_N; K a multiple of BLOCK_K.
  * Check:  python -m grader.bench_wmma --only async
  */
@@ -34,10 +36,10 @@ using namespace nvcuda;
 #define BLOCK_M 128
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 256
+#define BLOCK_N 128
 #endif
 #ifndef BLOCK_K
-#define BLOCK_K 32
+#define BLOCK_K 64
 #endif
 #ifndef WARP_M
 #define WARP_M 4

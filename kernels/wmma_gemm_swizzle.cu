@@ -13,15 +13,15 @@
  *    its accumulators into shared memory (reusing the pipeline buffers) and copies it out
  *    with 16-byte, fully coalesced stores (each row of the strip is 16*WARP_N*4 contiguous bytes).
  *
- * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [256], BLOCK_K [32],
+ * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [128], BLOCK_K [64],
  *   WARP_M [4], WARP_N [4], SMEM_PAD [8] (halves, a multiple of 8), STAGES [3] (>= 2),
  *   GROUP_M [8] (block rows per swizzle group),
- *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [256].
+ *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [128].
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M), as every rung of the ladder
  *         (the kernel remaps the block index itself).
  *         Dynamic shared memory:
  *           STAGES * (BLOCK_M * (BLOCK_K + SMEM_PAD) + BLOCK_K * (BLOCK_N + SMEM_PAD)) * 2 bytes
- *           [81408]; it must also hold the epilogue strips, THREADS/32 * 16 * (16*WARP_N + 4) * 4
+ *           [107520]; it must also hold the epilogue strips, THREADS/32 * 16 * (16*WARP_N + 4) * 4
  *           bytes (a static_assert checks).
  *         M, N multiples of BLOCK_M, BLOCK_N; K a multiple of BLOCK_K.
  * Check:  python -m grader.bench_wmma --only swizzle
@@ -35,10 +35,10 @@ using namespace nvcuda;
 #define BLOCK_M 128
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 256
+#define BLOCK_N 128
 #endif
 #ifndef BLOCK_K
-#define BLOCK_K 32
+#define BLOCK_K 64
 #endif
 #ifndef WARP_M
 #define WARP_M 4

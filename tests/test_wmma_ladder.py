@@ -1,0 +1,148 @@
+"""The WMMA / DMMA kernels of notebooks 04, 06 and 07 (kernels/wmma_gemm_*.cu,
+kernels/dmma_gemm_*.cu, kernels/wmma_peak_niter.cu).
+
+CPU (no GPU needed): every kernel compiles with NVRTC for sm_80 and sm_90 with the defines it
+is benchmarked with, shows tensor-core instructions of the right type, spills nothing, and
+its header states what the grader relies on. GPU (marked `gpu`, skipped without one):
+correct on fresh random inputs at several sizes, and the fastest rung reaches half of cuBLAS.
+"""
+import re
+
+import pytest
+
+from grader import bench_wmma as bw
+from grader import gemm, kernels
+from grader.compile import nvrtc_compile
+
+# (file, -D options, expected element type of the tensor-core instruction)
+BUILDS = [
+    ("wmma_gemm_any_size", (), "f32"),
+    ("wmma_gemm_epilogue", (), "f32"),
+    ("wmma_peak_niter", (), "f32"),
+    ("dmma_gemm_naive", (), "f64"),
+    ("dmma_gemm_peak_niter", (), "f64"),
+    ("dmma_gemm_peak_niter", ("-DNACC=8",), "f64"),
+    *[(r.file, r.options, "f64" if r.kind == "dmma" else "f32")
+      for r in bw.LADDER + [bw.DMMA_FAST] + bw.SWEEP],
+]
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("file,options,dtype", BUILDS,
+                         ids=[f"{f}{''.join(o)}" for f, o, _ in BUILDS])
+def test_compiles_with_tensor_cores_and_no_spills(file, options, dtype, arch):
+    compiled = nvrtc_compile(kernels.source(file), arch=arch, options=options)
+    ops = compiled.instructions
+    assert ops, "no tensor-core instruction in the PTX"
+    assert all(dtype in op.types for op in ops), ops
+    for name, res in compiled.resources.items():
+        assert res.spill_stores == 0 and res.spill_loads == 0, (name, res)
+        assert res.stack_bytes == 0, (name, res)
+
+
+FILES = sorted({f for f, _, _ in BUILDS})
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_header_names_launch_and_check(file):
+    head = kernels.source(file).split("*/", 1)[0]
+    assert "Launch:" in head and "Check:" in head
+    if file.startswith("dmma"):
+        assert re.search(r"^ \* Requires: sm_80$", head, re.M)
+
+
+@pytest.mark.parametrize("file", sorted(bw._DEFAULTS))
+def test_bench_defaults_match_the_sources(file):
+    """grader.bench_wmma computes THREADS and shared memory from the same defaults."""
+    src = kernels.source(file)
+    found = {k: int(v) for k, v in re.findall(r"#ifndef (\w+)\n#define \1 (\d+)\n", src)}
+    for key, value in bw._DEFAULTS[file].items():
+        assert found.get(key) == value, (key, found.get(key), value)
+
+
+@pytest.mark.parametrize("rung", bw.LADDER + [bw.DMMA_FAST], ids=lambda r: r.name)
+def test_header_shared_memory_formula(rung):
+    """The bracketed default in the header's shared-memory formula is what the bench passes."""
+    head = kernels.source(rung.file).split("*/", 1)[0]
+    formula = head[head.index("Dynamic shared memory:"):]
+    bracket = re.search(r"\[(\d+)", formula)
+    expected = rung.shared_mem
+    if bracket:
+        assert int(bracket.group(1)) == expected
+    else:  # no bracket: evaluate the formula text with the defaults
+        text = re.search(r"memory:\s*(.*?) bytes", formula, re.S).group(1)
+        assert eval(text, {}, dict(bw._DEFAULTS[rung.file])) == expected  # noqa: S307
+
+
+@pytest.mark.parametrize("file", ["wmma_gemm_async", "wmma_gemm_swizzle", "dmma_gemm_fast"])
+def test_async_rungs_use_pipeline_primitives_not_inline_ptx(file):
+    src = kernels.source(file)
+    for prim in ("__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"):
+        assert prim in src
+    assert "asm(" not in src and "asm volatile" not in src
+
+
+# ---------------------------------------------------------------- on a GPU
+def _module(file, options=()):
+    from grader.gpu import GpuModule
+
+    return GpuModule(kernels.source(file), options)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung", bw.LADDER, ids=lambda r: r.name)
+def test_ladder_rung_correct(rung):
+    ok, worst, detail = bw.check_sizes(_module(rung.file, rung.options), rung.spec(),
+                                       (256, 512, 1024))
+    assert ok, detail
+
+
+@pytest.mark.gpu
+def test_any_size_correct_and_writes_nothing_outside_c():
+    ok, worst, detail = bw.check_any_size(_module("wmma_gemm_any_size"))
+    assert ok, detail
+
+
+@pytest.mark.gpu
+def test_epilogue_correct():
+    ok, worst, detail = bw.check_epilogue(_module("wmma_gemm_epilogue"))
+    assert ok, detail
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", ["naive", "fast"])
+def test_dmma_correct(which):
+    if which == "naive":
+        module, spec = _module("dmma_gemm_naive"), bw.dmma_naive()
+    else:
+        module, spec = _module(bw.DMMA_FAST.file, bw.DMMA_FAST.options), bw.DMMA_FAST.spec()
+    ok, worst, detail = bw.check_sizes(module, spec, (256, 512, 1024))
+    assert ok, detail
+
+
+@pytest.mark.gpu
+def test_a_wrong_rung_fails_the_check():
+    """The check can fail: the fastest rung with its second k step dropped is caught."""
+    from grader.gpu import GpuModule
+
+    rung = next(r for r in bw.LADDER if r.file == bw.FASTEST)
+    src = kernels.source(rung.file).replace("kk < BLOCK_K; kk += 16", "kk < BLOCK_K - 16; kk += 16")
+    assert src != kernels.source(rung.file)
+    ok, _, _ = bw.check_sizes(GpuModule(src, rung.options), rung.spec(), (256,))
+    assert not ok
+
+
+@pytest.mark.gpu
+def test_fastest_rung_reaches_half_of_cublas():
+    rung = next(r for r in bw.LADDER if r.file == bw.FASTEST)
+    module = _module(rung.file, rung.options)
+    ratios = [bw.time_kernel(module, rung.spec(), 4096)["ratio"] for _ in range(2)]
+    assert max(ratios) >= 0.5, ratios
+
+
+@pytest.mark.gpu
+def test_naive_kernel_misses_the_fast_target():
+    """DESIGN.md: the previous lesson's kernel must not pass the fast-WMMA threshold."""
+    t = bw.time_kernel(_module("wmma_gemm_naive"), gemm.wmma_naive(), 4096)
+    assert t["ratio"] < 0.5
+
