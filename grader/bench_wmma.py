@@ -85,7 +85,7 @@ _DEFAULTS = {
     "wmma_gemm_async": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_M=4, WARP_N=4, SMEM_PAD=8,
                             STAGES=3),
     "wmma_gemm_swizzle": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_M=4, WARP_N=4, SMEM_PAD=8,
-                              STAGES=3, GROUP_M=8),
+                              STAGES=3, GROUP_M=16),
     "dmma_gemm_fast": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, WARP_M=4, WARP_N=4, SMEM_PAD=4,
                            STAGES=4, FRAG_LDS=1),
 }
@@ -103,13 +103,14 @@ def _v(file, **kw) -> Rung:
 
 
 SWEEP = [
-    _v("wmma_gemm_swizzle", WARP_N=2),  # 8 warps of 64x32
-    _v("wmma_gemm_swizzle", GROUP_M=16),
-    _v("wmma_gemm_swizzle", BLOCK_K=32),
+    _v("wmma_gemm_swizzle", GROUP_M=8),
+    _v("wmma_gemm_swizzle", BLOCK_M=256, BLOCK_N=128, WARP_N=2),  # 16 warps of 64x32
+    _v("wmma_gemm_swizzle", BLOCK_M=128, BLOCK_N=256, WARP_M=2),  # 16 warps of 32x64
+    _v("wmma_gemm_swizzle", BLOCK_M=256, BLOCK_N=128, WARP_N=2, BLOCK_K=32, STAGES=4),
+    _v("wmma_gemm_swizzle", BLOCK_M=128, BLOCK_N=256, WARP_M=2, BLOCK_K=32, STAGES=4),
+    _v("wmma_gemm_swizzle", BLOCK_M=256, BLOCK_N=128, WARP_N=2, STAGES=4),
     _v("dmma_gemm_fast", FRAG_LDS=0),
-    _v("dmma_gemm_fast", STAGES=5),
-    _v("dmma_gemm_fast", BLOCK_K=8, STAGES=6),
-    _v("dmma_gemm_fast", BLOCK_N=128, WARP_N=8, STAGES=4),
+    _v("dmma_gemm_fast", BLOCK_N=128, WARP_N=8),
 ]
 
 

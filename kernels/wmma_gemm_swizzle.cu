@@ -15,7 +15,7 @@
  *
  * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [128], BLOCK_K [64],
  *   WARP_M [4], WARP_N [4], SMEM_PAD [8] (halves, a multiple of 8), STAGES [3] (>= 2),
- *   GROUP_M [8] (block rows per swizzle group),
+ *   GROUP_M [16] (block rows per swizzle group),
  *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [128].
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M), as every rung of the ladder
  *         (the kernel remaps the block index itself).
@@ -53,7 +53,7 @@ using namespace nvcuda;
 #define STAGES 3
 #endif
 #ifndef GROUP_M
-#define GROUP_M 8
+#define GROUP_M 16
 #endif
 #define LDS_C (16 * WARP_N + 4)  // row length (floats) of a warp's epilogue strip
 #define LDA (BLOCK_K + SMEM_PAD)
