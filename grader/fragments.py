@@ -9,10 +9,13 @@ The expected maps are the FACTS.md formulas for sm_80/sm_90 (verified on H200): 
 - accumulator (16x16): the A formula, 8 slots.
 - tf32 A (16x8): (g,t), (g+8,t), (g,t+4), (g+8,t+4); fp64 A (8x4): (g,t);
   fp64 accumulator (8x8): (g,2t), (g,2t+1).
-Kinds whose formula FACTS.md does not give are either `derived` (the PTX mma layout of the
-instruction WMMA lowers to: bf16 like f16, tf32 B and fp64 B from mma.m16n8k8 / m8n8k4) or
-unknown in advance (m32n8k16, m8n32k16: the measured map in kernels/fragment_maps_sm90.json
-is then the reference). `kernels/fragment_probe.cu` measures them all on a GPU.
+Kinds whose formula FACTS.md does not give are `derived` (the PTX mma layout of the
+instruction WMMA lowers to: bf16 like f16, tf32 B and fp64 B from mma.m16n8k8 / m8n8k4;
+all confirmed by the probe on an H200) or `measured` (m32n8k16, m8n32k16: formulas read off
+kernels/fragment_maps_sm90.json, H200 sm_90). Half fragments of these shapes repeat slots:
+m32n8k16 B and m8n32k16 A hold 4 distinct elements per lane, each 4 times. m8n32k16's
+accumulator is the TRANSPOSED mma layout (lane holds rows 2t, 2t+1 of column g + 8j).
+`kernels/fragment_probe.cu` measures them all on a GPU.
 """
 from __future__ import annotations
 
@@ -51,17 +54,17 @@ KINDS: dict[str, Kind] = {
                     source="derived"),
     "acc_f32_mma": Kind("probe_acc_mma", "acc", "m16n16k16", "float", 16, 16, "float16"),
     "a_m32n8k16": Kind("probe_a_m32n8k16", "a", "m32n8k16", "half", 32, 16, "float16",
-                       source="none"),
+                       source="measured"),
     "b_m32n8k16": Kind("probe_b_m32n8k16", "b", "m32n8k16", "half", 16, 8, "float16",
-                       source="none"),
+                       source="measured"),
     "acc_m32n8k16": Kind("probe_acc_m32n8k16", "acc", "m32n8k16", "float", 32, 8, "float32",
-                         source="none"),
+                         source="measured"),
     "a_m8n32k16": Kind("probe_a_m8n32k16", "a", "m8n32k16", "half", 8, 16, "float16",
-                       source="none"),
+                       source="measured"),
     "b_m8n32k16": Kind("probe_b_m8n32k16", "b", "m8n32k16", "half", 16, 32, "float16",
-                       source="none"),
+                       source="measured"),
     "acc_m8n32k16": Kind("probe_acc_m8n32k16", "acc", "m8n32k16", "float", 8, 32, "float32",
-                         source="none"),
+                         source="measured"),
     "a_bf16": Kind("probe_a_bf16", "a", "m16n16k16", "bf16", 16, 16, "uint16", source="derived"),
     "b_bf16": Kind("probe_b_bf16", "b", "m16n16k16", "bf16", 16, 16, "uint16", source="derived"),
     "a_tf32": Kind("probe_a_tf32", "a", "m16n16k8", "tf32", 16, 8, "float32"),
@@ -94,6 +97,36 @@ def _b_tf32(lane: int, i: int) -> tuple[int, int]:  # mma.m16n8k8 B: (t, g), (t+
     return t + 4 * (i & 1), g + 8 * (i >> 1)
 
 
+def _a_m32(lane: int, i: int) -> tuple[int, int]:  # A 32x16: the m16 layout, twice down
+    r, c = _a16(lane, i & 7)
+    return r + 16 * (i >> 3), c
+
+
+def _b_m32(lane: int, i: int) -> tuple[int, int]:  # B 16x8: one n8 column block, x4 repeats
+    g, t, i = lane >> 2, lane & 3, i & 3
+    return 2 * t + (i & 1) + 8 * ((i >> 1) & 1), g
+
+
+def _acc_m32(lane: int, i: int) -> tuple[int, int]:  # accumulator 32x8
+    g, t = lane >> 2, lane & 3
+    return g + 8 * ((i >> 1) & 1) + 16 * (i >> 2), 2 * t + (i & 1)
+
+
+def _a_m8(lane: int, i: int) -> tuple[int, int]:  # A 8x16: one row block, x4 repeats
+    g, t, i = lane >> 2, lane & 3, i & 3
+    return g, 2 * t + (i & 1) + 8 * ((i >> 1) & 1)
+
+
+def _b_m8(lane: int, i: int) -> tuple[int, int]:  # B 16x32
+    g, t = lane >> 2, lane & 3
+    return 2 * t + (i & 1) + 8 * ((i >> 2) & 1), g + 8 * ((i >> 1) & 1) + 16 * (i >> 3)
+
+
+def _acc_m8(lane: int, i: int) -> tuple[int, int]:  # accumulator 8x32, transposed layout
+    g, t = lane >> 2, lane & 3
+    return 2 * t + (i & 1), g + 8 * (i >> 1)
+
+
 # kind -> (slot formula, number of slots per lane, number of distinct slots per lane)
 _FORMULAS: dict[str, tuple[Callable[[int, int], tuple[int, int]], int, int]] = {
     "a_f16_row": (_a16, 16, 8), "a_f16_col": (_a16, 16, 8),
@@ -101,6 +134,9 @@ _FORMULAS: dict[str, tuple[Callable[[int, int], tuple[int, int]], int, int]] = {
     "acc_f32": (_a16, 8, 8), "acc_f16": (_a16, 8, 8), "acc_f32_mma": (_a16, 8, 8),
     "a_bf16": (_a16, 8, 8), "b_bf16": (_b16, 8, 8),  # bf16: 4 registers, no repeats
     "a_tf32": (_a_tf32, 4, 4), "b_tf32": (_b_tf32, 4, 4), "acc_tf32": (_a16, 8, 8),
+    "a_m32n8k16": (_a_m32, 16, 16), "b_m32n8k16": (_b_m32, 16, 4),
+    "acc_m32n8k16": (_acc_m32, 8, 8),
+    "a_m8n32k16": (_a_m8, 16, 4), "b_m8n32k16": (_b_m8, 16, 16), "acc_m8n32k16": (_acc_m8, 8, 8),
     "a_f64": (lambda lane, i: (lane >> 2, lane & 3), 1, 1),
     "b_f64": (lambda lane, i: (lane & 3, lane >> 2), 1, 1),
     "acc_f64": (lambda lane, i: (lane >> 2, 2 * (lane & 3) + i), 2, 2),
