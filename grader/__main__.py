@@ -43,6 +43,55 @@ def _inspect(args) -> int:
     return 0
 
 
+def _list(args) -> int:
+    from .exercises import EXERCISES
+
+    for ex in EXERCISES.values():
+        speed = (f"speed: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}% of the library"
+                 if ex.target is not None else "correctness only")
+        launch = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in ex.launch_defaults.items())
+        print(f"{ex.id}  ({ex.points:g} points; {speed}{'; tensor cores required' if ex.tensor_cores else ''})")
+        print(f"    {ex.title}")
+        print(f"    {ex.signature}")
+        print(f"    {ex.contract}")
+        if launch:
+            print(f"    launch parameters (defaults): {launch}")
+        print(f"    reference solution: kernels/{ex.reference}.cu")
+        print()
+    return 0
+
+
+def _check(args) -> int:
+    from .check import check
+    from .errors import CourseError
+    from .exercises import EXERCISES
+
+    if args.exercise not in EXERCISES:
+        print(f"no exercise '{args.exercise}'; see `python -m grader list`", file=sys.stderr)
+        return 2
+    try:
+        source = open(args.file).read()
+    except OSError as e:
+        print(f"cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return 2
+    launch = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if not value.lstrip("-").isdigit():
+            print(f"--set expects KEY=INTEGER, not {item!r}", file=sys.stderr)
+            return 2
+        launch[key.replace("-", "_")] = int(value)
+    if args.tile is not None:
+        launch["tile"] = args.tile
+    try:
+        verdict = check(args.exercise, source, backend=args.backend, speed=not args.no_speed, **launch)
+    except CourseError as e:  # bad launch parameters
+        print(str(e), file=sys.stderr)
+        return 2
+    print(verdict.to_json() if args.json else verdict.text())
+    return 0 if verdict.passed else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -54,8 +103,18 @@ def main(argv=None) -> int:
     p.add_argument("-D", dest="define", action="append", default=[], type=lambda s: f"-D{s}",
                    help="preprocessor definition, e.g. -D TILE=16")
     p.add_argument("--ptx", action="store_true", help="also print the PTX")
+    sub.add_parser("list", help="the exercises, their contracts and thresholds")
+    c = sub.add_parser("check", help="grade a kernel file for an exercise")
+    c.add_argument("exercise")
+    c.add_argument("file")
+    c.add_argument("--backend", choices=("auto", "gpu", "emu"), default="auto")
+    c.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    c.add_argument("--tile", type=int, help="launch parameter of sgemm-tiled")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a launch parameter, e.g. --set block_m=128 --set threads=256")
+    c.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
     args = ap.parse_args(argv)
-    return {"doctor": _doctor, "inspect": _inspect}[args.command](args)
+    return {"doctor": _doctor, "inspect": _inspect, "list": _list, "check": _check}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -115,3 +115,18 @@ class NoGPU(CourseError):
     """Something needs a CUDA GPU and there is none."""
 
     hint = "Run this on a machine with an NVIDIA GPU, or use backend='emu' for correctness."
+
+
+def to_dict(e: CourseError) -> dict:
+    """A picklable description of a course error (exceptions with extra constructor
+    arguments do not survive pickling across processes)."""
+    return dict(type=type(e).__name__, args=list(e.args), state=dict(vars(e)))
+
+
+def from_dict(d: dict) -> CourseError:
+    cls = {c.__name__: c for c in (CourseError, HeadersNotFound, CompileError, LaunchArgumentError,
+                                    KernelFault, KernelTimeout, Unsupported, NoGPU)}.get(d["type"], CourseError)
+    e = cls.__new__(cls)
+    Exception.__init__(e, *d["args"])
+    e.__dict__.update(d["state"])
+    return e

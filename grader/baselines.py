@@ -1,0 +1,41 @@
+"""The library work a kernel's speed is compared with, built in the timing process.
+
+cuBLAS through CuPy for GEMMs (fp16 inputs give an fp16 result there: cuBLAS then writes
+half the bytes our fp32-output kernels write, so the ratio is, if anything, strict); a
+device-to-device copy of the same bytes for transposes; im2col + cuBLAS for convolution.
+"""
+from __future__ import annotations
+
+
+def make(kind: str, args: list, dims: dict):
+    """Return a no-argument function that launches the baseline on data shaped like `args`."""
+    import cupy
+
+    if kind in ("cublas-fp16", "cublas-fp32", "cublas-fp64"):
+        dtype = {"cublas-fp16": cupy.float16, "cublas-fp32": cupy.float32, "cublas-fp64": cupy.float64}[kind]
+        A, B = args[0].astype(dtype), args[1].astype(dtype)
+        C = cupy.empty((A.shape[0], B.shape[1]), dtype=dtype)
+        return lambda: cupy.matmul(A, B, out=C)
+    if kind == "copy":
+        src = args[0]
+        dst = cupy.empty_like(src)
+        return lambda: dst.__setitem__(Ellipsis, src)
+    if kind == "im2col-cublas":
+        x, w = args[0], args[1]  # NHWC, KRSC
+        N, H, W, C = x.shape
+        K, R, S, _ = w.shape
+        pad = dims["pad"]
+        P, Q = H + 2 * pad - R + 1, W + 2 * pad - S + 1
+        wmat = w.reshape(K, R * S * C).T.copy()
+        xp = cupy.zeros((N, H + 2 * pad, W + 2 * pad, C), dtype=x.dtype)
+        col = cupy.empty((N, P, Q, R, S, C), dtype=x.dtype)
+        out = cupy.empty((N * P * Q, K), dtype=x.dtype)
+
+        def run():
+            xp[:, pad:pad + H, pad:pad + W, :] = x
+            for r in range(R):
+                for s in range(S):
+                    col[:, :, :, r, s, :] = xp[:, r:r + P, s:s + Q, :]
+            cupy.matmul(col.reshape(N * P * Q, R * S * C), wmat, out=out)
+        return run
+    raise ValueError(f"no baseline named {kind!r}")

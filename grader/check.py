@@ -1,0 +1,328 @@
+"""The one check path: notebook, CLI and nbgrader all call `check`.
+
+source -> compile (NVRTC, here) -> signature and tensor-core honesty -> run on fresh random
+inputs in a child process -> compare to the float64 reference (here) -> time against the
+library (GPU only) -> verdict.
+"""
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+
+from . import exercises, isolate
+from .compile import SUPPORTED_ARCHS, nvrtc_compile
+from .errors import CompileError, CourseError, KernelFault, KernelTimeout, LaunchArgumentError
+from .problems import Case, is_poison
+from .signature import parse_kernels
+from .verdict import FAIL, PASS, SKIP, Item, Verdict
+
+BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
+                  "copy": "a device-to-device copy", "im2col-cublas": "im2col + cuBLAS"}
+
+SLOW_HINTS = {
+    "sgemm-tiled": "Each thread should read A and B from shared memory TILE times per load; "
+                   "check both __syncthreads() are there and that threadIdx.x runs along columns.",
+    "wmma-gemm-fast": "Stage A and B tiles in shared memory, let each warp compute several "
+                      "accumulator tiles, pad shared-memory rows, and overlap loads with math "
+                      "(cp.async, 2-4 stages). Notebook 06 walks the ladder.",
+    "transpose": "Go through a 32x33 shared-memory tile so both the read and the write are coalesced.",
+    "dmma-gemm": "Use several independent accumulators per warp, or stage tiles in shared memory.",
+    "conv2d-wmma": "Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the "
+                   "fast GEMM's warp tiling.",
+}
+
+
+def _arch_here(backend: str) -> int:
+    if backend == "gpu":
+        from .device import device_info
+
+        cc = device_info().cc
+        return cc if cc in SUPPORTED_ARCHS else 90
+    return 90
+
+
+def _signature_item(ex: exercises.Exercise, source: str) -> Item:
+    kernels = parse_kernels(source)
+    if ex.kernel not in kernels:
+        found = ", ".join(kernels) or "none"
+        return Item("signature", FAIL, f"no kernel named {ex.kernel} (found: {found})", kind="signature",
+                    hint=f"The grader launches exactly: {ex.signature}. Keep extern \"C\" so the name "
+                         "is not mangled.")
+    params = kernels[ex.kernel]
+    want = ex.problem.params
+    if len(params) != len(want):
+        return Item("signature", FAIL, f"{ex.kernel} has {len(params)} parameters; the grader passes "
+                                       f"{len(want)}", kind="signature", hint=f"Use exactly: {ex.signature}")
+    for pos, (p, (name, ctype)) in enumerate(zip(params, want), 1):
+        base = ctype.replace("const ", "").replace("*", "").strip()
+        if p.base != base or p.is_pointer != ctype.endswith("*"):
+            return Item("signature", FAIL,
+                        f"parameter {pos} is `{p.ctype} {p.name}`, but the grader passes `{ctype}` ({name})",
+                        kind="signature", hint=f"Use exactly: {ex.signature}")
+    return Item("signature", PASS, ex.signature)
+
+
+def _compile_item(e: CompileError) -> Item:
+    first = next((d for d in e.diagnostics if d.severity == "error"), None)
+    where = {"line": first.line, "source_line": first.source_line} if first else {}
+    msg = str(first) if first else e.message
+    return Item("compile", FAIL, msg, hint=e.hint, kind="compile-error", where=where)
+
+
+def _tile_map(bad: np.ndarray, tile) -> np.ndarray | None:
+    if bad.ndim != 2:
+        return None
+    th, tw = tile
+    H, W = -(-bad.shape[0] // th), -(-bad.shape[1] // tw)
+    padded = np.zeros((H * th, W * tw), dtype=float)
+    mask = np.zeros_like(padded)
+    padded[:bad.shape[0], :bad.shape[1]] = bad
+    mask[:bad.shape[0], :bad.shape[1]] = 1
+    return padded.reshape(H, th, W, tw).sum(axis=(1, 3)) / mask.reshape(H, th, W, tw).sum(axis=(1, 3))
+
+
+def _judge_output(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
+    """None when the output is right; else a failed Item with its diagnosis."""
+    exp = case.expected[pos]
+    name = ex.problem.params[pos][0]
+    out = out.reshape(exp.ref.shape)
+    poison = is_poison(out)
+    vals = out.astype(np.float64)
+    err = np.abs(vals - exp.ref)
+    bad = ~(err <= exp.bound)  # NaN compares False: NaN is bad
+    if not bad.any():
+        return None
+    n, total = int(bad.sum()), bad.size
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    tile = exp.tile if len(exp.tile) == out.ndim else (1,) * out.ndim
+    where = dict(output=name, index=first, tile=tuple(f // t for f, t in zip(first, tile)))
+    emap = _tile_map(bad, exp.tile)
+    loc = f"{name}{list(first)} (tile {where['tile']})"
+    n_poison = int(poison.sum())
+    if n_poison:
+        fp = tuple(int(i) for i in np.argwhere(poison)[0])
+        return Item(f"correct: {case.label}", FAIL,
+                    f"{n_poison} of {total} elements of {name} were never written, first {name}{list(fp)}",
+                    kind="unwritten", where=dict(where, index=fp), error_map=emap, tile=exp.tile,
+                    hint="Check that the grid covers all of the output and that every thread that should "
+                         "store does (an early `return` or a bounds check that is too strict).")
+    nonfinite = ~np.isfinite(vals)
+    if nonfinite.any():
+        fn = tuple(int(i) for i in np.argwhere(nonfinite)[0])
+        return Item(f"correct: {case.label}", FAIL,
+                    f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",
+                    kind="nan", where=dict(where, index=fn), error_map=emap, tile=exp.tile,
+                    hint="An accumulator that was never initialised (fill_fragment(acc, 0.0f) / "
+                         "float acc = 0.0f), or a read outside A or B, gives NaN.")
+    expected_v, got = exp.ref[first], vals[first]
+    detail = f"{n} of {total} elements of {name} are wrong; first {loc}: expected {expected_v:.6g}, got {got:.6g}"
+    if exp.exact:
+        return Item(f"correct: {case.label}", FAIL, detail, kind="wrong-result", where=where,
+                    error_map=emap, tile=exp.tile,
+                    hint="Compare your index arithmetic with the contract above, element by element.")
+    # Errors only in the last, partial row or column of tiles: an edge bug.
+    if out.ndim == 2:
+        th, tw = exp.tile
+        full_r, full_c = (out.shape[0] // th) * th, (out.shape[1] // tw) * tw
+        rows, cols = np.nonzero(bad)
+        if (full_r < out.shape[0] or full_c < out.shape[1]) and np.all((rows >= full_r) | (cols >= full_c)):
+            return Item(f"correct: {case.label}", FAIL, detail + " — all in the partial tiles at the edge",
+                        kind="edge", where=where, error_map=emap, tile=exp.tile,
+                        hint=f"The size is not a multiple of {th}: the last tiles overhang the matrix. "
+                             "Check the bounds of your loads (pad with zeros) and of your stores.")
+    ref_norm = np.linalg.norm(exp.ref) or 1.0
+    rel = float(np.linalg.norm(vals - exp.ref) / ref_norm)
+    if n > 0.05 * total and rel < 5e-2:
+        return Item(f"correct: {case.label}", FAIL,
+                    detail + f" — small errors everywhere (relative error {rel:.1e})", kind="precision",
+                    where=where, error_map=emap, tile=exp.tile,
+                    hint="The result is close but not as accurate as fp32 accumulation allows: are you "
+                         "accumulating in half? Use a float accumulator fragment / float variable.")
+    return Item(f"correct: {case.label}", FAIL, detail, kind="wrong-result", where=where, error_map=emap,
+                tile=exp.tile,
+                hint="Compare your index arithmetic with the contract: row-major element (i, j) of a "
+                     "matrix with n columns is at i*n + j; check which of blockIdx.x/y runs along rows.")
+
+
+def _judge_case(ex, case: Case, res: dict) -> Item:
+    names = [p[0] for p in ex.problem.params]
+    for pos, w in res["bands"].items():
+        if w["after"]:
+            return Item(f"correct: {case.label}", FAIL,
+                        f"wrote past the end of {names[pos]}: {w['after']} elements changed after it "
+                        f"(the first {w['first_after']} elements beyond the end)", kind="out-of-bounds",
+                        where=dict(output=names[pos]),
+                        hint="A store without a bounds check: guard it with if (row < M && col < N), or "
+                             "stage edge tiles through shared memory.")
+        return Item(f"correct: {case.label}", FAIL,
+                    f"wrote before the start of {names[pos]} ({w['before']} elements)", kind="out-of-bounds",
+                    where=dict(output=names[pos]), hint="A negative index: check the arithmetic of your offsets.")
+    if res["changed_inputs"]:
+        return Item(f"correct: {case.label}", FAIL,
+                    f"your kernel wrote into its input {names[res['changed_inputs'][0]]}",
+                    kind="wrote-input", hint="Inputs are read-only: write only to the output.")
+    if res["nondeterministic"]:
+        return Item(f"correct: {case.label}", FAIL,
+                    "the result changed between two runs on the same inputs", kind="race",
+                    hint="A race: a missing __syncthreads() between writing shared memory and reading "
+                         "it (or before overwriting it), or two threads writing the same element.")
+    for pos in case.outputs:
+        item = _judge_output(ex, case, pos, res["outputs"][pos])
+        if item is not None:
+            return item
+    return Item(f"correct: {case.label}", PASS, "matches the float64 reference")
+
+
+def _fault_item(e: CourseError, step_label: str) -> Item:
+    if isinstance(e, KernelTimeout):
+        return Item(step_label, FAIL, e.message, hint=e.hint, kind="timeout")
+    if isinstance(e, KernelFault):
+        w = e.where
+        where = {k: v for k, v in vars(w).items() if v not in (None, {})}
+        hints = {
+            "illegal-address": "An index out of range: check every load and store against the sizes. "
+                               "backend='emu' names the exact thread, array and index.",
+            "out-of-bounds": "Guard the access with a bounds check, or fix the index arithmetic.",
+            "divergent-barrier": "Every thread of the block must reach the same __syncthreads(): do not put "
+                                 "it inside an if that only some threads take, or after an early return.",
+            "race": "Add __syncthreads() between writing shared memory and reading it, and before "
+                    "overwriting it in the next iteration.",
+            "partial-warp-collective": "WMMA and shuffle calls need all 32 threads of the warp.",
+        }
+        return Item(step_label, FAIL, e.message, hint=e.hint or hints.get(e.kind, ""), kind=e.kind, where=where)
+    if isinstance(e, CompileError):
+        return _compile_item(e)
+    return Item(step_label, FAIL, e.message, hint=e.hint, kind=type(e).__name__)
+
+
+def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout: float | None = None,
+          speed: bool = True, **launch) -> Verdict:
+    """Grade `source` for `exercise_id`. `launch` holds the launch parameters the exercise
+    takes (e.g. tile=32, or block_m/block_n/block_k/threads/shared_mem). `case_timeout`
+    (seconds) overrides how long one run of the kernel may take before it counts as hung."""
+    from .backend import pick
+    from .device import has_gpu
+
+    ex = exercises.get(exercise_id)
+    unknown = set(launch) - set(ex.launch_defaults)
+    if unknown:
+        takes = ", ".join(ex.launch_defaults) or "none"
+        raise LaunchArgumentError(f"{exercise_id} takes launch parameters: {takes}; not {', '.join(sorted(unknown))}",
+                                  argument=sorted(unknown)[0])
+    launch = {**ex.launch_defaults, **launch}
+    try:
+        chosen = pick(backend)
+    except CourseError as e:
+        v = Verdict(ex.id, backend, max_score=ex.points)
+        v.items.append(Item("backend", FAIL, e.message, hint=e.hint, kind="environment"))
+        return v
+    v = Verdict(ex.id, chosen, max_score=ex.points)
+
+    # 1. compile here (no GPU needed): errors on the student's own line, PTX for honesty.
+    try:
+        compiled = nvrtc_compile(source, arch=max(_arch_here(chosen), ex.min_arch),
+                                 options=ex.problem.options(launch), resources=False)
+        v.items.append(Item("compile", PASS, "compiled" + (f" ({len(compiled.warnings)} warnings)"
+                                                            if compiled.warnings else "")))
+    except CompileError as e:
+        v.items.append(_compile_item(e))
+        return v
+    sig = _signature_item(ex, source)
+    v.items.append(sig)
+    if sig.status == FAIL:
+        return v
+    if ex.tensor_cores:
+        if compiled.uses_tensor_cores:
+            ops = ", ".join(str(o) for o in compiled.instructions)
+            v.items.append(Item("tensor cores", PASS, f"compiled code uses {ops}"))
+        else:
+            v.items.append(Item("tensor cores", FAIL, "the compiled code contains no tensor-core "
+                                "instruction (wmma.mma / mma.sync)", kind="no-tensor-cores",
+                                hint="This exercise must run on tensor cores: compute with "
+                                     "wmma::mma_sync on fragments, not with scalar multiply-adds."))
+
+    # 2. run on fresh random inputs in a child process; judge here.
+    if chosen == "emu":
+        from . import emu
+
+        if not hasattr(emu, "compile_module"):
+            v.items.append(Item("correctness", FAIL, "no GPU here and the CPU emulator is not available: "
+                                "kernels cannot run on this machine", kind="environment"))
+            return _score(ex, v)
+    sizes = ex.gpu_sizes if chosen == "gpu" else ex.cpu_sizes
+    seeds = [secrets.randbits(32) for _ in range(len(sizes) + 1)]  # unpredictable, never shown
+    dims_list = list(sizes) + [sizes[0]]
+    cases = [ex.problem.make(d, np.random.default_rng(s), launch) for d, s in zip(dims_list, seeds)]
+    do_perf = speed and chosen == "gpu" and ex.perf_size is not None
+    case_timeout = case_timeout or (20.0 if chosen == "gpu" else 60.0)
+    job = dict(exercise=ex.id, source=source, backend=chosen, options=ex.problem.options(launch),
+               kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check,
+               launch=launch, perf=do_perf, perf_seed=secrets.randbits(32), case_timeout=case_timeout)
+    result = isolate.run(job, compile_timeout=120 if chosen == "gpu" else 240,
+                         case_timeout=case_timeout, perf_timeout=120)
+    v.stdout = result["stdout"]
+    for case, res in zip(cases, result["cases"]):
+        v.items.append(_judge_case(ex, case, res))
+    if result["error"] is not None:
+        step = result.get("error_step", 0)
+        label = "run" if not isinstance(step, int) else f"correct: {cases[min(step, len(cases) - 1)].label}"
+        if not result["compiled"]:
+            label = "load"
+        v.items.append(_fault_item(result["error"], label))
+
+    # 3. speed, only for a correct kernel on a GPU.
+    if ex.target is not None:
+        correct = all(i.status == PASS for i in v.items)
+        if chosen != "gpu":
+            v.items.append(Item("speed", SKIP, "needs a GPU" + ("" if has_gpu() else " (none here)")))
+        elif not speed:
+            v.items.append(Item("speed", SKIP, "not measured (speed=False)"))
+        elif not correct:
+            v.items.append(Item("speed", SKIP, "not timed: make it correct first"))
+        elif result["perf"]:
+            v.items.append(_speed_item(ex, result["perf"], v))
+    return _score(ex, v)
+
+
+def _speed_item(ex, perf: dict, v: Verdict) -> Item:
+    ratio = perf["baseline_ms"] / perf["kernel_ms"]
+    frac = min(max((ratio - ex.floor) / (ex.target - ex.floor), 0.0), 1.0)
+    base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+    dims = ex.perf_size
+    flops = ex.problem.flops(dims)
+    if flops:
+        rate = f"{flops / perf['kernel_ms'] / 1e9:.0f} GFLOPS vs {flops / perf['baseline_ms'] / 1e9:.0f} for {base}"
+    else:
+        nbytes = ex.problem.bytes(dims)
+        rate = f"{nbytes / perf['kernel_ms'] / 1e6:.0f} GB/s vs {nbytes / perf['baseline_ms'] / 1e6:.0f} for {base}"
+    v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
+                   baseline_ms=perf["baseline_ms"], fraction=frac)
+    msg = (f"{rate}: {100 * ratio:.1f}% of the library (floor {100 * ex.floor:.0f}%, target "
+           f"{100 * ex.target:.0f}%) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
+    status = PASS if ratio >= ex.target else FAIL
+    return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=SLOW_HINTS.get(ex.id, ""))
+
+
+def _score(ex, v: Verdict) -> Verdict:
+    correctness = [i for i in v.items if i.name != "speed"]
+    correct = bool(correctness) and all(i.status == PASS for i in correctness) and any(
+        i.name.startswith("correct") for i in correctness)
+    score = ex.points_correct if correct else 0.0
+    if correct and v.speed:
+        score += v.speed["fraction"] * ex.points_speed
+    v.score = score
+    return v
+
+
+def grade(exercise_id: str, source: str, points: float | None = None, **kwargs) -> float:
+    """For notebook and nbgrader test cells: show the verdict and return the points as a plain
+    float, scaled to `points` (the cell's points) and capped."""
+    v = check(exercise_id, source, **kwargs)
+    try:
+        from IPython.display import display
+
+        display(v)
+    except ImportError:  # pragma: no cover
+        print(v.text())
+    return v.points(points)

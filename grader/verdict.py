@@ -1,0 +1,149 @@
+"""The verdict: one object per check, rendered as HTML (notebook), text (CLI) or JSON (tools).
+
+Every failed item says what failed, where, and one concrete thing to try next.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+@dataclass
+class Item:
+    name: str
+    status: str  # pass | fail | skip
+    message: str
+    hint: str = ""
+    kind: str = ""  # failure class, e.g. "compile-error", "wrong-result", "edge", "race"
+    where: dict = field(default_factory=dict)
+    error_map: np.ndarray | None = None  # fraction of bad elements per tile (2-D outputs)
+    tile: tuple[int, int] | None = None
+
+
+@dataclass
+class Verdict:
+    exercise: str
+    backend: str
+    items: list[Item] = field(default_factory=list)
+    score: float = 0.0
+    max_score: float = 0.0
+    speed: dict | None = None  # gflops / ratio / floor / target when measured
+    stdout: str = ""  # what the kernel printed
+
+    @property
+    def passed(self) -> bool:
+        """Every check that could run passed (speed that needs a GPU is skipped, not passed)."""
+        return all(i.status != FAIL for i in self.items)
+
+    @property
+    def correct(self) -> bool:
+        return self.passed and any(i.name.startswith("correct") and i.status == PASS for i in self.items)
+
+    def points(self, out_of: float | None = None) -> float:
+        """Awarded points as a plain float, scaled to `out_of` and capped (for nbgrader)."""
+        if out_of is None:
+            return float(min(max(self.score, 0.0), self.max_score))
+        frac = self.score / self.max_score if self.max_score else 0.0
+        return float(min(max(frac * out_of, 0.0), out_of))
+
+    @property
+    def headline(self) -> str:
+        speed_skipped = any(i.name == "speed" and i.status == SKIP for i in self.items)
+        if not self.passed:
+            first = next(i for i in self.items if i.status == FAIL)
+            return f"{self.exercise}: NOT YET — {first.name}: {first.message}"
+        if speed_skipped:
+            return f"{self.exercise}: correct; speed not checked: {self._skip_reason()}"
+        return f"{self.exercise}: PASSED ({self.score:g}/{self.max_score:g} points)"
+
+    def _skip_reason(self) -> str:
+        return next((i.message for i in self.items if i.name == "speed" and i.status == SKIP), "")
+
+    # ------------------------------------------------------------------ renderings
+    def text(self) -> str:
+        mark = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
+        lines = [self.headline, f"  backend: {self.backend}; score {self.score:g}/{self.max_score:g}"]
+        for i in self.items:
+            lines.append(f"  [{mark[i.status]}] {i.name}: {i.message}")
+            if i.status == FAIL and i.hint:
+                lines.append(f"         hint: {i.hint}")
+            if i.status == FAIL and i.error_map is not None:
+                lines.extend("         " + row for row in _ascii_map(i.error_map, i.tile))
+        if self.stdout.strip():
+            lines.append("  your kernel printed:")
+            lines.extend("    " + l for l in self.stdout.strip().splitlines()[:40])
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        for item in d["items"]:
+            if item["error_map"] is not None:
+                item["error_map"] = np.asarray(item["error_map"]).round(4).tolist()
+        d.update(passed=self.passed, headline=self.headline)
+        return json.dumps(d, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        ok = self.passed
+        color = "#1a7f37" if ok else "#cf222e"
+        icon = {PASS: "&#9989;", FAIL: "&#10060;", SKIP: "&#10134;"}
+        rows = []
+        for i in self.items:
+            extra = ""
+            if i.status == FAIL and i.hint:
+                extra += f"<div style='margin-top:4px'><b>Try:</b> {html.escape(i.hint)}</div>"
+            if i.status == FAIL and i.error_map is not None:
+                extra += _png_map(i.error_map, i.tile)
+            rows.append(f"<tr><td style='vertical-align:top'>{icon[i.status]}</td>"
+                        f"<td style='vertical-align:top;white-space:nowrap'><b>{html.escape(i.name)}</b></td>"
+                        f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>"
+                        f"{html.escape(i.message)}</pre>{extra}</td></tr>")
+        printed = ""
+        if self.stdout.strip():
+            printed = ("<details><summary>your kernel printed</summary><pre>"
+                       f"{html.escape(self.stdout[-5000:])}</pre></details>")
+        return (f"<div style='border-left:6px solid {color};padding:4px 10px'>"
+                f"<div style='font-size:1.15em;color:{color}'><b>{html.escape(self.headline)}</b></div>"
+                f"<div style='color:#666'>backend: {self.backend} · score {self.score:g}/{self.max_score:g}</div>"
+                f"<table>{''.join(rows)}</table>{printed}</div>")
+
+
+def _ascii_map(m: np.ndarray, tile) -> list[str]:
+    """Per-tile error map for a terminal: '.' clean tile, '#' every element wrong."""
+    if m.shape[0] > 32 or m.shape[1] > 64:
+        return [f"(error map {m.shape[0]}x{m.shape[1]} tiles; the notebook shows it as a picture)"]
+    chars = " .:-=+*#"
+    rows = [f"error map, one character per {tile[0]}x{tile[1]} tile ('.' = clean, '#' = all wrong):"]
+    for r in m:
+        rows.append("".join("." if v == 0 else chars[min(len(chars) - 1, 1 + int(v * (len(chars) - 2)))] for v in r))
+    return rows
+
+
+def _png_map(m: np.ndarray, tile) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except Exception:  # pragma: no cover - matplotlib is a dependency
+        return ""
+    h, w = m.shape
+    fig, ax = plt.subplots(figsize=(min(6, 1.5 + w * 0.25), min(4, 1 + h * 0.25)), dpi=80)
+    im = ax.imshow(m, cmap="Reds", vmin=0, vmax=1, interpolation="nearest")
+    ax.set_xlabel(f"tile column ({tile[1]} wide)")
+    ax.set_ylabel(f"tile row ({tile[0]} high)")
+    ax.set_title("fraction of wrong elements per tile")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return f"<img src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'/>"
