@@ -18,7 +18,7 @@
  * .shared) even from shared memory, while the f16 ones become ldmatrix. This indexes x[0]
  * by position, which WMMA calls unspecified: right on sm_80 and sm_90 (the layout in
  * FACTS.md), not guaranteed elsewhere; FRAG_LDS=0 is the portable wmma::load_matrix_sync
- * path (measured about 2% slower on an H200).
+ * path (measured 2-4% slower on an H200).
  * Ceiling: WMMA exposes only the m8n8k4 DMMA, which on Hopper runs at about half of the
  * fp64 tensor-core peak cuBLAS reaches with newer shapes (kernels/RESULTS-wmma.md,
  * dmma_gemm_peak_niter), so ~50% of cuBLAS fp64 is close to all WMMA can give here.

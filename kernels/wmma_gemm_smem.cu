@@ -8,6 +8,10 @@
  * (coalesced 16-byte copies, 8 halves per thread per copy), waits, and then every warp
  * loads its fragments from shared memory. A global element is now read N/BLOCK_N (M/BLOCK_M)
  * times instead of N/16 (M/16). Each warp still owns one 16x16 tile of C.
+ * Measured (H200, kernels/RESULTS-wmma.md): 23 TFLOP/s, SLOWER than the naive 28: the naive
+ * kernel's repeated loads hit in L1/L2 anyway, and here every warp still loads 2 fragments
+ * per mma (now from shared memory) and the block pays a copy and two barriers per step.
+ * Staging only pays once each warp reuses fragments: the next rung.
  *
  * Defines (-D, defaults in brackets): BLOCK_M [64], BLOCK_N [64], BLOCK_K [32],
  *   THREADS = 32 * (BLOCK_M / 16) * (BLOCK_N / 16) [512] (one warp per 16x16 tile).
