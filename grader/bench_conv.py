@@ -45,17 +45,19 @@ DEFAULT_CONFIG = conv.WmmaConfig()
 # Smaller tiles for layers whose default grid would not fill the GPU, and for K = 64.
 MID_CONFIG = conv.WmmaConfig(block_m=64, block_n=128, threads=128, warps_m=2, stages=4)
 NARROW_CONFIG = conv.WmmaConfig(block_m=64, block_n=64, threads=128, warps_m=2, stages=4)
+WIDE64_CONFIG = conv.WmmaConfig(block_m=128, block_n=64, threads=128, warps_m=2, stages=4)
 SWEEP = [
     conv.WmmaConfig(),
     conv.WmmaConfig(stages=3),
-    conv.WmmaConfig(block_n=256, stages=3),
-    conv.WmmaConfig(block_n=256, stages=4),
-    conv.WmmaConfig(block_m=256, warps_m=4, stages=3),
-    conv.WmmaConfig(threads=128, stages=4),
+    conv.WmmaConfig(stages=5),
     conv.WmmaConfig(block_k=64, stages=3),
-    conv.WmmaConfig(block_n=256, block_k=64, stages=3),
+    conv.WmmaConfig(block_k=64, stages=2),
+    conv.WmmaConfig(threads=256, stages=3),
+    conv.WmmaConfig(threads=256, block_k=64, stages=3),
+    conv.WmmaConfig(block_n=256, threads=256, block_k=64, stages=3),
+    conv.WmmaConfig(block_m=256, threads=256, warps_m=4, stages=3),
     MID_CONFIG,
-    conv.WmmaConfig(block_m=128, block_n=64, threads=128, warps_m=2, stages=4),
+    WIDE64_CONFIG,
     NARROW_CONFIG,
 ]
 
@@ -73,11 +75,12 @@ def module(name: str, options: tuple[str, ...] = ()):
 
 def config_for(C: int, K: int, M: int | None = None,
                preferred: conv.WmmaConfig | None = None) -> conv.WmmaConfig:
-    """The first of (preferred, DEFAULT, MID, NARROW) that supports C and K and whose grid
+    """The first of (preferred, DEFAULT, MID, WIDE64, NARROW) that supports C and K and whose grid
     fills every SM at least once (for M rows); else the last one that supports C and K."""
     sms = device_info().sm_count if device_info() else 132
     chosen = None
-    for cfg in (preferred or DEFAULT_CONFIG, DEFAULT_CONFIG, MID_CONFIG, NARROW_CONFIG):
+    for cfg in (preferred or DEFAULT_CONFIG, DEFAULT_CONFIG, MID_CONFIG, WIDE64_CONFIG,
+                NARROW_CONFIG):
         if not cfg.supports(C, K):
             continue
         chosen = cfg

@@ -174,7 +174,7 @@ class WmmaConfig:
     block_m: int = 128
     block_n: int = 128
     block_k: int = 32
-    threads: int = 256
+    threads: int = 128
     warps_m: int = 2
     stages: int = 4
 

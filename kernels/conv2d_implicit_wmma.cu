@@ -29,7 +29,9 @@
  *   goes through a per-warp shared-memory scratch and is written row by row, guarded.
  *
  * Compile-time parameters (-D NAME=VAL, defaults below): BLOCK_M, BLOCK_N, BLOCK_K, THREADS,
- *   WARPS_M (warps along M; WARPS_N = THREADS/32/WARPS_M), STAGES.
+ *   WARPS_M (warps along M; WARPS_N = THREADS/32/WARPS_M), STAGES. The defaults (128x128x32,
+ *   4 warps of 64x64, 4 stages) were among the fastest of a sweep on an H200 (RESULTS-conv.md);
+ *   64x64 warp tiles need about 224 registers per thread.
  * Launch: block (THREADS, 1, 1), grid (K / BLOCK_N, ceil(N*P*Q / BLOCK_M), 1),
  *   dynamic shared memory = STAGES * (BLOCK_M + BLOCK_N) * (BLOCK_K + 8) * 2 bytes
  *   (defaults: 4 * 256 * 40 * 2 = 81920; above 48 KB the launcher must opt in, GpuModule does).
@@ -54,7 +56,7 @@ using namespace nvcuda;
 #define BLOCK_K 32
 #endif
 #ifndef THREADS
-#define THREADS 256
+#define THREADS 128
 #endif
 #ifndef WARPS_M
 #define WARPS_M 2

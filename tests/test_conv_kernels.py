@@ -19,10 +19,10 @@ FILES = ["transpose_naive", "transpose_tiled", "fragment_probe", "im2col",
 WMMA_FILES = {"fragment_probe", "conv2d_implicit_wmma"}
 # Configurations of the tensor-core convolution that must compile without spills.
 CONFIGS = [conv.WmmaConfig(),
-           conv.WmmaConfig(block_n=256, stages=3),
-           conv.WmmaConfig(block_m=256, warps_m=4, stages=3),
-           conv.WmmaConfig(threads=128, stages=4),
-           conv.WmmaConfig(block_k=64, stages=3)]
+           conv.WmmaConfig(block_n=64, threads=128, stages=4),
+           conv.WmmaConfig(threads=256, block_k=64, stages=3),
+           conv.WmmaConfig(block_n=256, threads=256, stages=3),
+           conv.WmmaConfig(block_m=256, threads=256, warps_m=4, stages=3)]
 
 
 # ----------------------------------------------------------------------------- compile (CPU)
@@ -324,7 +324,7 @@ def test_im2col_and_direct_emu():
 @pytest.mark.parametrize("cfg,shape", [
     (conv.WmmaConfig(), (3, 64, 7, 9, 128, 3, 3, 1)),
     (conv.WmmaConfig(block_n=64, threads=128), (1, 32, 6, 8, 64, 5, 3, 2)),
-    (conv.WmmaConfig(block_k=64, stages=3), (2, 64, 9, 9, 128, 1, 1, 0))], ids=str)
+    (conv.WmmaConfig(threads=256, block_k=64, stages=3), (2, 64, 9, 9, 128, 1, 1, 0))], ids=str)
 def test_conv_wmma_emu(cfg, shape):
     N, C, H, W, K, R, S, pad = shape
     x, w = conv.conv_inputs(N, C, H, W, K, R, S, 5, np)
