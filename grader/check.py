@@ -189,6 +189,16 @@ def _fault_item(e: CourseError, step_label: str) -> Item:
             "race": "Add __syncthreads() between writing shared memory and reading it, and before "
                     "overwriting it in the next iteration.",
             "partial-warp-collective": "WMMA and shuffle calls need all 32 threads of the warp.",
+            "shared-out-of-bounds": "A shared-memory index past the array's size: check the tile "
+                                    "dimensions against blockDim.",
+            "uninitialized-shared": "Shared memory is read before any thread wrote it: load the tile "
+                                    "(and __syncthreads()) before using it.",
+            "assert": "Your own assert() failed: the message names the condition and line.",
+            "crash": "A memory access far outside every array (a wrong pointer or a huge index): "
+                     "print the index you compute for one thread, or check the offsets by hand.",
+            "misaligned-address": "A vector load/store (float4, 16-byte copy) needs an address that "
+                                  "is a multiple of its size: check the offsets and leading dimensions.",
+            "launch-resources": "Use fewer threads per block or fewer registers/shared memory per block.",
         }
         return Item(step_label, FAIL, e.message, hint=e.hint or hints.get(e.kind, ""), kind=e.kind, where=where)
     if isinstance(e, CompileError):

@@ -45,7 +45,10 @@ def _g(M, N, K):
     return dict(M=M, N=N, K=K)
 
 
-GEMM_FAST_LAUNCH = dict(block_m=128, block_n=128, block_k=32, threads=256, shared_mem=0)
+# The reference (kernels/wmma_gemm_swizzle.cu) at its defaults: 4 warps of 64x64, 3 stages.
+GEMM_FAST_LAUNCH = dict(block_m=128, block_n=128, block_k=64, threads=128, shared_mem=107520)
+# kernels/conv2d_implicit_wmma.cu at its defaults: 4 stages of (128+128) x (32+8) halves.
+CONV_LAUNCH = dict(block_m=128, block_n=128, threads=128, shared_mem=81920)
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
     Exercise(
@@ -101,7 +104,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "write held[lane * 16 + i] = (int) frag.x[i]. block (32, 1, 1), grid (1, 1, 1).",
         cpu_sizes=({},), gpu_sizes=({},), tensor_cores=False, min_arch=80),
     Exercise(
-        "wmma-gemm-fast", "Fast WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="block"), "wmma_gemm_async",
+        "wmma-gemm-fast", "Fast WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="block"), "wmma_gemm_swizzle",
         "C = A B, A and B fp16, C fp32, row-major. You choose the launch: block_m x block_n tile "
         "of C per block, block_k, threads per block and dynamic shared memory bytes; they reach "
         "your code as -DBLOCK_M, -DBLOCK_N, -DBLOCK_K, -DTHREADS. grid = (N/block_n, M/block_m), "
@@ -109,7 +112,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "Speed: ratio to cuBLAS fp16 at 4096^3.",
         cpu_sizes=(_g(256, 256, 64),), gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, launch_defaults=GEMM_FAST_LAUNCH,
-        floor=0.10, target=0.40, points_speed=2.0, race_check=False),
+        floor=0.10, target=0.40, points_speed=2.0),
     Exercise(
         "dmma-gemm", "FP64 tensor-core GEMM (DMMA)", "dmma_gemm",
         P.Gemm("float64", "float64", accumulate="fp64", launch_rule="warp8", baseline="cublas-fp64"),
@@ -118,7 +121,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "grid (ceil(M/8), ceil(N/8)). M, N multiples of 8, K of 4. Needs sm_80 or newer. "
         "Speed: ratio to cuBLAS fp64 at 4096^3.",
         cpu_sizes=(_g(16, 24, 12),), gpu_sizes=(_g(256, 128, 64), _g(1024, 1024, 1024)),
-        perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.05, target=0.15, points_speed=1.0,
+        perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.09, points_speed=1.0,
         min_arch=80),
     Exercise(
         "im2col", "im2col: patches as rows", "im2col", P.Im2col(), "im2col",
@@ -136,12 +139,11 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "M = N*P*Q, N = K, K = R*S*C. block (threads, 1, 1), grid (K/block_n, ceil(N*P*Q/block_m)); "
         "block_m, block_n, threads reach your code as -DBLOCK_M, -DBLOCK_N, -DTHREADS. C % 32 == 0, "
         "K % block_n == 0. Speed: ratio to im2col + cuBLAS at the TVM shape (256, 256->512, 14x14, 3x3).",
-        cpu_sizes=(dict(N=2, C=32, H=5, W=7, K=64, R=3, S=3, pad=1),),
+        cpu_sizes=(dict(N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1),),
         gpu_sizes=(dict(N=3, C=64, H=13, W=9, K=128, R=3, S=3, pad=1),
                    dict(N=16, C=128, H=14, W=14, K=256, R=3, S=3, pad=1)),
         perf_size=dict(N=256, C=256, H=14, W=14, K=512, R=3, S=3, pad=1), tensor_cores=True,
-        launch_defaults=dict(block_m=128, block_n=128, threads=256, shared_mem=0),
-        floor=1.0, target=2.3, points_speed=2.0, min_arch=80),
+        launch_defaults=CONV_LAUNCH, floor=1.0, target=2.1, points_speed=2.0, min_arch=80),
 ]}
 
 

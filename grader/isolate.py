@@ -9,8 +9,9 @@ where nbgrader would zero the cell.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -127,9 +128,6 @@ def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
 
 
 def _child(conn, job):
-    out = tempfile.TemporaryFile()
-    os.dup2(out.fileno(), 1)
-    os.dup2(out.fileno(), 2)
     try:
         from .backend import load
 
@@ -150,42 +148,48 @@ def _child(conn, job):
         fault = _gpu_fault(e) or errors.KernelFault("crash", f"{type(e).__name__}: {e}".splitlines()[0])
         fault.extra_traceback = traceback.format_exc()
         status = ("error", errors.to_dict(fault))
-    try:
-        os.fsync(1)
-    except OSError:
-        pass
-    out.seek(0)
-    printed = out.read().decode(errors="replace")
-    conn.send(("stdout", printed[-20000:]))
+    sys.stdout.flush()
+    sys.stderr.flush()
     conn.send(status)
     conn.close()
 
 
+def _child_main(job_fd: int, result_fd: int):
+    from multiprocessing.connection import Connection
+
+    job = Connection(job_fd, writable=False).recv()
+    _child(Connection(result_fd, readable=False), job)
+
+
 # ---------------------------------------------------------------------------- the parent
-STEP_LABELS = {"compile": "compiling", "perf": "timing"}
 
 
 def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout: float = 120.0) -> dict:
     """Run `job` in a fresh child process. Returns dict(compiled, cases=[...], perf, stdout,
-    error) where error is a CourseError (KernelTimeout/KernelFault/CompileError ...) or None."""
-    ctx = mp.get_context("spawn")  # never fork a process that may hold a CUDA context
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, job), daemon=True)
-    proc.start()
-    child.close()
+    error) where error is a CourseError (KernelTimeout/KernelFault/CompileError ...) or None.
+
+    The child is a new interpreter (`python -m grader.isolate`), not a fork (a CUDA context
+    does not survive fork) nor multiprocessing's spawn (which re-imports the caller's main
+    script). Everything it prints, kernel printf included, goes to a file we read back."""
+    from multiprocessing.connection import Connection
+
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    printed = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-m", "grader.isolate", str(job_r), str(res_w)],
+                            pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=printed,
+                            stderr=subprocess.STDOUT)
+    os.close(job_r)
+    os.close(res_w)
+    sender, parent = Connection(job_w, readable=False), Connection(res_r, writable=False)
     result = dict(compiled=False, cases=[], perf=None, stdout="", error=None)
     step, deadline = "compile", time.monotonic() + compile_timeout
     try:
+        sender.send(job)
+        sender.close()
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not parent.poll(remaining):
-                if not proc.is_alive() and not parent.poll(0):
-                    result["error"] = errors.KernelFault(
-                        "crash", f"the process running your kernel died (exit code {proc.exitcode}) while "
-                                 f"{_describe(step, job)}",
-                        hint="A segfault or abort on the host side; on the emulator, run it again to see "
-                             "the fault message.")
-                    break
+            if remaining <= 0 or not parent.poll(min(remaining, 1.0)):
                 if remaining > 0:
                     continue
                 limit = {"compile": compile_timeout, "perf": perf_timeout}.get(step, case_timeout)
@@ -194,8 +198,14 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 break
             try:
                 msg = parent.recv()
-            except EOFError:
-                continue
+            except EOFError:  # the child is gone without saying why
+                code = proc.wait(5)
+                result["error"] = errors.KernelFault(
+                    "crash", f"the process running your kernel died (exit code {code}) while "
+                             f"{_describe(step, job)}",
+                    hint="A crash outside the kernel's own checks; run the same check with "
+                         "backend='emu' for a named fault, or report it if it persists.")
+                break
             kind = msg[0]
             if kind == "compiled":
                 result["compiled"] = True
@@ -209,19 +219,21 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                     step, deadline = "perf", time.monotonic() + perf_timeout
             elif kind == "perf":
                 result["perf"] = msg[1]
-            elif kind == "stdout":
-                result["stdout"] = msg[1]
-                deadline = time.monotonic() + 10
             elif kind in ("done", "error"):
                 if kind == "error":
                     result["error"] = errors.from_dict(msg[1])
                     result["error_step"] = step
                 break
+    except BrokenPipeError:  # the child died before reading its job
+        result["error"] = errors.KernelFault("crash", "the process that runs kernels could not start")
     finally:
-        if proc.is_alive():
+        if proc.poll() is None:
             proc.kill()
-        proc.join(5)
+        proc.wait(10)
         parent.close()
+        printed.seek(0)
+        result["stdout"] = printed.read()[-20000:].decode(errors="replace")
+        printed.close()
     return result
 
 
@@ -231,3 +243,7 @@ def _describe(step, job) -> str:
     if step == "perf":
         return "timing your kernel"
     return f"running case {step + 1} ({job['cases'][step]['label']})"
+
+
+if __name__ == "__main__":
+    _child_main(int(sys.argv[1]), int(sys.argv[2]))
