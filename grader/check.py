@@ -302,10 +302,12 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
     dims = ex.perf_size
     flops = ex.problem.flops(dims)
     if flops:
-        rate = f"{flops / perf['kernel_ms'] / 1e9:.0f} GFLOPS vs {flops / perf['baseline_ms'] / 1e9:.0f} for {base}"
+        rate = (f"{flops / (perf['kernel_ms'] * 1e-3) / 1e9:.0f} GFLOPS vs "
+                f"{flops / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
     else:
         nbytes = ex.problem.bytes(dims)
-        rate = f"{nbytes / perf['kernel_ms'] / 1e6:.0f} GB/s vs {nbytes / perf['baseline_ms'] / 1e6:.0f} for {base}"
+        rate = (f"{nbytes / (perf['kernel_ms'] * 1e-3) / 1e9:.0f} GB/s vs "
+                f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
     v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
                    baseline_ms=perf["baseline_ms"], fraction=frac)
     msg = (f"{rate}: {100 * ratio:.1f}% of the library (floor {100 * ex.floor:.0f}%, target "

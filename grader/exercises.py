@@ -74,9 +74,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "sgemm_tiled",
         "C = A B, fp32, row-major. block (T, T), grid (ceil(N/T), ceil(M/T)) with T the launch "
         "parameter `tile` (default 32), passed to your code as -DTILE=T. Any M, N, K >= 1. "
-        "Speed: ratio to cuBLAS fp32 at 4096^3.",
+        "Speed: ratio to cuBLAS fp32 at 1024^3 (L2 flushed before each run).",
         cpu_sizes=(_g(33, 47, 40), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
-        perf_size=_g(4096, 4096, 4096), launch_defaults=dict(tile=32), floor=0.11, target=0.13,
+        # At 4096^3 the naive kernel (12%) sits too close to the tiled one (18%) on an H200.
+        perf_size=_g(1024, 1024, 1024), launch_defaults=dict(tile=32), floor=0.16, target=0.19,
         points_speed=1.0, race_check=True),
     Exercise(
         "wmma-gemm", "Naive WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="warp16"), "wmma_gemm_naive",
@@ -112,7 +113,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "Speed: ratio to cuBLAS fp16 at 4096^3.",
         cpu_sizes=(_g(256, 256, 64),), gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, launch_defaults=GEMM_FAST_LAUNCH,
-        floor=0.10, target=0.40, points_speed=2.0),
+        floor=0.10, target=0.35, points_speed=2.0),
     Exercise(
         "dmma-gemm", "FP64 tensor-core GEMM (DMMA)", "dmma_gemm",
         P.Gemm("float64", "float64", accumulate="fp64", launch_rule="warp8", baseline="cublas-fp64"),
@@ -121,7 +122,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "grid (ceil(M/8), ceil(N/8)). M, N multiples of 8, K of 4. Needs sm_80 or newer. "
         "Speed: ratio to cuBLAS fp64 at 4096^3.",
         cpu_sizes=(_g(16, 24, 12),), gpu_sizes=(_g(256, 128, 64), _g(1024, 1024, 1024)),
-        perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.09, points_speed=1.0,
+        perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.08, points_speed=1.0,
         min_arch=80),
     Exercise(
         "im2col", "im2col: patches as rows", "im2col", P.Im2col(), "im2col",
@@ -143,7 +144,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         gpu_sizes=(dict(N=3, C=64, H=13, W=9, K=128, R=3, S=3, pad=1),
                    dict(N=16, C=128, H=14, W=14, K=256, R=3, S=3, pad=1)),
         perf_size=dict(N=256, C=256, H=14, W=14, K=512, R=3, S=3, pad=1), tensor_cores=True,
-        launch_defaults=CONV_LAUNCH, floor=1.0, target=2.1, points_speed=2.0, min_arch=80),
+        launch_defaults=CONV_LAUNCH, floor=1.0, target=1.6, points_speed=2.0, min_arch=80),
 ]}
 
 
