@@ -23,10 +23,12 @@ def sources() -> list[Path]:
 
 
 def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearOutput, ClearSolutions
+    from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearOutput
+
+    from .nbgrader_ext import CudaClearSolutions
 
     nb = nbformat.from_dict(nb)
-    for pre in (ClearSolutions(), ClearHiddenTests(), ClearMarkScheme(), ClearOutput()):
+    for pre in (CudaClearSolutions(), ClearHiddenTests(), ClearMarkScheme(), ClearOutput()):
         nb, _ = pre.preprocess(nb, {})
     return nb
 
