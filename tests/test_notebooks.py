@@ -41,3 +41,30 @@ def test_notebook_runs_top_to_bottom(path: Path):
     if path.stem.startswith("00"):
         last = nb.cells[-1].outputs[0]["text"]
         assert last.startswith("READY"), last
+
+
+def _kernel_cells(path):
+    """(kernel name, cell source) for every code cell that starts with `# kernel: NAME`."""
+    nb = nbformat.read(path, as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code" and c.source.startswith("# kernel: "):
+            yield c.source.split("\n", 1)[0][len("# kernel: "):].strip(), c.source
+
+
+def _code_of(text: str) -> str:
+    """Kernel text without its leading /* ... */ comment and without solution markers."""
+    import re
+
+    text = re.sub(r"^\s*/\*.*?\*/\s*", "", text, flags=re.S)
+    lines = [l for l in text.splitlines() if "BEGIN SOLUTION" not in l and "END SOLUTION" not in l]
+    return "\n".join(lines).strip()
+
+
+@pytest.mark.parametrize("path", notebooks.sources(), ids=lambda p: p.name)
+def test_kernel_cells_equal_their_kernels_file(path):
+    """A solution cell that shows a reference kernel is a copy of kernels/NAME.cu (one home)."""
+    from grader import kernels
+
+    for name, source in _kernel_cells(path):
+        body = source.split('r"""', 1)[1].rsplit('"""', 1)[0]
+        assert _code_of(body) == _code_of(kernels.source(name)), f"{path.name}: cell for {name} differs"
