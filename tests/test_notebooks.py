@@ -38,6 +38,10 @@ def test_notebook_runs_top_to_bottom(path: Path):
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError naming the cell on any error
+    if os.environ.get("NB_OUT"):  # keep the executed notebook (GPU runs are recorded from it)
+        out = Path(os.environ["NB_OUT"]) / f"{path.parent.parent.name}-{path.name}"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out)
     if path.stem.startswith("00"):
         last = nb.cells[-1].outputs[0]["text"]
         assert last.startswith("READY"), last
