@@ -1,0 +1,178 @@
+"""Plumbing for notebook 03 (GEMM on CUDA cores): the ladder of kernels, the tile picture and
+its widget, and the GFLOPS sweep and plot. The kernels themselves live in kernels/ and are
+shown in the notebook; the CPU baseline is teaching code in the notebook."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import gemm, kernels
+
+
+def regblock_spec() -> gemm.GemmSpec:
+    """Launch of kernels/sgemm_regblock*.cu: 256 threads per 128 x 128 tile of C."""
+    return gemm.GemmSpec("sgemm", "float32", "float32", (256, 1, 1),
+                         lambda M, N, K: (gemm.cdiv(N, 128), gemm.cdiv(M, 128), 1))
+
+
+@dataclass(frozen=True)
+class Rung:
+    label: str
+    file: str  # kernels/FILE.cu
+    spec: gemm.GemmSpec
+    idea: str
+
+
+LADDER = (
+    Rung("naive", "sgemm_naive", gemm.sgemm_naive(), "one thread per element of C, operands from global memory"),
+    Rung("tiled 16", "sgemm_tiled", gemm.sgemm_tiled(16), "16x16 tiles of A and B staged in shared memory"),
+    Rung("tiled 32", "sgemm_tiled", gemm.sgemm_tiled(32), "32x32 tiles (Salerno listing 3)"),
+    Rung("regblock", "sgemm_regblock", regblock_spec(), "128x128 block tile, 8x8 outputs per thread in registers, float4"),
+    Rung("regblock+db", "sgemm_regblock_db", regblock_spec(), "plus double-buffered shared memory"),
+)
+
+
+def load(rung: Rung, backend: str = "auto", source: str | None = None):
+    from .. import backend as be
+
+    return be.load(source or kernels.source(rung.file), backend, rung.spec.options)
+
+
+def check_ladder(sizes=((130, 257, 33), (64, 64, 64)), backend: str = "auto", seed: int = 1) -> list[dict]:
+    """Run every rung once per size on fresh inputs and compare to the float64 reference."""
+    rows = []
+    for rung in LADDER:
+        mod = load(rung, backend)
+        for (M, N, K) in sizes:
+            r = gemm.run_once(mod, rung.spec, M, N, K, seed=seed)
+            rows.append(dict(kernel=rung.label, size=f"{M}x{N}x{K}", backend=mod.backend,
+                             result=str(r.comparison), ok=r.comparison.ok))
+    return rows
+
+
+def measure_ladder(n: int = 4096, extra: dict | None = None, max_seconds: float = 1.0) -> list[dict]:
+    """GPU only. GFLOPS = 2 n^3 / median time of every rung (checked first at 1000x777x333)
+    and of cuBLAS fp32 (cupy.matmul) at n^3, same inputs, same process. `extra` maps a label
+    to (source, GemmSpec): e.g. the student's kernel; one that fails is reported, not timed."""
+    import cupy
+
+    from ..timing import benchmark
+
+    A, B = gemm.random_inputs(n, n, n, "float32", seed=0, xp=cupy)
+    C = cupy.zeros((n, n), dtype=cupy.float32)
+    flops = 2.0 * n ** 3
+    rows = []
+    t = benchmark(lambda: cupy.matmul(A, B, out=C), working_set_bytes=3 * A.nbytes, max_seconds=max_seconds)
+    lib = t.gflops(flops)
+    todo = [(r.label, kernels.source(r.file), r.spec) for r in LADDER]
+    todo += [(label, src, spec) for label, (src, spec) in (extra or {}).items()]
+    for label, src, spec in todo:
+        row = dict(kernel=label, n=n)
+        try:
+            from .. import backend as be
+
+            mod = be.load(src, "gpu", spec.options)
+            r = gemm.run_once(mod, spec, 1000, 777, 333, seed=3)
+            if not r.comparison.ok:
+                raise ValueError(f"wrong result at 1000x777x333: {r.comparison}")
+            f = mod.bind(spec.kernel, spec.grid(n, n, n), spec.block, [A, B, C, n, n, n])
+            tk = benchmark(f, working_set_bytes=3 * A.nbytes, max_seconds=max_seconds)
+            row.update(gflops=tk.gflops(flops), ms=tk.median_ms, ratio=tk.gflops(flops) / lib)
+        except Exception as e:  # the student's kernel: report, never raise
+            row.update(error=f"{type(e).__name__}: {e}")
+        rows.append(row)
+    rows.append(dict(kernel="cuBLAS fp32", n=n, gflops=lib, ms=t.median_ms, ratio=1.0))
+    return rows
+
+
+def plot_ladder(rows: list[dict], title: str = "", cpu: dict | None = None):
+    """Horizontal bars of GFLOPS, each labelled with its % of cuBLAS fp32; `cpu` adds
+    CPU baselines (label -> GFLOPS) in grey."""
+    import matplotlib.pyplot as plt
+
+    good = [r for r in rows if "gflops" in r]
+    labels = [r["kernel"] for r in good]
+    vals = [r["gflops"] for r in good]
+    colors = ["#0969da" if r["kernel"] != "cuBLAS fp32" else "#2da44e" for r in good]
+    if cpu:
+        labels = list(cpu) + labels
+        vals = list(cpu.values()) + vals
+        colors = ["#888888"] * len(cpu) + colors
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
+    y = np.arange(len(labels))[::-1]
+    ax.barh(y, vals, color=colors)
+    ax.set_xscale("log")
+    lib = next((r["gflops"] for r in good if r["kernel"] == "cuBLAS fp32"), None)
+    for yy, v in zip(y, vals):
+        txt = f"{v:,.0f}" if v >= 10 else f"{v:.3g}"
+        if lib:
+            txt += f"  ({100 * v / lib:.1f}% of cuBLAS)"
+        ax.text(v, yy, " " + txt, va="center", fontsize=8)
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("GFLOPS = 2MNK / time (log scale)")
+    ax.set_xlim(right=max(vals) * 30)
+    ax.set_title(title, fontsize=10)
+    plt.tight_layout()
+    plt.show()
+    return fig
+
+
+def tile_picture(tile: int = 4, M: int = 12, N: int = 12, K: int = 12, bi: int = 1, bj: int = 2,
+                 step: int = 0):
+    """A, B and C as grids: the block (bi, bj) owns the marked tile of C; at K-step `step` it
+    copies the marked tile of A (rows of its tile, columns step*tile..) and of B into shared
+    memory. Already-used tiles are faint."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    steps = -(-K // tile)
+    step = min(step, steps - 1)
+    fig, axs = plt.subplots(1, 3, figsize=(11, 3.6), gridspec_kw=dict(width_ratios=[K, N, N]))
+
+    def grid(ax, rows, cols, name):
+        for r in range(rows):
+            for c in range(cols):
+                ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1, fill=False, edgecolor="#cccccc", lw=0.5))
+        ax.set_xlim(0, cols), ax.set_ylim(0, rows), ax.set_aspect("equal"), ax.axis("off")
+        ax.set_title(name)
+
+    def box(ax, rows, r0, c0, h, w, color, alpha):
+        ax.add_patch(Rectangle((c0, rows - r0 - h), w, h, facecolor=color, alpha=alpha, edgecolor=color, lw=2))
+
+    grid(axs[0], M, K, f"A ({M}x{K})")
+    grid(axs[1], K, N, f"B ({K}x{N})")
+    grid(axs[2], M, N, f"C ({M}x{N})")
+    r0, c0 = bi * tile, bj * tile
+    for s in range(step + 1):
+        a = 0.55 if s == step else 0.15
+        box(axs[0], M, r0, s * tile, tile, tile, "#cf222e", a)
+        box(axs[1], K, s * tile, c0, tile, tile, "#0969da", a)
+    box(axs[2], M, r0, c0, tile, tile, "#8250df", 0.5)
+    fig.suptitle(f"block ({bi}, {bj}) at K-step {step} of {steps}: loads {tile}x{tile} of A and of B "
+                 f"into shared memory, then each of its {tile * tile} threads does {tile} FMAs from them",
+                 fontsize=9)
+    plt.tight_layout()
+    return fig
+
+
+def tile_widget():
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    def show(tile, step):
+        tile_picture(tile=tile, M=16, N=16, K=16, bi=1, bj=1 if tile > 4 else 2, step=step)
+        plt.show()
+
+    return w.interactive(show, tile=w.Dropdown(options=[2, 4, 8], value=4),
+                         step=w.IntSlider(0, 0, 7, description="K-step"))
+
+
+def traffic(n: int) -> list[dict]:
+    """Napkin math at n^3: FMAs per value loaded from global (or L2) memory and from
+    shared memory, per rung (exact counts from the kernels' loop structure)."""
+    rows = [dict(kernel="naive", global_per_fma=2.0, shared_per_fma=0.0)]
+    for t in (16, 32):
+        rows.append(dict(kernel=f"tiled {t}", global_per_fma=2.0 / t, shared_per_fma=2.0))
+    rows.append(dict(kernel="regblock (128x128, 8x8)", global_per_fma=2.0 / 128, shared_per_fma=16 / 64))
+    return rows

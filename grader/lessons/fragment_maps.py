@@ -1,0 +1,241 @@
+"""Plumbing for notebook 05 (fragment mapping probes): run every probe of
+kernels/fragment_probe.cu on this machine's backend, draw a map (lane -> colour, x index as
+text), a widget to pick the kind and highlight a lane, and the comparison with the PTX ISA's
+documented mma.m16n8k16 fragment layout.
+
+The expected maps and the recorded H200 maps live in grader.fragments (one home).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import fragments
+from ..fragments import KINDS
+
+# Kinds in the order a lecturer walks through them (the dropdown's order).
+ORDER = ["a_f16_row", "a_f16_col", "b_f16_row", "b_f16_col", "acc_f32", "acc_f16", "acc_f32_mma",
+         "a_m32n8k16", "b_m32n8k16", "acc_m32n8k16", "a_m8n32k16", "b_m8n32k16", "acc_m8n32k16",
+         "a_bf16", "b_bf16", "a_tf32", "b_tf32", "acc_tf32", "a_f64", "b_f64", "acc_f64"]
+
+_USE = {"a": "matrix_a", "b": "matrix_b", "acc": "accumulator"}
+
+
+def describe(kind: str) -> str:
+    """e.g. 'matrix_a m16n16k16 half row_major (16 x 16)'."""
+    k = KINDS[kind]
+    layout = "" if k.use == "acc" else (" col_major" if k.layout == "col" else " row_major")
+    extra = " (after a real mma_sync: D = A * I)" if kind == "acc_f32_mma" else ""
+    return f"{_USE[k.use]} {k.shape} {k.element}{layout} ({k.rows} x {k.cols}){extra}"
+
+
+@dataclass
+class MapSet:
+    maps: dict  # kind -> (32, num_elements) int array of row-major indices
+    where: str  # the machine the maps come from, in words
+    backend: str  # "gpu", "emu" or "recorded"
+
+
+def measure_all(backend: str = "auto") -> MapSet:
+    """Run the probe of every kind on `backend` ("auto": the GPU if there is one, else the
+    course's CPU emulator) and return the maps."""
+    from .. import kernels
+    from ..backend import load
+    from ..device import device_info
+
+    module = load(kernels.source("fragment_probe"), backend)
+    xp = module.xp
+    maps = {}
+    for kind in ORDER:
+        held = xp.full(32 * 16, -1, dtype=np.int32)  # no fragment holds more than 16 per lane
+        module.launch(KINDS[kind].kernel, (1, 1, 1), (32, 1, 1), [xp.asarray(fragments.probe_input(kind)), held])
+        h = held.get() if hasattr(held, "get") else np.asarray(held)
+        used = int((h >= 0).sum())
+        maps[kind] = h[:used].reshape(32, used // 32).astype(np.int64)
+    if module.backend == "gpu":
+        info = device_info()
+        where = f"{info.name} ({info.arch}), measured now"
+    else:
+        where = "the course's CPU emulator (it implements the sm_80/sm_90 layout), measured now"
+    return MapSet(maps, where, module.backend)
+
+
+def recorded() -> MapSet:
+    """The maps recorded on an H200 (kernels/fragment_maps_sm90.json)."""
+    import json
+
+    meta = json.loads(fragments.MEASURED_JSON.read_text())
+    return MapSet(fragments.measured_maps(), f"{meta['device']} ({meta['arch']}), recorded {meta['date']}",
+                  "recorded")
+
+
+def owners(kind: str, held: np.ndarray):
+    """lane[r, c] = first lane holding (r, c); slots[r, c] = its x indices (list)."""
+    k = KINDS[kind]
+    lane = -np.ones((k.rows, k.cols), dtype=int)
+    slots = [[[] for _ in range(k.cols)] for _ in range(k.rows)]
+    for L in range(32):
+        for i, v in enumerate(held[L]):
+            r, c = divmod(int(v), k.cols)
+            if lane[r, c] < 0:
+                lane[r, c] = L
+            if lane[r, c] == L:
+                slots[r][c].append(i)
+    return lane, slots
+
+
+def lane_colors():
+    """32 colours: hue by lane // 4, shade by lane % 4 (tab20b + tab20c: 10 hues x 4 shades)."""
+    import matplotlib
+
+    pal = list(matplotlib.colormaps["tab20b"].colors) + list(matplotlib.colormaps["tab20c"].colors)
+    return [pal[L] for L in range(32)]
+
+
+def plot_map(kind: str, held: np.ndarray, lane: int = -1, ax=None, where: str = ""):
+    """Draw the matrix of `kind`: each element coloured by the lane that holds it, its x index
+    as text. `lane` >= 0 highlights one lane (the others fade)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    k = KINDS[kind]
+    owner, slots = owners(kind, held)
+    colors = lane_colors()
+    own_ax = ax is None
+    if own_ax:
+        w = max(4.0, 0.42 * k.cols + 1.2)
+        fig, ax = plt.subplots(figsize=(w, 0.42 * k.rows + 1.4))
+    for r in range(k.rows):
+        for c in range(k.cols):
+            L = owner[r, c]
+            faded = lane >= 0 and L != lane
+            face = "#f2f2f2" if faded else colors[L]
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=face, edgecolor="white", lw=0.8))
+            if not faded and slots[r][c]:
+                s = slots[r][c]
+                text = str(s[0]) if len(s) == 1 else f"{s[0]}+"
+                ax.text(c + 0.5, r + 0.5, text, ha="center", va="center",
+                        fontsize=7 if k.cols <= 16 else 6, color="black")
+    # quadrant lines every 8 (the structure the Salerno paper found)
+    for x in range(8, k.cols, 8):
+        ax.axvline(x, color="black", lw=1.2)
+    for y in range(8, k.rows, 8):
+        ax.axhline(y, color="black", lw=1.2)
+    ax.set_xlim(0, k.cols)
+    ax.set_ylim(k.rows, 0)
+    ax.set_aspect("equal")
+    ax.set_xticks(np.arange(k.cols) + 0.5, [str(c) for c in range(k.cols)], fontsize=6)
+    ax.set_yticks(np.arange(k.rows) + 0.5, [str(r) for r in range(k.rows)], fontsize=6)
+    n = held.shape[1]
+    distinct = len({int(v) for v in held[0]})
+    note = f"{n} slots per lane" + (f", {distinct} distinct" if distinct < n else "")
+    head = f"{describe(kind)}: {note}"
+    if lane >= 0:
+        mine = sorted((i, divmod(int(v), k.cols)) for i, v in enumerate(held[lane]))
+        head += f"\nlane {lane}: " + " ".join(f"x[{i}]={rc}" for i, rc in mine[:8]) + (" ..." if n > 8 else "")
+    ax.set_title(head + (f"\n{where}" if where else ""), fontsize=8)
+    ax.set_xlabel("column" + ("   (text: the x[i] index; '3+' = also at later slots)" if distinct < n else
+                              "   (text: the x[i] index)"), fontsize=7)
+    ax.set_ylabel("row", fontsize=7)
+    if own_ax:
+        plt.tight_layout()
+        plt.show()
+    return ax
+
+
+def lane_legend():
+    """A strip of the 32 lane colours."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    fig, ax = plt.subplots(figsize=(8, 0.6))
+    for L, col in enumerate(lane_colors()):
+        ax.add_patch(Rectangle((L, 0), 1, 1, facecolor=col, edgecolor="white"))
+        ax.text(L + 0.5, 0.5, str(L), ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, 32)
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    ax.set_title("colour of each lane", fontsize=8)
+    plt.show()
+
+
+def widget(mapset: MapSet):
+    """Dropdown of the fragment kinds and a lane slider (-1: no highlight)."""
+    import ipywidgets as w
+
+    kinds = [(describe(k), k) for k in ORDER if k in mapset.maps]
+
+    def show(kind="a_f16_row", lane=-1):
+        plot_map(kind, mapset.maps[kind], lane, where=mapset.where)
+
+    return w.interact(show, kind=w.Dropdown(options=kinds, value="a_f16_row", description="fragment",
+                                            layout=w.Layout(width="520px")),
+                      lane=w.IntSlider(value=-1, min=-1, max=31, description="lane"))
+
+
+def agreement(mapset: MapSet) -> list[dict]:
+    """Per kind: slots per lane, and mismatches against the FACTS.md formulas and against
+    the maps recorded on an H200."""
+    rec = fragments.measured_maps()
+    rows = []
+    for kind in ORDER:
+        if kind not in mapset.maps:
+            continue
+        got = mapset.maps[kind]
+        exp = fragments.expected_map(kind)
+        vs_exp = int((got != exp).sum()) if got.shape == exp.shape else "shape differs"
+        r = rec.get(kind)
+        vs_rec = ("-" if r is None else int((got != r).sum()) if got.shape == r.shape else "shape differs")
+        rows.append({"kind": describe(kind), "slots per lane": got.shape[1],
+                     "mismatches vs formula": vs_exp, "mismatches vs recorded H200": vs_rec,
+                     "ok": vs_exp == 0})
+    return rows
+
+
+# ----------------------------------------------------------------- the PTX ISA's layout
+def ptx_m16n8k16(operand: str, lane: int, reg: int) -> tuple[int, int]:
+    """(row, col) of element `reg` of `lane` in the PTX ISA's fragment layout of
+    mma.m16n8k16 with .f16 A/B and .f32 C/D (PTX ISA, "Matrix Fragments for mma.m16n8k16
+    with floating point type"). groupID = lane >> 2, threadID_in_group = lane % 4.
+    A (16x16): a0..a7; B (16x8): b0..b3; C/D (16x8): c0..c3."""
+    g, t = lane >> 2, lane % 4
+    if operand == "a":
+        row = g if reg in (0, 1, 4, 5) else g + 8
+        col = t * 2 + (reg & 1) + (8 if reg >= 4 else 0)
+        return row, col
+    if operand == "b":
+        row = t * 2 + (reg & 1) + (8 if reg >= 2 else 0)
+        return row, g
+    if operand == "c":
+        row = g if reg < 2 else g + 8
+        return row, t * 2 + (reg & 1)
+    raise ValueError("operand is 'a', 'b' or 'c'")
+
+
+def wmma_as_ptx(kind: str, lane: int, i: int) -> tuple[int, int]:
+    """The WMMA m16n16k16 slot x[i] predicted as two mma.m16n8k16 side by side:
+    A: a0..a7 as is; B and C/D: slots 0-3 the left n8 half, slots 4-7 the right one."""
+    if kind.startswith("a_f16"):
+        return ptx_m16n8k16("a", lane, i % 8)
+    if kind.startswith("b_f16"):
+        r, c = ptx_m16n8k16("b", lane, i % 4)
+        return r, c + 8 * ((i % 8) // 4)
+    if kind.startswith("acc"):
+        r, c = ptx_m16n8k16("c", lane, i % 4)
+        return r, c + 8 * (i // 4)
+    raise ValueError(kind)
+
+
+def ptx_agreement(mapset: MapSet) -> dict:
+    """kind -> number of slots where the measured m16n16k16 map differs from the PTX layout."""
+    out = {}
+    for kind in ("a_f16_row", "a_f16_col", "b_f16_row", "b_f16_col", "acc_f32", "acc_f32_mma"):
+        held = mapset.maps[kind]
+        cols = KINDS[kind].cols
+        bad = 0
+        for lane in range(32):
+            for i in range(held.shape[1]):
+                bad += divmod(int(held[lane, i]), cols) != wmma_as_ptx(kind, lane, i)
+        out[kind] = bad
+    return out
