@@ -1,0 +1,476 @@
+"""Notebook 06 (fast WMMA GEMM): the ladder, the niter sweep, bank conflicts, the live sweep.
+
+Every function either measures on the GPU (in the calling process, beside cuBLAS in the same
+run) or, without a GPU, runs the kernel on the CPU emulator for correctness and falls back
+to the numbers recorded in kernels/RESULTS-wmma.md, always labelled as recorded.
+The kernels, their defaults and launch rules come from grader.bench_wmma (Rung, LADDER).
+"""
+from __future__ import annotations
+
+import difflib
+import re
+import secrets
+
+import numpy as np
+
+from .. import backend, bench_wmma, gemm, kernels, numerics
+from ..device import device_info, has_gpu
+
+NAIVE = "wmma_gemm_naive"
+RUNGS = [NAIVE] + [r.file for r in bench_wmma.LADDER]
+LABELS = {
+    "wmma_gemm_naive": "naive\n1 warp / 16x16",
+    "wmma_gemm_smem": "smem\nstaging",
+    "wmma_gemm_warptile": "warp\ntiles",
+    "wmma_gemm_padded": "padded\nrows",
+    "wmma_gemm_async": "cp.async\n3 stages",
+    "wmma_gemm_swizzle": "swizzle +\nepilogue",
+}
+
+
+# ---------------------------------------------------------------- text from the kernel files
+def header(name: str) -> str:
+    """The leading /* ... */ comment of kernels/NAME.cu, without the stars."""
+    m = re.match(r"\s*/\*(.*?)\*/", kernels.source(name), flags=re.S)
+    lines = [re.sub(r"^\s*\* ?", "", l) for l in (m.group(1) if m else "").splitlines()]
+    return "\n".join(lines).strip()
+
+
+def what_changed(name: str) -> str:
+    """The 'What changed' paragraph of a rung's header (up to Measured / Defines)."""
+    text = header(name)
+    start = text.find("What changed")
+    if start < 0:
+        return text
+    end = min([i for i in (text.find("\nMeasured", start), text.find("\nDefines", start),
+                           text.find("\nCeiling", start)) if i > 0] or [len(text)])
+    return text[start:end].strip()
+
+
+def code(name: str) -> str:
+    """Kernel text without its leading comment."""
+    return re.sub(r"^\s*/\*.*?\*/\s*", "", kernels.source(name), flags=re.S)
+
+
+def diff(old: str, new: str, context: int = 1) -> str:
+    """Unified diff of two kernels' code (comments of the header left out)."""
+    out = difflib.unified_diff(code(old).splitlines(), code(new).splitlines(), old + ".cu",
+                               new + ".cu", n=context, lineterm="")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- specs and correctness
+def rung(name: str, **defines) -> bench_wmma.Rung:
+    return bench_wmma.Rung(name, name, {k: v for k, v in defines.items()})
+
+
+def spec_of(name: str, **defines) -> gemm.GemmSpec:
+    return gemm.wmma_naive() if name == NAIVE else rung(name, **defines).spec()
+
+
+def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto", **defines):
+    """Run one rung on fresh random inputs (any backend) and compare to float64."""
+    r = None if name == NAIVE else rung(name, **defines)
+    module = backend.load(kernels.source(name), backend_name, r.options if r else ())
+    return gemm.run_once(module, spec_of(name, **defines), n, n, K, secrets.randbits(32)).comparison
+
+
+# ---------------------------------------------------------------- recorded numbers (no GPU)
+def _results() -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[2] / "kernels" / "RESULTS-wmma.md").read_text()
+
+
+def recorded_gpu() -> str:
+    m = re.search(r"^## WMMA / DMMA kernels vs cuBLAS — (.*?)$", _results(), flags=re.M)
+    return m.group(1) if m else "a GPU"
+
+
+def recorded_ladder(n: int = 4096) -> list[dict]:
+    """The final run's ladder rows from kernels/RESULTS-wmma.md (first occurrence of each)."""
+    rows, seen = [], set()
+    pat = re.compile(r"^\| (wmma_gemm_\w+) \| %d\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%%" % n,
+                     flags=re.M)
+    for m in pat.finditer(_results()):
+        if m.group(1) in seen or m.group(1) not in RUNGS:
+            continue
+        seen.add(m.group(1))
+        rows.append(dict(name=m.group(1), n=n, tflops=float(m.group(2)),
+                         lib_tflops=float(m.group(3)), ratio=float(m.group(4)) / 100))
+    return rows
+
+
+def recorded_niter() -> list[tuple[int, float]]:
+    text = _results()
+    part = text[text.find("### Amortisation"):]
+    part = part[:part.find("\n### ", 5)]
+    return [(int(a), float(b)) for a, b in re.findall(r"^\| (\d+) \| [\d.]+ us \| ([\d.]+) \|", part, re.M)]
+
+
+# ---------------------------------------------------------------- the ladder on a GPU
+def measure_ladder(n: int = 4096, check_sizes=(256, 1024), names=None) -> list[dict]:
+    """Check every rung, then time it at n^3 beside cuBLAS fp16 (same process, same size).
+    Returns dict(name, n, tflops, lib_tflops, ratio, registers) per rung."""
+    rows = []
+    for name in names or RUNGS:
+        spec = spec_of(name)
+        module = bench_wmma._module(name, spec.options)
+        ok, worst, detail = bench_wmma.check_sizes(module, spec, check_sizes)
+        if not ok:
+            rows.append(dict(name=name, n=n, ok=False, detail=detail, tflops=0.0, lib_tflops=0.0, ratio=0.0))
+            continue
+        t = bench_wmma.time_kernel(module, spec, n, max_seconds=1.0)
+        rows.append(dict(name=name, n=n, ok=True, worst=worst, tflops=t["tflops"],
+                         lib_tflops=t["lib_tflops"], ratio=t["ratio"],
+                         registers=module.resources(spec.kernel).registers))
+    return rows
+
+
+def ladder(n: int = 4096) -> tuple[list[dict], str]:
+    """(rows, source): measured now on a GPU, else recorded in kernels/RESULTS-wmma.md."""
+    if has_gpu():
+        return measure_ladder(n), f"measured now on {device_info().name}"
+    return recorded_ladder(n), f"recorded on {recorded_gpu()} (kernels/RESULTS-wmma.md); no GPU here"
+
+
+def plot_ladder(rows: list[dict], source: str, extra: dict | None = None):
+    """Bars of TFLOP/s per rung, each labelled with its % of cuBLAS fp16; cuBLAS as a line."""
+    import matplotlib.pyplot as plt
+
+    rows = list(rows) + ([extra] if extra else [])
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    names = [LABELS.get(r["name"], r["name"]) for r in rows]
+    vals = [r["tflops"] for r in rows]
+    colors = ["#8c959f"] + ["#0969da"] * (len(rows) - 1 - (1 if extra else 0)) + (["#bf3989"] if extra else [])
+    ax.bar(names, vals, color=colors[:len(rows)])
+    lib = max(r["lib_tflops"] for r in rows)
+    ax.axhline(lib, color="#2da44e", ls="--")
+    ax.text(len(rows) - 0.5, lib, f"cuBLAS fp16 {lib:.0f}", ha="right", va="bottom", color="#2da44e")
+    for i, r in enumerate(rows):
+        ax.text(i, r["tflops"], f"{r['tflops']:.0f}\n{100 * r['ratio']:.1f}%", ha="center", va="bottom",
+                fontsize=8)
+    ax.set_ylim(0, lib * 1.18)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"The WMMA ladder at {rows[0]['n']}³, fp16 in, fp32 out — {source}", fontsize=9)
+    plt.tight_layout()
+    plt.show()
+
+
+# ---------------------------------------------------------------- amortisation (niter)
+def check_niter_kernel(warps: int = 4, niter: int = 5, backend_name: str = "auto"):
+    """wmma_peak_niter on `warps` warps: C_w must equal niter * A_w B_w."""
+    module = backend.load(kernels.source("wmma_peak_niter"), backend_name)
+    xp = module.xp
+    rng = np.random.default_rng(secrets.randbits(32))
+    A = rng.uniform(-1, 1, warps * 256).astype(np.float16)
+    B = rng.uniform(-1, 1, warps * 256).astype(np.float16)
+    C = xp.full(warps * 256, np.nan, dtype=np.float32)
+    module.launch("wmma_peak_niter", (warps, 1, 1), (32, 1, 1), [xp.asarray(A), xp.asarray(B), C, niter])
+    a = A.astype(np.float64).reshape(warps, 16, 16)
+    b = B.astype(np.float64).reshape(warps, 16, 16)
+    ref = niter * np.matmul(a, b)
+    bound = numerics.gemm_bound(niter * np.matmul(np.abs(a), np.abs(b)), niter * 16)
+    host = C.get() if hasattr(C, "get") else C
+    return numerics.compare(host.reshape(warps, 16, 16), ref, bound)
+
+
+def measure_niter(niters=(1, 4, 16, 64, 256, 1024), threads: int = 256) -> list[tuple[int, float]]:
+    """TFLOP/s of wmma_peak_niter (16 blocks per SM) for each niter, on the GPU."""
+    import cupy
+
+    from ..timing import benchmark
+
+    blocks = 16 * device_info().sm_count
+    W = blocks * threads // 32
+    m = bench_wmma._module("wmma_peak_niter")
+    rng = np.random.default_rng(0)
+    A = cupy.asarray(rng.uniform(-1, 1, W * 256).astype(np.float16))
+    B = cupy.asarray(rng.uniform(-1, 1, W * 256).astype(np.float16))
+    C = cupy.empty(W * 256, dtype=cupy.float32)
+    out = []
+    for niter in niters:
+        t = benchmark(m.bind("wmma_peak_niter", (blocks, 1, 1), (threads, 1, 1), [A, B, C, niter]),
+                      max_seconds=0.5)
+        out.append((niter, t.tflops(W * niter * 2.0 * 16 ** 3)))
+    return out
+
+
+def niter(niters=(1, 4, 16, 64, 256, 1024)) -> tuple[list[tuple[int, float]], str]:
+    if has_gpu():
+        return measure_niter(niters), f"measured now on {device_info().name}"
+    return recorded_niter(), f"recorded on {recorded_gpu()} (kernels/RESULTS-wmma.md); no GPU here"
+
+
+def plot_niter(points, source: str, cublas: float | None = None):
+    import matplotlib.pyplot as plt
+
+    x, y = zip(*points)
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    ax.plot(x, y, "o-", color="#0969da", label="wmma_peak_niter")
+    if cublas:
+        ax.axhline(cublas, color="#2da44e", ls="--", label=f"cuBLAS fp16 GEMM ({cublas:.0f})")
+    for a, b in points:
+        ax.annotate(f"{b:.0f}", (a, b), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("mma_sync per fragment load (niter)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"Amortisation: loads vs tensor-core work — {source}", fontsize=9)
+    ax.legend(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+
+# ---------------------------------------------------------------- bank conflicts
+PADS = (0, 8, 16, 24, 32, 40, 48, 56, 64)
+
+
+def ldmatrix_banks(ld_halves: int, rows: int = 8) -> np.ndarray:
+    """banks[r, j]: bank of the j-th 4-byte word of row r of one ldmatrix 8x8 read
+    (8 rows of 16 bytes, rows ld_halves halves apart)."""
+    start = np.arange(rows)[:, None] * ld_halves * 2  # byte address of each row
+    words = (start + 4 * np.arange(4)[None, :]) // 4
+    return words % 32
+
+
+def conflict_ways(ld_halves: int) -> int:
+    """Passes one 8x8 ldmatrix read needs: the most rows that share one bank."""
+    banks = ldmatrix_banks(ld_halves)
+    return int(np.bincount(banks.ravel(), minlength=32).max())
+
+
+def plot_banks(pads=(0, 8)):
+    """Which banks the 8 rows of one 8x8 fragment read touch, for each padding."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(pads), figsize=(4.5 * len(pads), 2.6))
+    for ax, pad in zip(np.atleast_1d(axes), pads):
+        grid = np.full((8, 32), np.nan)
+        for r, banks in enumerate(ldmatrix_banks(64 + pad)):
+            grid[r, banks] = r
+        ax.imshow(grid, cmap="tab10", aspect="auto", vmin=0, vmax=9)
+        ax.set_xticks(range(0, 32, 4))
+        ax.set_yticks(range(8))
+        ax.set_xlabel("bank")
+        ax.set_ylabel("row of the 8x8 read")
+        ax.set_title(f"row = {64 + pad} halves (pad {pad}): {conflict_ways(64 + pad)}-way", fontsize=9)
+    plt.tight_layout()
+    plt.show()
+
+
+def check_bank_kernel(pad: int = 8, backend_name: str = "auto", warps: int = 2, iters: int = 7):
+    """ldsm_pad on the backend: out must equal the sum of its sub-tile products."""
+    module = backend.load(kernels.source("smem_bank_conflicts"), backend_name, (f"-DPAD={pad}",))
+    xp = module.xp
+    rng = np.random.default_rng(secrets.randbits(32))
+    M = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
+    out = xp.full(warps * 256, np.nan, dtype=np.float32)
+    module.launch("ldsm_pad", (1, 1, 1), (32 * warps, 1, 1), [xp.asarray(M.ravel()), out, iters])
+    m = M.astype(np.float64)
+    tile = lambda t: m[(t >> 2) * 16:(t >> 2) * 16 + 16, (t & 3) * 16:(t & 3) * 16 + 16]  # noqa: E731
+    host = (out.get() if hasattr(out, "get") else out).reshape(warps, 16, 16)
+    refs, bounds = [], []
+    for w in range(warps):
+        ref, ab = np.zeros((16, 16)), np.zeros((16, 16))
+        for i in range(iters):
+            ta = (i + w) & 15
+            tb = (ta + 5) & 15
+            ref += tile(ta) @ tile(tb)
+            ab += np.abs(tile(ta)) @ np.abs(tile(tb))
+        refs.append(ref)
+        bounds.append(numerics.gemm_bound(ab, 16 * iters))
+    return numerics.compare(host, np.stack(refs), np.stack(bounds))
+
+
+def measure_bank_conflicts(pads=PADS, iters: int = 4096, threads: int = 256) -> list[dict]:
+    """GPU: shared-memory fragment-load rate of ldsm_pad for each padding."""
+    import cupy
+
+    from ..gpu import GpuModule
+    from ..timing import benchmark
+
+    blocks = 8 * device_info().sm_count
+    M = cupy.asarray(np.random.default_rng(0).uniform(-1, 1, 4096).astype(np.float16))
+    out = cupy.empty(blocks * threads // 32 * 256, dtype=cupy.float32)
+    rows = []
+    for pad in pads:
+        m = GpuModule(kernels.source("smem_bank_conflicts"), (f"-DPAD={pad}",))
+        t = benchmark(m.bind("ldsm_pad", (blocks, 1, 1), (threads, 1, 1), [M, out, iters]), max_seconds=0.5)
+        nbytes = blocks * threads / 32 * iters * 1024.0
+        rows.append(dict(pad=pad, ld=64 + pad, ways=conflict_ways(64 + pad), ms=t.median_ms,
+                         tbps=nbytes / (t.median_ms * 1e-3) / 1e12))
+    return rows
+
+
+def plot_bank_conflicts(rows: list[dict] | None):
+    """Predicted passes per 8x8 read (all pads) and, with GPU rows, the measured time of
+    ldsm_pad relative to the best padding."""
+    import matplotlib.pyplot as plt
+
+    pads = [r["pad"] for r in rows] if rows else list(PADS)
+    ways = [conflict_ways(64 + p) for p in pads]
+    fig, ax = plt.subplots(figsize=(7, 3.3))
+    x = np.arange(len(pads))
+    w = 0.38 if rows else 0.6
+    ax.bar(x - (w / 2 if rows else 0), ways, w, color="#8c959f", label="predicted passes (bank model)")
+    if rows:
+        best = min(r["ms"] for r in rows)
+        ax.bar(x + w / 2, [r["ms"] / best for r in rows], w, color="#0969da",
+               label="measured time / best (ldsm_pad, GPU)")
+    ax.set_xticks(x, [f"{p}\n({64 + p})" for p in pads])
+    ax.set_xlabel("SMEM_PAD in halves (row length)")
+    ax.set_ylabel("x slower than conflict-free")
+    ax.set_title("Bank conflicts of 16x16 fp16 fragment loads from shared memory", fontsize=9)
+    ax.legend(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+
+# ---------------------------------------------------------------- live sweep
+def config_problem(block_m, block_n, block_k, warp_m, warp_n, stages, max_shared=None) -> str | None:
+    """None when wmma_gemm_swizzle accepts these defines, else the reason (the kernel's
+    static_asserts and the GPU's shared-memory limit, checked before compiling)."""
+    if block_m % (16 * warp_m) or block_n % (16 * warp_n):
+        return f"the warp tile {16 * warp_m}x{16 * warp_n} does not divide the block tile {block_m}x{block_n}"
+    threads = 32 * (block_m // (16 * warp_m)) * (block_n // (16 * warp_n))
+    if threads > 1024:
+        return f"{threads} threads per block (> 1024)"
+    if (block_m * block_k // 8) % threads or (block_k * block_n // 8) % threads:
+        return f"{threads} threads cannot split the tiles into equal 16-byte copies"
+    smem = rung("wmma_gemm_swizzle", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+                WARP_M=warp_m, WARP_N=warp_n, STAGES=stages).shared_mem
+    if threads // 32 * 16 * (16 * warp_n + 4) * 4 > smem:
+        return "the epilogue strips do not fit in the pipeline buffers"
+    limit = max_shared or (device_info().max_shared_optin if device_info() else 232448)
+    if smem > limit:
+        return f"{smem} B of shared memory per block (this GPU allows {limit})"
+    return None
+
+
+def run_config(block_m=128, block_n=128, block_k=64, warp_m=4, warp_n=4, stages=3, n=4096) -> dict:
+    """Check (at 512^3) and time wmma_gemm_swizzle with these defines at n^3 vs cuBLAS fp16."""
+    reason = config_problem(block_m, block_n, block_k, warp_m, warp_n, stages)
+    if reason:
+        return dict(ok=False, detail=reason)
+    r = rung("wmma_gemm_swizzle", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, WARP_M=warp_m,
+             WARP_N=warp_n, STAGES=stages)
+    spec = r.spec()
+    try:
+        module = bench_wmma._module(r.file, r.options)
+    except Exception as e:  # noqa: BLE001 - a config the compiler rejects
+        return dict(ok=False, detail=f"does not compile: {str(e).splitlines()[0][:160]}")
+    ok, worst, detail = bench_wmma.check_sizes(module, spec, (max(512, block_m, block_n),))
+    if not ok:
+        return dict(ok=False, detail="wrong result: " + detail)
+    t = bench_wmma.time_kernel(module, spec, n, max_seconds=1.0)
+    return dict(ok=True, threads=spec.block[0], shared_mem=spec.shared_mem,
+                registers=module.resources(spec.kernel).registers, **t)
+
+
+def show_config(block_m=128, block_n=128, block_k=64, warp_m=4, warp_n=4, stages=3, n=4096):
+    """One line per configuration: what it is and, on a GPU, how fast (printed)."""
+    desc = (f"block {block_m}x{block_n}x{block_k}, warp tile {16 * warp_m}x{16 * warp_n}, "
+            f"{stages} stages")
+    reason = config_problem(block_m, block_n, block_k, warp_m, warp_n, stages)
+    if reason:
+        print(f"{desc}: not a valid configuration: {reason}")
+        return None
+    if not has_gpu():
+        r = rung("wmma_gemm_swizzle", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+                 WARP_M=warp_m, WARP_N=warp_n, STAGES=stages)
+        print(f"{desc}: {r.threads} threads, {r.shared_mem} B shared memory. "
+              "Timing needs a GPU: none here, so this sweep shows the configuration only.")
+        return None
+    res = run_config(block_m, block_n, block_k, warp_m, warp_n, stages, n)
+    if not res["ok"]:
+        print(f"{desc}: {res['detail']}")
+    else:
+        print(f"{desc}: {res['threads']} threads, {res['shared_mem']} B shared, {res['registers']} registers "
+              f"-> {res['tflops']:.1f} TFLOP/s at {n}³ = {100 * res['ratio']:.1f}% of cuBLAS fp16 "
+              f"({res['lib_tflops']:.0f})")
+    return res
+
+
+def sweep_widget(n=4096):
+    import ipywidgets as widgets
+
+    pow2 = lambda vals, v: widgets.Dropdown(options=vals, value=v)  # noqa: E731
+    return widgets.interact_manual(
+        lambda block_m, block_n, block_k, warp_m, warp_n, stages: show_config(
+            block_m, block_n, block_k, warp_m, warp_n, stages, n),
+        block_m=pow2([64, 128, 256], 128), block_n=pow2([64, 128, 256], 128),
+        block_k=pow2([16, 32, 64, 128], 64), warp_m=pow2([1, 2, 4, 8], 4), warp_n=pow2([1, 2, 4, 8], 4),
+        stages=pow2([2, 3, 4, 5], 3))
+
+
+SWEEP_CONFIGS = [  # (label, kwargs): one change at a time from the default
+    ("default 128x128x64\n64x64 warps, 3 st", {}),
+    ("2 stages", dict(stages=2)),
+    ("4 stages", dict(stages=4)),
+    ("block_k 32", dict(block_k=32, stages=4)),
+    ("warp 64x32\n(8 warps)", dict(warp_n=2)),
+    ("warp 32x32\n(16 warps)", dict(warp_m=2, warp_n=2)),
+    ("block 128x256\n(8 warps)", dict(block_n=256)),
+]
+
+
+def sweep(n=4096, configs=SWEEP_CONFIGS) -> list[dict]:
+    rows = []
+    for label, kw in configs:
+        res = run_config(n=n, **kw)
+        rows.append(dict(label=label, **res))
+    return rows
+
+
+def plot_sweep(rows: list[dict], n=4096):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    vals = [r.get("tflops", 0.0) for r in rows]
+    ax.bar([r["label"] for r in rows], vals, color=["#0969da"] + ["#8c959f"] * (len(rows) - 1))
+    for i, r in enumerate(rows):
+        txt = f"{r['tflops']:.0f}\n{100 * r['ratio']:.0f}%" if r.get("ok") else "invalid"
+        ax.text(i, vals[i], txt, ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_ylim(0, max(vals + [1]) * 1.25)
+    ax.set_title(f"wmma_gemm_swizzle at {n}³: one change at a time (measured now, % of cuBLAS fp16)",
+                 fontsize=9)
+    plt.xticks(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+
+# ---------------------------------------------------------------- the student's kernel
+def time_student(source: str, n: int = 4096, block_m=128, block_n=128, block_k=64, threads=128,
+                 shared_mem=107520) -> dict:
+    """Compile a wmma-gemm-fast submission with the grader's -D values, check it at 512^3 and
+    time it at n^3 beside cuBLAS fp16 (GPU only). Raises on failure."""
+    from ..gpu import GpuModule
+
+    opts = (f"-DBLOCK_M={block_m}", f"-DBLOCK_N={block_n}", f"-DBLOCK_K={block_k}", f"-DTHREADS={threads}")
+    spec = gemm.GemmSpec("wmma_gemm", "float16", "float32", (threads, 1, 1),
+                         lambda M, N, K: (N // block_n, M // block_m, 1), library="fp16",
+                         options=opts, multiple=(block_m, block_n, block_k), shared_mem=shared_mem)
+    module = GpuModule(source, opts)
+    ok, worst, detail = bench_wmma.check_sizes(module, spec, (512,))
+    if not ok:
+        raise ValueError(f"not correct yet: {detail}")
+    t = bench_wmma.time_kernel(module, spec, n, max_seconds=1.0)
+    return dict(name="your kernel", n=n, **t)
+
+
+def cublas_fp16(n: int = 4096) -> tuple[float, str]:
+    """cuBLAS fp16 TFLOP/s at n^3: measured now on a GPU, else the recorded figure."""
+    if has_gpu():
+        import cupy
+
+        from ..timing import benchmark
+
+        fn = bench_wmma._library_cache.get(("fp16", n))
+        if fn is None:
+            A, B = gemm.random_inputs(n, n, n, "float16", 0, cupy)
+            C = cupy.empty((n, n), dtype=cupy.float16)
+            bench_wmma._library_cache[("fp16", n)] = benchmark(lambda: cupy.matmul(A, B, out=C), max_seconds=1.0)
+        return bench_wmma._library_cache[("fp16", n)].tflops(2.0 * n ** 3), "measured now"
+    rows = recorded_ladder(n)
+    return (rows[0]["lib_tflops"] if rows else float("nan")), f"recorded on {recorded_gpu()}"
