@@ -181,7 +181,7 @@ def plot_ranges():
     ax.set_yticks(range(len(FORMATS)), [f.name for f in reversed(list(FORMATS.values()))])
     ax.set_xlabel("log2 |x|  (grey: subnormals; blue: normal numbers)")
     ax.set_xlim(-1100, 1500)
-    ax.set_title("Range of each format (fp64 runs far off both sides of fp32's)")
+    ax.set_title("Range of each format (log2 of the smallest subnormal to the largest value)")
     plt.tight_layout()
     plt.show()
     return fig
