@@ -1,0 +1,387 @@
+"""Notebook 07 (other precisions): TF32, BF16 and FP64 tensor cores beside fp16 and fp32.
+
+- the formats (bits, unit roundoff, range) from their definitions;
+- rounding helpers NumPy lacks (fp32 -> bf16 bits, fp32 -> tf32, both round-to-nearest-even);
+- accuracy against float64 as K grows, on any backend (the CPU emulator at small K);
+- speed of each naive kernel against the cuBLAS routine of the same precision (GPU).
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import backend, gemm, kernels, numerics
+from ..device import device_info, has_gpu
+
+
+# ---------------------------------------------------------------- formats
+@dataclass(frozen=True)
+class Format:
+    name: str
+    exponent_bits: int
+    mantissa_bits: int  # explicit fraction bits
+    wmma: str  # WMMA shape and accumulator, "" for none
+    min_arch: str
+    use: str
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.exponent_bits + self.mantissa_bits
+
+    @property
+    def unit_roundoff(self) -> float:
+        return 2.0 ** -(self.mantissa_bits + 1)
+
+    @property
+    def max(self) -> float:
+        bias = 2 ** (self.exponent_bits - 1) - 1
+        return (2 - 2.0 ** -self.mantissa_bits) * 2.0 ** bias
+
+    @property
+    def min_normal(self) -> float:
+        return 2.0 ** (2 - 2 ** (self.exponent_bits - 1))
+
+
+FORMATS = [
+    Format("fp64", 11, 52, "m8n8k4, fp64 accumulate (DMMA)", "sm_80",
+           "science and engineering that needs IEEE double: solvers, simulations"),
+    Format("fp32", 8, 23, "none (CUDA cores)", "-", "the default of most code; no tensor cores"),
+    Format("tf32", 8, 10, "m16n16k8, fp32 accumulate", "sm_80",
+           "fp32 matrix products (training) at tensor-core speed: fp32 range, fp16 precision"),
+    Format("bf16", 8, 7, "m16n16k16 (+m32n8k16, m8n32k16), fp32 accumulate", "sm_80",
+           "training and inference: fp32 range (no loss scaling), 8 bits of precision"),
+    Format("fp16", 5, 10, "m16n16k16 (+m32n8k16, m8n32k16), fp16 or fp32 accumulate", "sm_70",
+           "inference and mixed-precision training (with loss scaling): small range"),
+]
+
+
+def format_rows() -> list[dict]:
+    return [dict(format=f.name, bits=f.bits, exponent=f.exponent_bits, mantissa=f.mantissa_bits,
+                 unit_roundoff=f"{f.unit_roundoff:.1e}", max=f"{f.max:.2e}", min_normal=f"{f.min_normal:.1e}",
+                 tensor_cores=f.wmma, since=f.min_arch, for_=f.use) for f in FORMATS]
+
+
+# ---------------------------------------------------------------- rounding NumPy lacks
+def to_bf16_bits(x) -> np.ndarray:
+    """fp32 -> bf16, round to nearest even, as the uint16 bits kernels receive."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return b.astype(np.uint16)
+
+
+def bf16_to_float(bits) -> np.ndarray:
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def round_tf32(x) -> np.ndarray:
+    """fp32 -> tf32 (10 mantissa bits kept), round to nearest even; stays float32."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = ((b + 0xFFF + ((b >> 13) & 1)) >> 13) << 13
+    return (b & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def truncate_tf32(x) -> np.ndarray:
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return (b & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+# ---------------------------------------------------------------- the kernels compared
+@dataclass(frozen=True)
+class Kernel:
+    label: str
+    file: str
+    entry: str
+    tile: int  # output tile per warp (16 or 8); CUDA-core kernels: 16x16 threads
+    k_step: int
+    prepare: str  # how inputs are stored: fp16, bf16, fp32, tf32, tf32t, fp64
+    library: str  # cuBLAS routine of the same precision
+    options: tuple = ()
+    color: str = "#0969da"
+
+    def spec(self) -> gemm.GemmSpec:
+        if self.entry == "sgemm":
+            return gemm.sgemm_naive()
+        out = "float64" if self.prepare == "fp64" else "float32"
+        acc = "fp64" if self.prepare == "fp64" else "fp32"
+        return gemm.GemmSpec(self.entry, "", out, (32, 1, 1),
+                             lambda M, N, K, t=self.tile: (gemm.cdiv(M, t), gemm.cdiv(N, t), 1),
+                             accumulate=acc, library=self.library, options=self.options)
+
+
+KERNELS = [
+    Kernel("fp16 tensor cores (m16n16k16)", "wmma_gemm_naive", "wmma_gemm", 16, 16, "fp16", "fp16", color="#0969da"),
+    Kernel("bf16 tensor cores (m16n16k16)", "bf16_gemm_naive", "bf16_gemm", 16, 16, "bf16", "bf16", color="#bf3989"),
+    Kernel("tf32 tensor cores (m16n16k8)", "tf32_gemm_naive", "tf32_gemm", 16, 8, "tf32", "tf32", color="#e16f24"),
+    Kernel("tf32, truncated (no __float_to_tf32)", "tf32_gemm_naive", "tf32_gemm", 16, 8, "tf32t", "tf32",
+           options=("-DROUND_TF32=0",), color="#fb8f44"),
+    Kernel("fp32 CUDA cores (sgemm_naive)", "sgemm_naive", "sgemm", 16, 1, "fp32", "fp32", color="#8c959f"),
+    Kernel("fp64 tensor cores (DMMA m8n8k4)", "dmma_gemm_naive", "dmma_gemm", 8, 4, "fp64", "fp64", color="#2da44e"),
+]
+
+_modules: dict = {}
+
+
+def module(k: Kernel, backend_name: str = "auto"):
+    key = (k.file, k.options, backend_name)
+    if key not in _modules:
+        _modules[key] = backend.load(kernels.source(k.file), backend_name, k.options)
+    return _modules[key]
+
+
+def stored_inputs(k: Kernel, A64: np.ndarray, B64: np.ndarray):
+    """(arrays the kernel receives, the float64 values the tensor cores multiply)."""
+    if k.prepare == "fp16":
+        a, b = A64.astype(np.float16), B64.astype(np.float16)
+        return (a, b), (a.astype(np.float64), b.astype(np.float64))
+    if k.prepare == "bf16":
+        a, b = to_bf16_bits(A64.astype(np.float32)), to_bf16_bits(B64.astype(np.float32))
+        return (a, b), (bf16_to_float(a).astype(np.float64), bf16_to_float(b).astype(np.float64))
+    if k.prepare == "fp64":
+        return (A64, B64), (A64, B64)
+    a, b = A64.astype(np.float32), B64.astype(np.float32)
+    seen = {"fp32": lambda x: x, "tf32": round_tf32, "tf32t": truncate_tf32}[k.prepare]
+    return (a, b), (seen(a).astype(np.float64), seen(b).astype(np.float64))
+
+
+def run(k: Kernel, A64: np.ndarray, B64: np.ndarray, backend_name: str = "auto") -> np.ndarray:
+    """C (float64 copy) of kernel k on the given float64 inputs, rounded as k stores them."""
+    m = module(k, backend_name)
+    xp = m.xp
+    (a, b), _ = stored_inputs(k, A64, B64)
+    M, K = A64.shape
+    N = B64.shape[1]
+    spec = k.spec()
+    C = xp.full((M, N), np.nan, dtype=spec.out_dtype)
+    m.launch(spec.kernel, spec.grid(M, N, K), spec.block, [xp.asarray(a), xp.asarray(b), C, M, N, K])
+    return (C.get() if hasattr(C, "get") else C).astype(np.float64)
+
+
+def check(k: Kernel, M=32, N=32, K=64, backend_name: str = "auto") -> numerics.Comparison:
+    """k against the float64 product of the inputs it really multiplied."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    A64, B64 = rng.uniform(-1, 1, (M, K)), rng.uniform(-1, 1, (K, N))
+    C = run(k, A64, B64, backend_name)
+    _, (a, b) = stored_inputs(k, A64, B64)
+    bound = numerics.gemm_bound(np.abs(a) @ np.abs(b), K, accumulate=k.spec().accumulate)
+    return numerics.compare(C, a @ b, bound)
+
+
+# ---------------------------------------------------------------- accuracy vs K
+def accuracy(Ks, M: int = 32, N: int = 32, seed: int = 0, backend_name: str = "auto",
+             which=None) -> dict[str, dict]:
+    """For each kernel and K: worst componentwise error, relative to (|A||B|)_ij, of
+    - total: C vs the exact float64 product of the ORIGINAL float64 data (U(0,1)),
+    - accumulation: C vs the float64 product of the inputs as the kernel rounded them.
+    Returns {label: dict(K=[...], total=[...], accumulation=[...], kernel=Kernel)}."""
+    rng = np.random.default_rng(seed)
+    out = {k.label: dict(K=[], total=[], accumulation=[], kernel=k) for k in (which or KERNELS)}
+    for K in Ks:
+        A64, B64 = rng.uniform(0, 1, (M, K)), rng.uniform(0, 1, (K, N))
+        exact, scale = A64 @ B64, np.abs(A64) @ np.abs(B64)
+        for k in (which or KERNELS):
+            C = run(k, A64, B64, backend_name)
+            _, (a, b) = stored_inputs(k, A64, B64)
+            seen = a @ b
+            r = out[k.label]
+            r["K"].append(K)
+            r["total"].append(float(np.max(np.abs(C - exact) / scale)))
+            r["accumulation"].append(float(np.max(np.abs(C - seen) / scale)))
+    return out
+
+
+def plot_accuracy(res: dict, where: str):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    floor = 1e-18
+    for label, r in res.items():
+        k = r["kernel"]
+        style = "--" if "truncated" in label else "-"
+        for ax, key in zip(axes, ("total", "accumulation")):
+            ax.plot(r["K"], np.maximum(r[key], floor), style, marker="o", ms=3, color=k.color, label=label)
+    for f in FORMATS:
+        if f.name in ("fp16", "bf16", "fp64"):
+            axes[0].axhline(f.unit_roundoff, color="#d0d7de", lw=0.8)
+            axes[0].text(res[next(iter(res))]["K"][0], f.unit_roundoff, f" u({f.name})", fontsize=7,
+                         va="bottom", color="#57606a")
+    axes[0].set_title("total: vs exact float64 product of the original data", fontsize=9)
+    axes[1].set_title("accumulation only: vs float64 product of the rounded inputs", fontsize=9)
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("K (length of each dot product)")
+    axes[0].set_ylabel("max |C - ref| / (|A||B|)")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"Accuracy vs K, U(0,1) data — {where}", fontsize=10)
+    plt.tight_layout()
+    plt.show()
+
+
+# ---------------------------------------------------------------- cuBLAS of each precision
+def _cublas_gemm_ex(A, B, C, a_type: int, c_type: int, compute: int):
+    """Row-major C = A B through cublasGemmEx (column-major: C^T = B^T A^T)."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    M, K = A.shape
+    N = B.shape[1]
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    cublas.gemmEx(handle, 0, 0, N, M, K, one.ctypes.data, B.data.ptr, a_type, N, A.data.ptr, a_type, K,
+                  zero.ctypes.data, C.data.ptr, c_type, N, compute, -1)
+
+
+CUDA_R_32F, CUDA_R_16BF = 0, 14
+CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 77
+
+
+def library(kind: str, A64, B64):
+    """(fn, C): a no-argument function running the cuBLAS GEMM of precision `kind` on A64, B64
+    (fp16 and fp64 through cupy.matmul; fp32 plain; tf32 and bf16 through cublasGemmEx)."""
+    import cupy
+
+    M, N = A64.shape[0], B64.shape[1]
+    if kind in ("fp16", "fp32", "fp64"):
+        dt = {"fp16": cupy.float16, "fp32": cupy.float32, "fp64": cupy.float64}[kind]
+        A, B = cupy.asarray(A64, dtype=dt), cupy.asarray(B64, dtype=dt)
+        C = cupy.empty((M, N), dtype=dt)
+        return (lambda: cupy.matmul(A, B, out=C)), C
+    if kind == "tf32":
+        A, B = cupy.asarray(A64, dtype=cupy.float32), cupy.asarray(B64, dtype=cupy.float32)
+        C = cupy.empty((M, N), dtype=cupy.float32)
+        return (lambda: _cublas_gemm_ex(A, B, C, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32)), C
+    if kind == "bf16":
+        A = cupy.asarray(to_bf16_bits(np.asarray(A64, np.float32)))
+        B = cupy.asarray(to_bf16_bits(np.asarray(B64, np.float32)))
+        C = cupy.empty((M, N), dtype=cupy.float32)
+        return (lambda: _cublas_gemm_ex(A, B, C, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F)), C
+    raise ValueError(kind)
+
+
+def library_error(kind: str, n: int = 256, K: int = 4096) -> float:
+    """Worst componentwise error of cuBLAS `kind` vs the exact float64 product, relative to
+    (|A||B|), on U(0,1) data: shows the library really ran in that precision."""
+    rng = np.random.default_rng(1)
+    A64, B64 = rng.uniform(0, 1, (n, K)), rng.uniform(0, 1, (K, n))
+    fn, C = library(kind, A64, B64)
+    fn()
+    return float(np.max(np.abs(C.get().astype(np.float64) - A64 @ B64) / (A64 @ B64)))
+
+
+def speed(n: int = 4096, extra=("wmma_gemm_swizzle", "dmma_gemm_fast")) -> list[dict]:
+    """TFLOP/s of every kernel of KERNELS (tf32 rounded only) and of the fast fp16/fp64
+    kernels, each beside the cuBLAS routine of its precision, at n^3 (GPU)."""
+    import cupy
+
+    from .. import bench_wmma
+    from ..timing import benchmark
+
+    rng = np.random.default_rng(0)
+    A64, B64 = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, (n, n))
+    flops = 2.0 * n ** 3
+    lib_cache, rows = {}, []
+
+    def lib(kind):
+        if kind not in lib_cache:
+            try:
+                lib_cache[kind] = benchmark(library(kind, A64, B64)[0], max_seconds=1.0).tflops(flops)
+            except Exception as e:  # noqa: BLE001 - report, do not stop the notebook
+                print(f"cuBLAS {kind}: could not run ({type(e).__name__}: {e})")
+                lib_cache[kind] = float("nan")
+        return lib_cache[kind]
+
+    for k in KERNELS:
+        if k.prepare == "tf32t":
+            continue
+        m = module(k, "gpu")
+        (a, b), _ = stored_inputs(k, A64, B64)
+        spec = k.spec()
+        C = cupy.empty((n, n), dtype=spec.out_dtype)
+        fn = m.bind(spec.kernel, spec.grid(n, n, n), spec.block, [cupy.asarray(a), cupy.asarray(b), C, n, n, n])
+        t = benchmark(fn, max_seconds=1.0).tflops(flops)
+        rows.append(dict(label=k.label.split(" (")[0], kernel=k.file, precision=k.library, tflops=t,
+                         lib_tflops=lib(k.library), color=k.color))
+    for name in extra:
+        r = bench_wmma.DMMA_FAST if name.startswith("dmma") else bench_wmma.Rung(name, name)
+        spec = r.spec()
+        m = bench_wmma._module(name, spec.options)
+        kind = "fp64" if name.startswith("dmma") else "fp16"
+        (a, b) = (A64, B64) if kind == "fp64" else (A64.astype(np.float16), B64.astype(np.float16))
+        C = cupy.empty((n, n), dtype=spec.out_dtype)
+        fn = m.bind(spec.kernel, spec.grid(n, n, n), spec.block, [cupy.asarray(a), cupy.asarray(b), C, n, n, n],
+                    shared_mem=spec.shared_mem)
+        t = benchmark(fn, max_seconds=1.0).tflops(flops)
+        rows.append(dict(label=f"{kind} fast ({name})", kernel=name, precision=kind, tflops=t,
+                         lib_tflops=lib(kind), color="#0550ae" if kind == "fp16" else "#116329"))
+    for row in rows:
+        row["ratio"] = row["tflops"] / row["lib_tflops"]
+    return rows
+
+
+def dmma_ceiling(niter: int = 4096, threads: int = 256) -> float:
+    """TFLOP/s of dmma_peak_niter (4 accumulators): the most WMMA m8n8k4 gives here."""
+    import cupy
+
+    from .. import bench_wmma
+    from ..timing import benchmark
+
+    blocks = 16 * device_info().sm_count
+    W = blocks * threads // 32
+    m = bench_wmma._module("dmma_gemm_peak_niter")
+    A = cupy.ones(W * 32)
+    C = cupy.empty(W * 64)
+    t = benchmark(m.bind("dmma_peak_niter", (blocks, 1, 1), (threads, 1, 1), [A, A, C, niter]), max_seconds=1.0)
+    return t.tflops(W * niter * 2.0 * 8 * 8 * 4)
+
+
+def plot_speed(rows: list[dict], n: int, ceiling: float | None = None):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r["tflops"] for r in rows], 0.4, color=[r["color"] for r in rows], label="our kernel")
+    ax.bar(x + 0.2, [r["lib_tflops"] for r in rows], 0.4, color="#d0d7de", edgecolor="#57606a",
+           label="cuBLAS, same precision")
+    for i, r in enumerate(rows):
+        ax.text(i - 0.2, r["tflops"], f"{100 * r['ratio']:.0f}%", ha="center", va="bottom", fontsize=8)
+        ax.text(i + 0.2, r["lib_tflops"], f"{r['lib_tflops']:.0f}", ha="center", va="bottom", fontsize=7)
+    if ceiling:
+        ax.axhline(ceiling, color="#2da44e", ls=":", lw=1)
+        ax.text(len(rows) - 0.5, ceiling, f"WMMA m8n8k4 ceiling {ceiling:.0f}", ha="right", va="bottom",
+                fontsize=7, color="#2da44e")
+    ax.set_yscale("log")
+    ax.set_xticks(x, [r["label"].replace(" tensor cores", "\ntensor cores").replace(" fast (", "\nfast (")
+                      for r in rows], fontsize=7)
+    ax.set_ylabel("TFLOP/s (log)")
+    ax.set_title(f"Each kernel beside cuBLAS of its own precision, {n}³, {device_info().name} "
+                 "(labels: % of that cuBLAS)", fontsize=9)
+    ax.legend(fontsize=8)
+    plt.tight_layout()
+    plt.show()
+
+
+def plot_formats():
+    """Sign, exponent and mantissa bits of each format, to scale."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 2.4))
+    for y, f in enumerate(reversed(FORMATS)):
+        x = 0
+        for width, color, name in ((1, "#cf222e", "sign"), (f.exponent_bits, "#0969da", "exponent"),
+                                   (f.mantissa_bits, "#2da44e", "mantissa")):
+            ax.barh(y, width, left=x, color=color, edgecolor="white", label=name if y == 0 else None)
+            if width > 2:
+                ax.text(x + width / 2, y, str(width), ha="center", va="center", color="white", fontsize=8)
+            x += width
+        ax.text(x + 0.5, y, f"u = {f.unit_roundoff:.0e}, max {f.max:.0e}", va="center", fontsize=8)
+    ax.set_yticks(range(len(FORMATS)), [f.name for f in reversed(FORMATS)])
+    ax.set_xlim(0, 80)
+    ax.set_xlabel("bits")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("The formats: exponent bits give range, mantissa bits give precision (u = unit roundoff)",
+                 fontsize=9)
+    plt.tight_layout()
+    plt.show()

@@ -1,0 +1,67 @@
+"""Lesson helpers of notebooks 06 and 07 (grader.lessons.fast_gemm / precisions).
+
+CPU tests run the new demo kernels on the emulator (or the GPU when there is one); the
+`gpu` tests time them and check the cuBLAS routines of each precision."""
+import numpy as np
+import pytest
+
+from grader.lessons import fast_gemm as F
+from grader.lessons import precisions as P
+
+
+def test_bank_model_matches_the_padded_rung_header():
+    # 64 halves per row (128 B): all 8 rows in one bank group; 72: conflict-free.
+    assert F.conflict_ways(64) == 8 and F.conflict_ways(128) == 8
+    assert F.conflict_ways(72) == 1 and F.conflict_ways(80) == 2 and F.conflict_ways(96) == 4
+
+
+def test_recorded_numbers_parse():
+    rows = F.recorded_ladder(4096)
+    assert [r["name"] for r in rows] == F.RUNGS
+    assert all(0 < r["ratio"] < 1 for r in rows)
+    assert len(F.recorded_niter()) >= 4
+
+
+def test_sweep_rejects_impossible_configs():
+    assert F.config_problem(128, 128, 64, 4, 4, 3) is None
+    assert "threads" in F.config_problem(128, 128, 64, 1, 1, 3)
+    assert "shared memory" in F.config_problem(256, 256, 64, 4, 4, 4, max_shared=232448)
+
+
+@pytest.mark.parametrize("pad", [0, 8])
+def test_bank_conflict_kernel_is_correct(pad):
+    assert F.check_bank_kernel(pad).ok
+
+
+def test_niter_kernel_is_correct():
+    assert F.check_niter_kernel().ok
+
+
+@pytest.mark.parametrize("name", F.RUNGS)
+def test_every_rung_correct_on_this_backend(name):
+    assert F.check_rung(name, 256, 128).ok
+
+
+def test_rounding_helpers():
+    x = np.random.default_rng(0).uniform(-4, 4, 10000).astype(np.float32)
+    assert np.max(np.abs(P.bf16_to_float(P.to_bf16_bits(x)) - x) / np.abs(x)) <= 2.0**-8
+    assert np.max(np.abs(P.round_tf32(x) - x) / np.abs(x)) <= 2.0**-11
+    assert P.to_bf16_bits(np.float32(1 + 3 * 2**-9))[()] == 0x3F81  # ties and above round up
+
+
+@pytest.mark.parametrize("k", P.KERNELS, ids=lambda k: k.label)
+def test_precision_kernels_correct(k):
+    assert P.check(k).ok
+
+
+def test_truncated_tf32_is_biased():
+    acc = P.accuracy([1024], which=[P.KERNELS[2], P.KERNELS[3]])
+    rounded, truncated = (acc[k.label]["total"][0] for k in P.KERNELS[2:4])
+    assert truncated > 5 * rounded
+
+
+@pytest.mark.gpu
+def test_gpu_library_precisions():
+    assert P.library_error("fp32") < 1e-5
+    assert 1e-5 < P.library_error("tf32") < 3e-3
+    assert 1e-4 < P.library_error("bf16") < 2e-2
