@@ -46,6 +46,9 @@ def test_rounding_helpers():
     x = np.random.default_rng(0).uniform(-4, 4, 10000).astype(np.float32)
     assert np.max(np.abs(P.bf16_to_float(P.to_bf16_bits(x)) - x) / np.abs(x)) <= 2.0**-8
     assert np.max(np.abs(P.round_tf32(x) - x) / np.abs(x)) <= 2.0**-11
+    assert np.max(np.abs(P.round_tf32(x, 'even') - x) / np.abs(x)) <= 2.0**-11
+    tie = np.array([1 + 2**-11], np.float32)  # exactly halfway between two tf32 values
+    assert P.round_tf32(tie)[0] == np.float32(1 + 2**-10) and P.round_tf32(tie, 'even')[0] == 1.0
     assert P.to_bf16_bits(np.float32(1 + 3 * 2**-9))[()] == 0x3F81  # ties and above round up
 
 
