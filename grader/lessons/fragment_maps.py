@@ -104,8 +104,8 @@ def plot_map(kind: str, held: np.ndarray, lane: int = -1, ax=None, where: str = 
     colors = lane_colors()
     own_ax = ax is None
     if own_ax:
-        w = max(4.0, 0.42 * k.cols + 1.2)
-        fig, ax = plt.subplots(figsize=(w, 0.42 * k.rows + 1.4))
+        w = max(4.0, 0.34 * k.cols + 1.2)
+        fig, ax = plt.subplots(figsize=(w, 0.34 * k.rows + 1.5))
     for r in range(k.rows):
         for c in range(k.cols):
             L = owner[r, c]
