@@ -3,6 +3,7 @@
 On a CPU-only machine the notebooks take their CPU paths (emulator, "needs a GPU" timing).
 """
 import os
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -32,10 +33,14 @@ def test_stale_copy_is_detected(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(notebooks.ROOT)))
 def test_notebook_runs_top_to_bottom(path: Path):
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+    # IPC sockets: parallel notebook runs on one machine cannot race for a TCP port.
+    km = KernelManager(kernel_name="python3", transport="ipc",
+                       ip=os.path.join(tempfile.gettempdir(), f"tc-kernel-{os.getpid()}"))
+    client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError naming the cell on any error
     if os.environ.get("NB_OUT"):  # keep the executed notebook (GPU runs are recorded from it)

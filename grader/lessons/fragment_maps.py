@@ -239,3 +239,50 @@ def ptx_agreement(mapset: MapSet) -> dict:
                 bad += divmod(int(held[lane, i]), cols) != wmma_as_ptx(kind, lane, i)
         out[kind] = bad
     return out
+
+
+# ----------------------------------------------------------- legal and illegal operations
+BIAS_KERNELS = [("add_bias_guess", "a guessed layout"), ("add_bias_positional", "the sm_80/sm_90 layout"),
+                ("add_bias_portable", "a second fragment (portable)")]
+
+
+def bias_demo(backend: str = "auto", plot: bool = True) -> dict:
+    """Run kernels/fragment_illegal_op.cu: D = C + bias[col] three ways, and scale_relu.
+    Returns kernel -> number of wrong elements (of 256); plots what each added to C."""
+    from .. import kernels
+    from ..backend import load
+
+    m = load(kernels.source("fragment_illegal_op"), backend)
+    xp = m.xp
+    rng = np.random.default_rng()
+    C = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    bias = (10.0 * np.arange(16)).astype(np.float32)  # column j gets 10 j
+    want = C + bias
+    wrong, added = {}, {}
+    for name, _ in BIAS_KERNELS:
+        D = xp.full((16, 16), np.nan, dtype=np.float32)
+        m.launch(name, (1, 1, 1), (32, 1, 1), [xp.asarray(C), xp.asarray(bias), D])
+        D = D.get() if hasattr(D, "get") else D
+        wrong[name] = int((~(np.abs(D - want) <= 1e-5)).sum())
+        added[name] = D - C
+    D = xp.full((16, 16), np.nan, dtype=np.float32)
+    m.launch("scale_relu", (1, 1, 1), (32, 1, 1), [xp.asarray(C), 2.0, D])
+    D = D.get() if hasattr(D, "get") else D
+    wrong["scale_relu"] = int((~(np.abs(D - np.maximum(2 * C, 0)) <= 1e-6)).sum())
+    if plot:
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 4, figsize=(12, 3.2))
+        panels = [("wanted: bias[col] = 10 col", np.broadcast_to(bias, (16, 16)))]
+        panels += [(f"{name}\n({how}): {wrong[name]} wrong", added[name]) for name, how in BIAS_KERNELS]
+        for ax, (title, img) in zip(axes, panels):
+            ax.imshow(img, cmap="viridis", vmin=0, vmax=150)
+            ax.set_title(title, fontsize=8)
+            ax.set_xlabel("column")
+            ax.set_xticks([0, 8, 15])
+            ax.set_yticks([0, 8, 15])
+        axes[0].set_ylabel("row")
+        fig.suptitle(f"what each kernel added to C (backend: {m.backend})", fontsize=9)
+        plt.tight_layout()
+        plt.show()
+    return wrong

@@ -1,0 +1,54 @@
+"""nbgrader configuration of the course (nbgrader 0.9.6). Run nbgrader from this folder:
+
+    cd course && nbgrader generate_assignment 03-cuda-core-gemm
+
+solutions/ (one folder per assignment) is nbgrader's source; release/, submitted/,
+autograded/, feedback/ and gradebook.db live here and are git-ignored. See course/README.md.
+"""
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+from grader.nbgrader_ext import CudaClearSolutions
+from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
+                                    ComputeChecksums, IncludeHeaderFooter, InstantiateTests, LockCells,
+                                    SaveCells)
+
+HERE = Path(__file__).resolve().parent
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+
+c.CourseDirectory.root = str(HERE)
+c.CourseDirectory.course_id = "tensor-cores"
+# The single source of truth: the repository's solutions/ folder.
+c.CourseDirectory.source_directory = os.environ.get("TC_SOURCE_DIR", str(HERE.parent / "solutions"))
+
+# Kernel solutions live in CUDA strings: their stub must be C++ that compiles, not Python.
+c.GenerateAssignment.preprocessors = [
+    IncludeHeaderFooter, InstantiateTests, LockCells, CudaClearSolutions, ClearOutput, CheckCellMetadata,
+    ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums, CheckCellMetadata,
+]
+
+# A graded kernel cell compiles, runs several cases in a child process and, on a GPU, times the
+# kernel and the library: minutes on the CPU emulator in the worst case. The grader's own
+# per-step limits (compile, each case, timing) fire first and cost only that check.
+c.Execute.timeout = 600
+
+# Kernels talk to nbgrader over IPC sockets rather than TCP ports: several autogrades on one
+# machine then cannot race for the same port (seen here: a client waiting forever on a
+# kernel that was idle).
+c.KernelManager.transport = "ipc"
+# An absolute socket path: the kernel runs in the notebook's folder, nbgrader elsewhere.
+c.KernelManager.ip = os.path.join(tempfile.gettempdir(), f"tc-kernel-{os.getpid()}")
+
+# A student could tag a locked test cell `skip-execution` and keep its points: make the tag
+# that skips a cell one nobody can guess (created once per course folder, never committed).
+_tag_file = HERE / ".skip_tag"
+if not _tag_file.exists():
+    _tag_file.write_text(secrets.token_hex(16))
+c.Execute.skip_cells_with_tag = _tag_file.read_text().strip()
+
+# Any stderr output zeroes a test cell: the grader writes none, but library warnings
+# (NumPy, matplotlib, CuPy) must not cost a student points.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"(Warning|warn\(|WARNING)"
