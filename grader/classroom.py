@@ -9,7 +9,6 @@ runs release -> autograde (the solution as one student, the untouched release as
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import subprocess
@@ -120,28 +119,35 @@ def export(course: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def dry_run(names: list[str]) -> dict:
-    out = {}
+def dry_run(names: list[str]) -> str:
+    """Release, autograde (solution and untouched release), feedback and export each assignment
+    in a temporary course; return a markdown table of scores and autograde times."""
+    import time
+
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         course = new_course(Path(tmp) / "course")
         for a in names:
             rel = release(course, a)
             submit(course, "solution", a, sorted((SOLUTIONS / a).glob("*.ipynb")))
             submit(course, "untouched", a, sorted(rel.glob("*.ipynb")))
-            for s in ("solution", "untouched"):
-                autograde(course, a, s)
-            out[a] = scores(course, a)
-            print(a, out[a], flush=True)
-        for a in names:
+            t0 = time.perf_counter()
+            autograde(course, a, "solution")
+            seconds = time.perf_counter() - t0
+            autograde(course, a, "untouched")
             nbgrader(course, "generate_feedback", a, "--force")
-        rows = export(course)
-        print(f"exported {len(rows)} rows", flush=True)
-    return out
+            got = scores(course, a)
+            (s, m), (u, _) = got["solution"], got["untouched"]
+            rows.append(f"| {a} | {s:g} / {m:g} | {u:g} | {seconds:.0f} s |")
+            print(rows[-1], flush=True)
+        exported = export(course)
+    return ("| assignment | solution score | untouched release | autograde time (solution) |\n"
+            "|---|---|---|---|\n" + "\n".join(rows) + f"\n\nexport: {len(exported)} rows\n")
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "dry-run":
-        print(json.dumps(dry_run(sys.argv[2:] or assignments()), indent=1))
+        print(dry_run(sys.argv[2:] or assignments()))
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
