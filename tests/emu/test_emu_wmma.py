@@ -60,8 +60,8 @@ PROBE_C(c_d_8x8x4, 8, 8, 4, double)
 
 
 def _facts_map(kind, use, lane, i):
-    """(row, col) of element i of `lane`: the FACTS.md formulas for m16n16k16, tf32 A and f64,
-    and the documented generalisation (mma.m16n8k16 tiles) for the other shapes."""
+    """(row, col) of element i of `lane`: the FACTS.md formulas for m16n16k16, tf32 A and f64;
+    the mma.m16n8k16 tiling for m32n8k16; the H200 measurement for m8n32k16."""
     g, t = lane >> 2, lane & 3
     if kind == "16x16x16":
         j = i % 8
@@ -88,15 +88,13 @@ def _facts_map(kind, use, lane, i):
             return _facts_map("16x16x16", "b", lane, j)
         r, c = _facts_map("16x16x16", "c", lane, i % 4)
         return r + 16 * (i >> 2), c
-    if kind == "8x32x16":
+    if kind == "8x32x16":  # B and C as measured on an H200 (kernels/fragment_maps_sm90.json)
         if use == "a":
             j = i % 4
             return g, 2 * t + (j & 1) + 8 * (j >> 1)
         if use == "b":
-            j = i % 16
-            r, c = _facts_map("16x16x16", "b", lane, j % 4)
-            return r, c + 8 * (j >> 2)
-        return g, 8 * (i >> 1) + 2 * t + (i & 1)
+            return 2 * t + (i & 1) + 8 * ((i >> 2) & 1), g + 8 * ((i >> 1) & 1) + 16 * (i >> 3)
+        return 2 * t + (i & 1), g + 8 * (i >> 1)  # transposed accumulator
     raise AssertionError(kind)
 
 

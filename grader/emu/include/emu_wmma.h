@@ -10,14 +10,14 @@
 //     A: j = i % 8: r = g + 8*((j>>1)&1),  c = 2t + (j&1) + 8*(j>>2)
 //     B: j = i % 8: r = 2t + (j&1) + 8*((j>>1)&1),  c = g + 8*(j>>2)
 //     C: r = g + 8*((i>>1)&1),  c = 2t + (i&1) + 8*(i>>2)
-//   m32n8k16 / m8n32k16: the mma.m16n8k16 layouts tiled over the larger dimension
-//   (our generalisation, to be checked against a GPU probe):
+//   m32n8k16 / m8n32k16: checked against the maps measured on an H200
+//   (kernels/fragment_maps_sm90.json, tests/emu/test_emu_vs_sm90_maps.py):
 //     m32n8k16 A (32x16): j = i%16: r = 16*(j>>3) + g + 8*((j>>1)&1), c = 2t + (j&1) + 8*((j>>2)&1)
 //              B (16x8):  j = i%4:  r = 2t + (j&1) + 8*(j>>1), c = g
 //              C (32x8):  r = 16*(i>>2) + g + 8*((i>>1)&1), c = 2t + (i&1)
 //     m8n32k16 A (8x16):  j = i%4:  r = g, c = 2t + (j&1) + 8*(j>>1)
-//              B (16x32): j = i%16: r = 2t + (j&1) + 8*((j>>1)&1), c = 8*(j>>2) + g
-//              C (8x32):  r = g, c = 8*(i>>1) + 2t + (i&1)
+//              B (16x32): r = 2t + (i&1) + 8*((i>>2)&1), c = g + 8*((i>>1)&1) + 16*(i>>3)
+//              C (8x32):  r = 2t + (i&1), c = g + 8*(i>>1)   (transposed, unlike every other shape)
 //   m16n16k8 tf32: A (16x8): r = g + 8*(i&1), c = t + 4*(i>>1)   [FACTS: (g,t),(g+8,t),(g,t+4),(g+8,t+4)]
 //                  B (8x16): r = t + 4*(i&1), c = g + 8*(i>>1);  C as m16n16k16
 //   m8n8k4 double: A (8x4): (g, t);  B (4x8): (t, g);  C (8x8): (g, 2t + i)
@@ -97,10 +97,10 @@ EMU_AI void coord(int use, int m, int n, int k, int lane, int i, int& r, int& c)
     if (use == 0) { r = 16 * (j >> 3) + g + 8 * ((j >> 1) & 1); c = 2 * t + (j & 1) + 8 * ((j >> 2) & 1); }
     else if (use == 1) { r = 2 * t + (j & 1) + 8 * (j >> 1); c = g; }
     else { r = 16 * (i >> 2) + g + 8 * ((i >> 1) & 1); c = 2 * t + (i & 1); }
-  } else {  // m == 8, n == 32
+  } else {  // m == 8, n == 32: B and C as measured on an H200 (kernels/fragment_maps_sm90.json)
     if (use == 0) { r = g; c = 2 * t + (j & 1) + 8 * (j >> 1); }
-    else if (use == 1) { r = 2 * t + (j & 1) + 8 * ((j >> 1) & 1); c = 8 * (j >> 2) + g; }
-    else { r = g; c = 8 * (i >> 1) + 2 * t + (i & 1); }
+    else if (use == 1) { r = 2 * t + (j & 1) + 8 * ((j >> 2) & 1); c = g + 8 * ((j >> 1) & 1) + 16 * (j >> 3); }
+    else { r = 2 * t + (i & 1); c = g + 8 * (i >> 1); }  // the transposed accumulator
   }
 }
 __attribute__((noinline)) inline void whole_warp(const char* what, int line) {
