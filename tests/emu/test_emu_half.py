@@ -113,12 +113,17 @@ def test_float_to_bf16_rne(mod):
     assert np.array_equal(bits.astype(np.uint32) << 16, back.view(np.uint32))
 
 
-def test_float_to_tf32_rne(mod):
+def test_float_to_tf32_rounds_ties_away(mod):
+    """wmma::__float_to_tf32 is cvt.rna.tf32.f32 (crt/mma.h): nearest, ties away from zero."""
     x = _sample_floats(1 << 16)
     x = x[np.isfinite(x) & (np.abs(x) < 3e38)]
+    x[:4] = np.array([1 + 2.0**-11, -(1 + 2.0**-11), 1 + 3 * 2.0**-11, 1 + 2.0**-12], np.float32)
     y = np.zeros_like(x)
     _launch(mod, "tf32", x.size, [x, y, x.size])
-    assert np.array_equal(y.view(np.uint32), _round_to_bits(x, 13).view(np.uint32))
+    u = x.view(np.uint32).astype(np.uint64)
+    ref = ((u + 0x1000) & ~np.uint64(0x1FFF)).astype(np.uint32)
+    assert np.array_equal(y.view(np.uint32), ref)
+    assert y[0] == 1 + 2.0**-10 and y[1] == -(1 + 2.0**-10) and y[3] == 1.0  # ties go away from 0
 
 
 def test_half_arithmetic_matches_rounded_float64(mod):

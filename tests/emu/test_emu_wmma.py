@@ -220,7 +220,7 @@ def _bf16(x):
 
 def _tf32(x):
     u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return (((u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)).astype(np.uint32)).view(np.float32)
+    return (((u + 0x1000) & ~np.uint64(0x1FFF)).astype(np.uint32)).view(np.float32)  # cvt.rna
 
 
 GEMM_CASES = [

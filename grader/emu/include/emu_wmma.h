@@ -244,7 +244,7 @@ EMU_AI void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment
 EMU_AI float __float_to_tf32(float f) {
   unsigned u = __builtin_bit_cast(unsigned, f);
   if ((u & 0x7f800000u) == 0x7f800000u) return f;  // inf / nan unchanged
-  u += 0xfffu + ((u >> 13) & 1u);
+  u += 0x1000u;  // cvt.rna.tf32.f32 (crt/mma.h): nearest, ties away from zero
   return __builtin_bit_cast(float, u & 0xffffe000u);
 }
 }  // namespace wmma
