@@ -76,8 +76,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "parameter `tile` (default 32), passed to your code as -DTILE=T. Any M, N, K >= 1. "
         "Speed: ratio to cuBLAS fp32 at 1024^3 (L2 flushed before each run).",
         cpu_sizes=(_g(33, 47, 40), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
-        # At 4096^3 the naive kernel (12%) sits too close to the tiled one (18%) on an H200.
-        perf_size=_g(1024, 1024, 1024), launch_defaults=dict(tile=32), floor=0.16, target=0.19,
+        # On an H200 the 32x32 tiled kernel is only ~1.45x the naive one (caches help the naive
+        # kernel): 25.3-25.7% vs 15-18% of cuBLAS at 1024^3 (kernels/RESULTS-grader.md). The
+        # floor sits above the naive kernel so it earns no speed points.
+        perf_size=_g(1024, 1024, 1024), launch_defaults=dict(tile=32), floor=0.185, target=0.19,
         points_speed=1.0, race_check=True),
     Exercise(
         "wmma-gemm", "Naive WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="warp16"), "wmma_gemm_naive",
