@@ -48,6 +48,10 @@ if not _tag_file.exists():
     _tag_file.write_text(secrets.token_hex(16))
 c.Execute.skip_cells_with_tag = _tag_file.read_text().strip()
 
+# No one turns a dial during autograding: widgets render statically (grader/headless.py);
+# live Output widgets can leave a headless execution waiting forever (jupyter/nbclient#312).
+os.environ.setdefault("TC_HEADLESS", "1")
+
 # Any stderr output zeroes a test cell: the grader writes none, but library warnings
 # (NumPy, matplotlib, CuPy) must not cost a student points.
 c.IgnorePattern.enabled = True

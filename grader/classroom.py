@@ -57,6 +57,11 @@ def release(course: Path, assignment: str) -> Path:
     return course / "release" / assignment
 
 
+def release_all(course: Path) -> None:
+    """Release every assignment in one nbgrader run (its start-up costs seconds)."""
+    nbgrader(course, "generate_assignment", "*", "--force")
+
+
 def submit(course: Path, student: str, assignment: str, notebooks: list[Path]) -> Path:
     """Put notebooks where `nbgrader collect` would: submitted/<student>/<assignment>/."""
     dest = course / "submitted" / student / assignment
@@ -70,8 +75,8 @@ def submit(course: Path, student: str, assignment: str, notebooks: list[Path]) -
 
 
 def autograde(course: Path, assignment: str, student: str) -> None:
-    nbgrader(course, "db", "student", "add", student, check=False)
-    nbgrader(course, "autograde", assignment, "--student", student, "--force")
+    """Autograde one submission (`assignment` and `student` may be globs, e.g. "*")."""
+    nbgrader(course, "autograde", assignment, "--student", student, "--force", "--create")
 
 
 def scores(course: Path, assignment: str) -> dict[str, tuple[float, float]]:
