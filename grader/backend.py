@@ -43,15 +43,11 @@ class EmuModule:
 
     def launch(self, kernel: str, grid, block, args: Sequence, shared_mem: int = 0,
                timeout: float = 60.0, race_check: bool = False):
-        from .launch import Limits, check_geometry, prepare
+        from .launch import Limits, check_geometry, params_of, prepare
 
-        if kernel not in self.kernels:
-            from .errors import LaunchArgumentError
-
-            raise LaunchArgumentError(f"no kernel named '{kernel}' (kernels found: "
-                                      f"{', '.join(self.kernels) or 'none'})", argument="kernel")
+        params = params_of(self.kernels, kernel)
         g, b = check_geometry(grid, block, shared_mem, Limits())
-        converted = prepare(kernel, self.kernels[kernel], args, array_module="numpy")
+        converted = prepare(kernel, params, args, array_module="numpy")
         result = self._module.launch(kernel, g, b, converted, shared_mem=shared_mem,
                                      timeout=timeout, race_check=race_check)
         self.last_stdout = result.stdout

@@ -207,6 +207,7 @@ def time_kernel(module, spec, n, max_seconds=2.0) -> dict:
     """Kernel and cuBLAS (cached per dtype and size, same process) at n^3."""
     import cupy
 
+    from . import baselines
     from .timing import benchmark
 
     if (spec.in_dtype, n) not in _input_cache:
@@ -219,10 +220,7 @@ def time_kernel(module, spec, n, max_seconds=2.0) -> dict:
     t = benchmark(launch, working_set_bytes=ws, max_seconds=max_seconds)
     key = (spec.library, n)
     if key not in _library_cache:
-        dt = {"fp16": "float16", "fp32": "float32", "fp64": "float64"}[spec.library]
-        A2, B2 = A.astype(dt), B.astype(dt)
-        C2 = cupy.empty((n, n), dtype=dt)
-        _library_cache[key] = benchmark(lambda: cupy.matmul(A2, B2, out=C2),
+        _library_cache[key] = benchmark(baselines.make(f"cublas-{spec.library}", [A, B], {}),
                                         working_set_bytes=ws, max_seconds=max_seconds)
     lib = _library_cache[key]
     flops = 2.0 * n ** 3

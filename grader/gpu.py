@@ -6,9 +6,8 @@ from typing import Callable, Sequence
 
 from .compile import BASE_OPTIONS, KernelResources, compile_error
 from .device import limits
-from .errors import LaunchArgumentError
 from .headers import include_options
-from .launch import check_geometry, prepare
+from .launch import check_geometry, params_of, prepare
 from .signature import parse_kernels
 
 SHARED_DEFAULT_MAX = 48 * 1024
@@ -40,11 +39,7 @@ class GpuModule:
         self._functions: dict[str, object] = {}
 
     def function(self, kernel: str):
-        if kernel not in self.kernels:
-            known = ", ".join(self.kernels) or "none"
-            raise LaunchArgumentError(
-                f"no kernel named '{kernel}' (kernels found: {known})", argument="kernel",
-                hint='Declare it as extern "C" __global__ void NAME(...) so its name is not mangled.')
+        params_of(self.kernels, kernel)
         if kernel not in self._functions:
             self._functions[kernel] = self._module.get_function(kernel)
         return self._functions[kernel]

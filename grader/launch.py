@@ -111,6 +111,16 @@ def _convert_scalar(p: Param, value):
     return dtype.type(value)
 
 
+def params_of(kernels: dict[str, list[Param]], kernel: str) -> list[Param]:
+    """The parameters of `kernel`, or an error listing the kernels the source does declare."""
+    if kernel not in kernels:
+        known = ", ".join(kernels) or "none"
+        raise LaunchArgumentError(
+            f"no kernel named '{kernel}' (kernels found: {known})", argument="kernel",
+            hint='Declare it as extern "C" __global__ void NAME(...) so its name is not mangled.')
+    return kernels[kernel]
+
+
 def prepare(kernel: str, params: Sequence[Param], args: Sequence, *, array_module: str = "cupy"):
     """Check `args` against the kernel's parameters; return them with scalars converted to
     the exact NumPy scalar type of each C parameter.

@@ -7,11 +7,11 @@ process that runs the student's kernel only ever sees the arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from . import numerics
+from .conv import out_size
 from .gemm import cdiv
 
 # Poison (what outputs hold before launch) per dtype: NaNs with a recognisable payload, so
@@ -187,10 +187,6 @@ class FragmentProbe(Problem):
 
 
 # --------------------------------------------------------------------------------- im2col
-def conv_out(H, R, pad, stride=1):
-    return (H + 2 * pad - R) // stride + 1
-
-
 class Im2col(Problem):
     params = (("x", "const half*"), ("col", "half*"), ("N", "int"), ("C", "int"), ("H", "int"),
               ("W", "int"), ("R", "int"), ("S", "int"), ("pad", "int"), ("stride", "int"))
@@ -221,7 +217,7 @@ class Conv2dWmma(Problem):
         N, C, H, W, K, R, S, pad = (dims[k] for k in ("N", "C", "H", "W", "K", "R", "S", "pad"))
         x = _uniform(rng, (N, H, W, C), np.float16)
         w = _uniform(rng, (K, R, S, C), np.float16)
-        P, Q = conv_out(H, R, pad), conv_out(W, S, pad)
+        P, Q = out_size(H, R, pad), out_size(W, S, pad)
         y = poisoned((N, P, Q, K), np.float32)
         expected = {}
         if reference:
@@ -236,7 +232,7 @@ class Conv2dWmma(Problem):
                     launch.get("shared_mem", 0), expected)
 
     def flops(self, dims):
-        P, Q = conv_out(dims["H"], dims["R"], dims["pad"]), conv_out(dims["W"], dims["S"], dims["pad"])
+        P, Q = out_size(dims["H"], dims["R"], dims["pad"]), out_size(dims["W"], dims["S"], dims["pad"])
         return 2.0 * dims["N"] * P * Q * dims["K"] * dims["R"] * dims["S"] * dims["C"]
 
 
