@@ -42,11 +42,16 @@ def test_notebook_runs_top_to_bottom(path: Path):
                        ip=os.path.join(tempfile.gettempdir(), f"tc-kernel-{os.getpid()}"))
     client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
-    client.execute()  # raises CellExecutionError naming the cell on any error
-    if os.environ.get("NB_OUT"):  # keep the executed notebook (GPU runs are recorded from it)
-        out = Path(os.environ["NB_OUT"]) / f"{path.parent.parent.name}-{path.name}"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, out)
+    try:
+        client.execute()  # raises CellExecutionError naming the cell on any error
+    finally:
+        if os.environ.get("NB_OUT"):  # keep the executed notebook, failed or not (GPU runs)
+            out = Path(os.environ["NB_OUT"]) / f"{path.parent.parent.name}-{path.name}"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, out)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors, errors[0].get("ename")
     if path.stem.startswith("00"):
         last = nb.cells[-1].outputs[0]["text"]
         assert last.startswith("READY"), last
