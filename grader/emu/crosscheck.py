@@ -211,24 +211,12 @@ def _dmma_niter(rng, warps=4, niter=5):
 
 
 def _bank(rng, warps=2, iters=7):
+    from ..lessons.fast_gemm import bank_kernel_reference
+
     M = _u(rng, (64, 64), np.float16)
-    m = M.astype(np.float64)
-
-    def tile(t):
-        return m[(t >> 2) * 16:(t >> 2) * 16 + 16, (t & 3) * 16:(t & 3) * 16 + 16]
-
-    refs, bounds = [], []
-    for w in range(warps):
-        ref, ab = np.zeros((16, 16)), np.zeros((16, 16))
-        for i in range(iters):  # the sub-tiles kernels/smem_bank_conflicts.cu multiplies
-            ta = (i + w) & 15
-            tb = (ta + 5) & 15
-            ref += tile(ta) @ tile(tb)
-            ab += np.abs(tile(ta)) @ np.abs(tile(tb))
-        refs.append(ref)
-        bounds.append(numerics.gemm_bound(ab, 16 * iters))
+    ref, bound = bank_kernel_reference(M, warps, iters)
     return [Case(f"{warps} warps, {iters} iters", [M.ravel(), poisoned(warps * 256, np.float32), iters], [1],
-                 (1, 1, 1), (32 * warps, 1, 1), 0, {1: Expected(np.stack(refs), np.stack(bounds))})]
+                 (1, 1, 1), (32 * warps, 1, 1), 0, {1: Expected(ref, bound)})]
 
 
 def _probes(rng):

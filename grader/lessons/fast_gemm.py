@@ -266,9 +266,15 @@ def check_bank_kernel(pad: int = 8, backend_name: str = "auto", warps: int = 2, 
     M = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
     out = xp.full(warps * 256, np.nan, dtype=np.float32)
     module.launch("ldsm_pad", (1, 1, 1), (32 * warps, 1, 1), [xp.asarray(M.ravel()), out, iters])
-    m = M.astype(np.float64)
-    tile = lambda t: m[(t >> 2) * 16:(t >> 2) * 16 + 16, (t & 3) * 16:(t & 3) * 16 + 16]  # noqa: E731
     host = (out.get() if hasattr(out, "get") else out).reshape(warps, 16, 16)
+    return numerics.compare(host, *bank_kernel_reference(M, warps, iters))
+
+
+def bank_kernel_reference(M: np.ndarray, warps: int, iters: int):
+    """(float64 result, bound), each (warps, 16, 16), of ldsm_pad on the 64x64 matrix M:
+    warp w sums the products of sub-tiles (i + w) % 16 and that + 5, for i < iters."""
+    m = M.astype(np.float64).reshape(64, 64)
+    tile = lambda t: m[(t >> 2) * 16:(t >> 2) * 16 + 16, (t & 3) * 16:(t & 3) * 16 + 16]  # noqa: E731
     refs, bounds = [], []
     for w in range(warps):
         ref, ab = np.zeros((16, 16)), np.zeros((16, 16))
@@ -279,7 +285,7 @@ def check_bank_kernel(pad: int = 8, backend_name: str = "auto", warps: int = 2, 
             ab += np.abs(tile(ta)) @ np.abs(tile(tb))
         refs.append(ref)
         bounds.append(numerics.gemm_bound(ab, 16 * iters))
-    return numerics.compare(host, np.stack(refs), np.stack(bounds))
+    return np.stack(refs), np.stack(bounds)
 
 
 def measure_bank_conflicts(pads=PADS, iters: int = 4096, threads: int = 256) -> list[dict]:
