@@ -297,7 +297,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
 
 
 def _speed_item(ex, perf: dict, v: Verdict) -> Item:
-    ratio = perf["baseline_ms"] / perf["kernel_ms"]
+    # median of per-round ratios when the child timed both sides in alternating rounds
+    ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
     frac = min(max((ratio - ex.floor) / (ex.target - ex.floor), 0.0), 1.0)
     base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
     dims = ex.perf_size

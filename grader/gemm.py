@@ -89,17 +89,15 @@ def time_gemm(module, spec: GemmSpec, M: int, N: int, K: int, seed: int = 0, max
     import cupy
 
     from . import baselines
-    from .timing import benchmark
+    from .timing import paired
 
     A, B = random_inputs(M, N, K, spec.in_dtype, seed, cupy)
     C = cupy.zeros((M, N), dtype=spec.out_dtype)
     launch = module.bind(spec.kernel, spec.grid(M, N, K), spec.block, [A, B, C, M, N, K],
                          shared_mem=spec.shared_mem)
     ws = A.nbytes + B.nbytes + C.nbytes
-    t_kernel = benchmark(launch, working_set_bytes=ws, max_seconds=max_seconds)
-    t_lib = benchmark(baselines.make(f"cublas-{spec.library}", [A, B], {}), working_set_bytes=ws,
-                      max_seconds=max_seconds)
+    p = paired(launch, baselines.make(f"cublas-{spec.library}", [A, B], {}), working_set_bytes=ws,
+               max_seconds=2 * max_seconds)
     flops = 2.0 * M * N * K
-    return dict(kernel=t_kernel, library=t_lib, gflops=t_kernel.gflops(flops),
-                library_gflops=t_lib.gflops(flops),
-                ratio=t_lib.median_ms / t_kernel.median_ms)
+    return dict(kernel=p.kernel, library=p.baseline, gflops=p.kernel.gflops(flops),
+                library_gflops=p.baseline.gflops(flops), ratio=p.ratio)

@@ -91,7 +91,7 @@ def _run_case_emu(module, kernel, case, race_check, timeout):
 def _perf(module, job):
     """Time the kernel and the library baseline at the speed size, same process, same GPU."""
     from . import baselines, exercises
-    from .timing import benchmark
+    from .timing import paired
 
     import cupy
 
@@ -101,11 +101,10 @@ def _perf(module, job):
     args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case.args]
     launch = module.bind(ex.kernel, case.grid, case.block, args, case.shared_mem)
     ws = sum(a.nbytes for a in args if hasattr(a, "nbytes"))
-    t_kernel = benchmark(launch, working_set_bytes=ws, max_seconds=4)
     base = baselines.make(ex.problem.baseline, args, ex.perf_size)
-    t_base = benchmark(base, working_set_bytes=ws, max_seconds=4)
-    return dict(kernel_ms=t_kernel.median_ms, kernel_spread=t_kernel.spread,
-                baseline_ms=t_base.median_ms, baseline_spread=t_base.spread)
+    p = paired(launch, base, working_set_bytes=ws, max_seconds=8)  # alternating rounds
+    return dict(kernel_ms=p.kernel.median_ms, kernel_spread=p.kernel.spread,
+                baseline_ms=p.baseline.median_ms, baseline_spread=p.baseline.spread, ratio=p.ratio)
 
 
 def _gpu_fault(exc: Exception) -> errors.KernelFault | None:

@@ -106,3 +106,44 @@ def benchmark(fn: Callable[[], object], *, working_set_bytes: int | None = None,
             samples.extend((result.gpu_times[0] * 1e3).tolist())
             n_warmup = 0
     return Timing(np.asarray(samples), flushed=flush)
+
+
+@dataclass
+class Paired:
+    """A kernel and its baseline timed in alternating rounds (see `paired`)."""
+
+    kernel: Timing  # all rounds' samples together
+    baseline: Timing
+    round_ratios: np.ndarray  # baseline median / kernel median, one per round
+
+    @property
+    def ratio(self) -> float:
+        """How many times faster than the baseline (> 1: faster): median of the rounds."""
+        return float(np.median(self.round_ratios))
+
+
+def paired(fn: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 4,
+           max_seconds: float = 4.0, bench: Callable[..., Timing] | None = None, **kwargs) -> Paired:
+    """Time `fn` and `baseline` alternately, `rounds` times, in the order A B, B A, A B, ...
+
+    A GPU's clock follows its temperature and power: over a long benchmark run the same
+    kernel measured 323-375 TFLOP/s at 8192^3 on an H200 (kernels/RESULTS-wmma.md), so a
+    baseline timed once, minutes earlier, biases every ratio. Here each round times both
+    sides back to back and the ratio is the median of the per-round ratios; reversing the
+    order every round cancels a steady drift within a round too. `kwargs` go to `bench`
+    (default `benchmark`), e.g. working_set_bytes."""
+    bench = bench or benchmark
+    per_call = max_seconds / (2 * rounds)
+    k_samples, b_samples, ratios = [], [], []
+    flushed = False
+    for r in range(rounds):
+        order = ((fn, k_samples), (baseline, b_samples))
+        got = {}
+        for f, sink in (order if r % 2 == 0 else order[::-1]):
+            t = bench(f, max_seconds=per_call, **kwargs)
+            sink.extend(np.asarray(t.times_ms).tolist())
+            got[id(sink)] = t
+            flushed = t.flushed
+        ratios.append(got[id(b_samples)].median_ms / got[id(k_samples)].median_ms)
+    return Paired(Timing(np.asarray(k_samples), flushed), Timing(np.asarray(b_samples), flushed),
+                  np.asarray(ratios))
