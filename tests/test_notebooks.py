@@ -49,8 +49,9 @@ def test_notebook_runs_top_to_bottom(path: Path):
             out = Path(os.environ["NB_OUT"]) / f"{path.parent.parent.name}-{path.name}"
             out.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, out)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    errors = [o for c in nb.cells if c.cell_type == "code"
+              and "raises-exception" not in c.metadata.get("tags", [])  # "not yet" cells of copies
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors[0].get("ename")
     if path.stem.startswith("00"):
         last = nb.cells[-1].outputs[0]["text"]
