@@ -164,3 +164,21 @@ def test_fastest_rung_reaches_half_of_cublas():
         print(r)
     best = max(r["ratio"] for r in rows if "ratio" in r and r["kernel"] != "cuBLAS fp32")
     assert best >= 0.5, rows
+
+
+def test_recorded_ladder_comes_from_the_saved_gpu_run():
+    import json
+
+    from grader.lessons import capstone, cuda_gemm
+
+    rows, source = cuda_gemm.recorded_ladder()
+    saved = capstone.saved()
+    assert bool(rows) == bool(saved)
+    if rows:
+        data = json.loads(saved[-1].read_text()) if len(saved) == 1 else None
+        assert [r["kernel"] for r in rows] == ["naive", "tiled 32", "regblock", "regblock+db", "cuBLAS fp32"]
+        assert rows[-1]["ratio"] == 1.0 and all(0 < r["ratio"] < 1 for r in rows[:-1])
+        if data:
+            naive = next(k for k in data["roofline"]["kernels"] if k["kernel"] == "sgemm_naive")
+            assert abs(rows[0]["gflops"] - 2 * 4096 ** 3 / naive["ms"] / 1e6) < 1e-6 * rows[0]["gflops"]
+        assert "recorded on" in source

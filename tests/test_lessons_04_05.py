@@ -168,3 +168,15 @@ def test_gpu_demo_kernels_and_sweep():
     assert wb.colmajor(256, 192, 128, 2.0, 0.5, backend="gpu")["ok"]
     r = wb.sweep((256, 512), max_seconds=0.1)
     assert all(len(v) == 2 and min(v) > 0 for v in r["tflops"].values())
+
+
+def test_recorded_4096_comes_from_the_saved_gpu_run():
+    from grader.lessons import capstone
+    from grader.lessons import wmma_basics as wb
+
+    t, source = wb.recorded_4096()
+    assert bool(t) == bool(capstone.saved())
+    if t:
+        assert set(t) == set(wb.STYLE) - {"your WMMA kernel"}
+        assert t["cuBLAS fp16 (tensor cores)"] > t["tensor cores: naive WMMA (04)"] > t["CUDA cores: tiled fp32 (03)"]
+        assert "recorded on" in source

@@ -86,6 +86,25 @@ def measure_ladder(n: int = 4096, extra: dict | None = None, max_seconds: float 
     return rows
 
 
+def recorded_ladder() -> tuple[list[dict], str]:
+    """(rows like measure_ladder's, provenance) from notebook 09's saved GPU run
+    (kernels/capstone-results-*.json), for machines without a GPU; ([], "") if none."""
+    from .capstone import load
+
+    res = load()
+    if not res:
+        return [], ""
+    label = {r.file: r.label for r in LADDER if r.label != "tiled 16"}  # 09 times the 32x32 tile
+    lib = res["roofline"]["peaks_tflops"]["cuBLAS fp32 (CUDA cores)"] * 1e3
+    rows = [dict(kernel=label[k["kernel"]], n=4096, gflops=k["flops"] / k["ms"] / 1e6, ms=k["ms"])
+            for k in res["roofline"]["kernels"] if k["kernel"] in label and k["size"] == "4096^3"]
+    for r in rows:
+        r["ratio"] = r["gflops"] / lib
+    rows.append(dict(kernel="cuBLAS fp32", n=4096, gflops=lib, ratio=1.0))
+    m = res["meta"]
+    return rows, f"recorded on {m['gpu']}, {m['date']} (kernels/{m['loaded_from']})"
+
+
 def plot_ladder(rows: list[dict], title: str = "", cpu: dict | None = None):
     """Horizontal bars of GFLOPS, each labelled with its % of cuBLAS fp32; `cpu` adds
     CPU baselines (label -> GFLOPS) in grey."""

@@ -209,6 +209,49 @@ STYLE = {"CUDA cores: naive fp32 (03)": ("#8c959f", "o--"), "CUDA cores: tiled f
          "cuBLAS fp32": ("#0969da", "^--"), "cuBLAS fp16 (tensor cores)": ("#8250df", "v-")}
 
 
+def recorded_4096() -> tuple[dict, str]:
+    """TFLOP/s at 4096^3 of the kernels `sweep` times, from notebook 09's saved GPU run
+    (kernels/capstone-results-*.json), for machines without a GPU: ({label: TFLOP/s}, provenance)."""
+    from .capstone import load
+
+    res = load()
+    if not res:
+        return {}, ""
+    files = {"sgemm_naive": "CUDA cores: naive fp32 (03)", "sgemm_tiled": "CUDA cores: tiled fp32 (03)",
+             "wmma_gemm_naive": "tensor cores: naive WMMA (04)"}
+    t = {files[k["kernel"]]: k["flops"] / k["ms"] / 1e9 for k in res["roofline"]["kernels"]
+         if k["kernel"] in files and k["size"] == "4096^3"}
+    ms = res["salerno"]["ms"].get("4096", {})
+    for label, key in (("cuBLAS fp32", "cublas_fp32"), ("cuBLAS fp16 (tensor cores)", "cublas_fp16")):
+        if key in ms:
+            t[label] = 2.0 * 4096 ** 3 / ms[key] / 1e9
+    m = res["meta"]
+    return t, f"recorded on {m['gpu']}, {m['date']} (kernels/{m['loaded_from']})"
+
+
+def plot_bars(tflops: dict, title: str):
+    """Horizontal bars of TFLOP/s (log scale), each with its % of cuBLAS fp16."""
+    import matplotlib.pyplot as plt
+
+    labels = list(tflops)
+    vals = [tflops[k] for k in labels]
+    ref = tflops.get("cuBLAS fp16 (tensor cores)")
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(labels) + 1.3))
+    y = np.arange(len(labels))[::-1]
+    ax.barh(y, vals, color=[STYLE.get(k, ("black",))[0] for k in labels])
+    for yy, v in zip(y, vals):
+        ax.text(v, yy, f" {v:.1f}" + (f"  ({100 * v / ref:.1f}% of cuBLAS fp16)" if ref else ""),
+                va="center", fontsize=10)
+    ax.set_yticks(y, labels, fontsize=10)
+    ax.set_xscale("log")
+    ax.set_xlim(right=max(vals) * 300)  # room for the labels
+    ax.set_xlabel("TFLOP/s at 4096³  (2 n³ / time, log scale)")
+    ax.set_title(title, fontsize=10)
+    plt.tight_layout()
+    plt.show()
+    return fig
+
+
 def plot_sweep(result: dict, device: str):
     import matplotlib.pyplot as plt
 
