@@ -129,15 +129,17 @@ def _ascii_map(m: np.ndarray, tile) -> list[str]:
 
 
 def _png_map(m: np.ndarray, tile) -> str:
+    # A Figure with its own Agg canvas: never matplotlib.use() or pyplot here, which would
+    # switch a notebook's backend away from inline and blank every later plt.show().
     try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except Exception:  # pragma: no cover - matplotlib is a dependency
         return ""
     h, w = m.shape
-    fig, ax = plt.subplots(figsize=(min(6, 1.5 + w * 0.25), min(4, 1 + h * 0.25)), dpi=80)
+    fig = Figure(figsize=(min(6, 1.5 + w * 0.25), min(4, 1 + h * 0.25)), dpi=80)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
     im = ax.imshow(m, cmap="Reds", vmin=0, vmax=1, interpolation="nearest")
     ax.set_xlabel(f"tile column ({tile[1]} wide)")
     ax.set_ylabel(f"tile row ({tile[0]} high)")
@@ -145,5 +147,4 @@ def _png_map(m: np.ndarray, tile) -> str:
     fig.colorbar(im, ax=ax, fraction=0.046)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
-    plt.close(fig)
     return f"<img src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'/>"
