@@ -137,9 +137,24 @@ def test_traffic_and_pictures():
 
     t = {r["kernel"]: r for r in cuda_gemm.traffic(4096)}
     assert t["tiled 32"]["global_per_fma"] == 2 / 32
-    plt.close(cuda_gemm.tile_picture(4, 12, 12, 12, 1, 2, 5))
+    fig = cuda_gemm.tile_picture(4, 12, 12, 12, 1, 2, 1)
+    assert "K-step 1 of 3" in fig._suptitle.get_text()  # steps are numbered from 1
+    plt.close(fig)
+    fig = cuda_gemm.tile_picture(4, 12, 12, 12, 1, 2, 5)
+    assert "K-step 3 of 3 (asked for step 5" in fig._suptitle.get_text()  # clamped, and says so
+    plt.close(fig)
     plt.close(cuda_gemm.plot_ladder([dict(kernel="naive", gflops=5e3), dict(kernel="cuBLAS fp32", gflops=5e4)],
                                     "t", cpu={"numpy": 100.0}))
+
+
+def test_tile_widget_slider_follows_tile():
+    tile, step = cuda_gemm.tile_controls(K=16)
+    assert (step.min, step.max, step.value) == (1, 4, 1)  # 16 / 4 steps, numbered from 1
+    step.value = 4
+    tile.value = 8
+    assert (step.max, step.value) == (2, 2)  # 16 / 8 steps; the value follows the range
+    tile.value = 2
+    assert (step.max, step.value) == (8, 2)
 
 
 # ----------------------------------------------------------------------------- GPU

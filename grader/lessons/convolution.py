@@ -114,11 +114,13 @@ def plot_error_map(out, ref, title=""):
 
     err = np.abs(np.asarray(out, dtype=np.float64) - ref)
     err = np.where(np.isfinite(err), err, np.nan)
-    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    fig, ax = plt.subplots(figsize=(6, 4.6), layout="constrained")
     im = ax.imshow(err, cmap="magma")
     fig.colorbar(im, ax=ax, label="|out - float64 reference|")
-    ax.set_title(title or f"error, max {np.nanmax(err):.1e} (borders included)")
-    fig.tight_layout()
+    ax.set_xlabel("column j of the output image")
+    ax.set_ylabel("row i of the output image")
+    # a figure title, above the colorbar's scale label (e.g. "1e-7") rather than beside it
+    fig.suptitle(title or f"error, max {np.nanmax(err):.1e} (borders included)")
     return fig
 
 
@@ -204,22 +206,26 @@ def plot_overhead(rows, R: int = 3):
 def plot_im2col(H: int = 4, W: int = 5, R: int = 3, pad: int = 1):
     """One channel: the image's pixels numbered, and the im2col matrix built from them."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, MaxNLocator
 
     x = np.arange(1, H * W + 1, dtype=np.float64).reshape(1, 1, H, W)
     col = conv.im2col_nchw(x, R, R, pad)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw=dict(width_ratios=[1, 1.6]))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 6), gridspec_kw=dict(width_ratios=[1, 1.4]))
     axes[0].imshow(x[0, 0], cmap="Pastel1")
     for (i, j), v in np.ndenumerate(x[0, 0]):
-        axes[0].text(j, i, f"{v:g}", ha="center", va="center")
+        axes[0].text(j, i, f"{v:g}", ha="center", va="center", fontsize=13)
     axes[0].set_title(f"image {H}x{W} (pixels numbered)")
     axes[0].set_xticks([])
     axes[0].set_yticks([])
     axes[1].imshow(np.where(col == 0, np.nan, col), cmap="Pastel1", aspect="auto")
     for (i, j), v in np.ndenumerate(col):
-        axes[1].text(j, i, f"{v:g}" if v else "0", ha="center", va="center", fontsize=7,
+        axes[1].text(j, i, f"{v:g}" if v else "0", ha="center", va="center", fontsize=10,
                      color="black" if v else "#bbb")
-    axes[1].set_title(f"im2col: {col.shape[0]} rows (output pixels) x {col.shape[1]} columns "
+    axes[1].set_title(f"im2col: {col.shape[0]} rows (output pixels) x {col.shape[1]} columns\n"
                       f"(mask positions); zeros = padding")
+    for axis, n in ((axes[1].xaxis, col.shape[1]), (axes[1].yaxis, col.shape[0])):
+        # integer ticks (rows and columns are indices): every one while they fit
+        axis.set_major_locator(FixedLocator(range(n)) if n <= 40 else MaxNLocator(integer=True))
     axes[1].set_xlabel("column (c*R + r)*S + s")
     axes[1].set_ylabel("row (n*P + p)*Q + q")
     fig.tight_layout()

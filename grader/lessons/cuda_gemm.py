@@ -3,6 +3,7 @@ its widget, and the GFLOPS sweep and plot. The kernels themselves live in kernel
 shown in the notebook; the CPU baseline is teaching code in the notebook."""
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,7 +119,7 @@ def plot_ladder(rows: list[dict], title: str = "", cpu: dict | None = None):
         labels = list(cpu) + labels
         vals = list(cpu.values()) + vals
         colors = ["#888888"] * len(cpu) + colors
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
+    fig, ax = plt.subplots(figsize=(9.5, 0.55 * len(labels) + 1.6))
     y = np.arange(len(labels))[::-1]
     ax.barh(y, vals, color=colors)
     ax.set_xscale("log")
@@ -127,34 +128,42 @@ def plot_ladder(rows: list[dict], title: str = "", cpu: dict | None = None):
         txt = f"{v:,.0f}" if v >= 10 else f"{v:.3g}"
         if lib:
             txt += f"  ({100 * v / lib:.1f}% of cuBLAS)"
-        ax.text(v, yy, " " + txt, va="center", fontsize=8)
-    ax.set_yticks(y, labels)
-    ax.set_xlabel("GFLOPS = 2MNK / time (log scale)")
-    ax.set_xlim(right=max(vals) * 30)
-    ax.set_title(title, fontsize=10)
+        ax.text(v, yy, " " + txt, va="center", fontsize=11)
+    ax.set_yticks(y, labels, fontsize=11)
+    ax.set_xlabel("GFLOPS = 2MNK / time (log scale)", fontsize=11)
+    ax.set_xlim(right=max(vals) * 300)
+    ax.set_title(textwrap.fill(title, 80), fontsize=11)
     plt.tight_layout()
     plt.show()
     return fig
 
 
+def k_steps(tile: int, K: int) -> int:
+    """How many K-steps a block takes: ceil(K / tile)."""
+    return -(-K // tile)
+
+
 def tile_picture(tile: int = 4, M: int = 12, N: int = 12, K: int = 12, bi: int = 1, bj: int = 2,
-                 step: int = 0):
-    """A, B and C as grids: the block (bi, bj) owns the marked tile of C; at K-step `step` it
-    copies the marked tile of A (rows of its tile, columns step*tile..) and of B into shared
-    memory. Already-used tiles are faint."""
+                 step: int = 1):
+    """A, B and C as grids: the block (bi, bj) owns the marked tile of C; at K-step `step`
+    (1-based: 1 .. ceil(K / tile)) it copies the marked tile of A (rows of its tile, columns
+    (step-1)*tile..) and of B into shared memory. Already-used tiles are faint. A step past the
+    last is drawn as the last, and the title says so."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    steps = -(-K // tile)
-    step = min(step, steps - 1)
-    fig, axs = plt.subplots(1, 3, figsize=(11, 3.6), gridspec_kw=dict(width_ratios=[K, N, N]))
+    steps = k_steps(tile, K)
+    asked, step = step, min(max(step, 1), steps)
+    fig, axs = plt.subplots(1, 3, figsize=(12, 4.6), gridspec_kw=dict(width_ratios=[K, N, N]),
+                            layout="constrained")
+    fig.get_layout_engine().set(wspace=0.08)
 
     def grid(ax, rows, cols, name):
         for r in range(rows):
             for c in range(cols):
                 ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1, fill=False, edgecolor="#cccccc", lw=0.5))
         ax.set_xlim(0, cols), ax.set_ylim(0, rows), ax.set_aspect("equal"), ax.axis("off")
-        ax.set_title(name)
+        ax.set_title(name, fontsize=13)
 
     def box(ax, rows, r0, c0, h, w, color, alpha):
         ax.add_patch(Rectangle((c0, rows - r0 - h), w, h, facecolor=color, alpha=alpha, edgecolor=color, lw=2))
@@ -163,28 +172,45 @@ def tile_picture(tile: int = 4, M: int = 12, N: int = 12, K: int = 12, bi: int =
     grid(axs[1], K, N, f"B ({K}x{N})")
     grid(axs[2], M, N, f"C ({M}x{N})")
     r0, c0 = bi * tile, bj * tile
-    for s in range(step + 1):
-        a = 0.55 if s == step else 0.15
+    for s in range(step):
+        a = 0.55 if s == step - 1 else 0.15
         box(axs[0], M, r0, s * tile, tile, tile, "#cf222e", a)
         box(axs[1], K, s * tile, c0, tile, tile, "#0969da", a)
     box(axs[2], M, r0, c0, tile, tile, "#8250df", 0.5)
-    fig.suptitle(f"block ({bi}, {bj}) at K-step {step} of {steps}: loads {tile}x{tile} of A and of B "
-                 f"into shared memory, then each of its {tile * tile} threads does {tile} FMAs from them",
-                 fontsize=9)
-    plt.tight_layout()
+    note = f" (asked for step {asked}: there are only {steps})" if asked != step else ""
+    fig.suptitle(f"block ({bi}, {bj}), K-step {step} of {steps}{note}: loads {tile}x{tile} of A and of B "
+                 f"into shared memory,\nthen each of its {tile * tile} threads does {tile} FMAs from them",
+                 fontsize=12)
     return fig
 
 
-def tile_widget():
+def tile_controls(K: int = 16):
+    """The widget's dials: tile size, and a K-step slider over 1 .. ceil(K / tile) that follows
+    the tile size (its value is clamped into the new range by the slider itself)."""
+    import ipywidgets as w
+
+    tile = w.Dropdown(options=[2, 4, 8], value=4, description="tile")
+    step = w.IntSlider(1, 1, k_steps(tile.value, K), description="K-step")
+
+    def follow(change):  # registered before interactive's own observer: the slider is right first
+        step.max = k_steps(change["new"], K)
+
+    tile.observe(follow, names="value")
+    return tile, step
+
+
+def tile_widget(M: int = 16, N: int = 16, K: int = 16):
+    """The tile picture with a tile-size dropdown and a K-step slider (see tile_controls)."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
+    tile, step = tile_controls(K)
+
     def show(tile, step):
-        tile_picture(tile=tile, M=16, N=16, K=16, bi=1, bj=1 if tile > 4 else 2, step=step)
+        tile_picture(tile=tile, M=M, N=N, K=K, bi=1, bj=1 if tile > 4 else 2, step=step)
         plt.show()
 
-    return w.interactive(show, tile=w.Dropdown(options=[2, 4, 8], value=4),
-                         step=w.IntSlider(0, 0, 7, description="K-step"))
+    return w.interactive(show, tile=tile, step=step)
 
 
 def traffic(n: int) -> list[dict]:

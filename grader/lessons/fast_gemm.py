@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import secrets
+import textwrap
 
 import numpy as np
 
@@ -139,20 +140,23 @@ def plot_ladder(rows: list[dict], source: str, extra: dict | None = None):
     import matplotlib.pyplot as plt
 
     rows = list(rows) + ([extra] if extra else [])
-    fig, ax = plt.subplots(figsize=(9, 3.8))
+    fig, ax = plt.subplots(figsize=(10, 4.6))
     names = [LABELS.get(r["name"], r["name"]) for r in rows]
     vals = [r["tflops"] for r in rows]
     colors = ["#8c959f"] + ["#0969da"] * (len(rows) - 1 - (1 if extra else 0)) + (["#bf3989"] if extra else [])
     ax.bar(names, vals, color=colors[:len(rows)])
     lib = max(r["lib_tflops"] for r in rows)
     ax.axhline(lib, color="#2da44e", ls="--")
-    ax.text(len(rows) - 0.5, lib, f"cuBLAS fp16 {lib:.0f}", ha="right", va="bottom", color="#2da44e")
+    ax.text(len(rows) - 0.5, lib, f"cuBLAS fp16 {lib:.0f}", ha="right", va="bottom", color="#2da44e",
+            fontsize=11)
     for i, r in enumerate(rows):
         ax.text(i, r["tflops"], f"{r['tflops']:.0f}\n{100 * r['ratio']:.1f}%", ha="center", va="bottom",
-                fontsize=8)
+                fontsize=11)
     ax.set_ylim(0, lib * 1.18)
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"The WMMA ladder at {rows[0]['n']}³, fp16 in, fp32 out — {source}", fontsize=9)
+    ax.set_ylabel("TFLOP/s", fontsize=11)
+    ax.tick_params(axis="x", labelsize=11)
+    ax.set_title(textwrap.fill(f"The WMMA ladder at {rows[0]['n']}³, fp16 in, fp32 out — {source}", 100),
+                 fontsize=11)
     plt.tight_layout()
     plt.show()
 

@@ -27,7 +27,7 @@ def memory_map(rows: int = 4, cols: int = 6, i: int = 1, j: int = 2, order: str 
     total = outer * ld
     target = element_offset(i, j, order, ld)
     if ax is None:
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw=dict(width_ratios=[1, 2.2]))
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 3.8), gridspec_kw=dict(width_ratios=[1, 2.4]))
     else:
         fig, (a1, a2) = ax[0].figure, ax
     cmap = plt.get_cmap("tab10")
@@ -37,10 +37,10 @@ def memory_map(rows: int = 4, cols: int = 6, i: int = 1, j: int = 2, order: str 
             face = "#fdd835" if (r, c) == (i, j) else (*cmap(line % 10)[:3], 0.25)
             a1.add_patch(Rectangle((c, rows - 1 - r), 1, 1, facecolor=face, edgecolor="k", lw=0.5))
             a1.text(c + 0.5, rows - 0.5 - r, f"{element_offset(r, c, order, ld)}", ha="center",
-                    va="center", fontsize=8)
+                    va="center", fontsize=12)
     a1.set_xlim(0, cols), a1.set_ylim(0, rows), a1.set_aspect("equal"), a1.axis("off")
-    a1.set_title(f"{rows}x{cols} matrix: offset of each element", fontsize=9)
-    per_line = min(total, 32)
+    a1.set_title(f"{rows}x{cols} matrix: offset of each element", fontsize=11)
+    per_line = min(total, 20)  # wrap the strip so its cells are big enough to read
     n_lines = -(-total // per_line)
     for off in range(total):
         line, pos = divmod(off, ld)
@@ -54,13 +54,13 @@ def memory_map(rows: int = 4, cols: int = 6, i: int = 1, j: int = 2, order: str 
             face = (*cmap(line % 10)[:3], 0.25)
         a2.add_patch(Rectangle((x, y), 1, 1, facecolor=face, edgecolor="k", lw=0.4,
                                hatch="//" if padding else None))
-        if per_line <= 32:
-            a2.text(x + 0.5, y + 0.5, str(off), ha="center", va="center", fontsize=6)
+        a2.text(x + 0.5, y + 0.5, str(off), ha="center", va="center", fontsize=11 if off < 100 else 9,
+                bbox=dict(facecolor="#dddddd", edgecolor="none", pad=0.5) if padding else None)
     a2.set_xlim(0, per_line), a2.set_ylim(0, n_lines), a2.set_aspect("equal"), a2.axis("off")
     what = "row" if order == "row" else "column"
     a2.set_title(f"memory ({order}-major, ld={ld}): ({i},{j}) at offset {target} = "
                  + (f"{i}*{ld}+{j}" if order == "row" else f"{j}*{ld}+{i}")
-                 + (f"; grey = padding after each {what}" if ld > inner else ""), fontsize=9)
+                 + (f"\ngrey = padding after each {what}" if ld > inner else ""), fontsize=11)
     plt.tight_layout()
     return fig
 
