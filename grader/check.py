@@ -11,10 +11,11 @@ import secrets
 import numpy as np
 
 from . import exercises, isolate
+from . import hints as _hints
 from .compile import SUPPORTED_ARCHS, nvrtc_compile
 from .errors import CompileError, CourseError, KernelFault, KernelTimeout, LaunchArgumentError
 from .problems import Case, is_poison
-from .signature import parse_kernels
+from .signature import kernel_body, parse_kernels
 from .verdict import FAIL, PASS, SKIP, Item, Verdict
 
 BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
@@ -66,8 +67,85 @@ def _signature_item(ex: exercises.Exercise, source: str) -> Item:
 def _compile_item(e: CompileError) -> Item:
     first = next((d for d in e.diagnostics if d.severity == "error"), None)
     where = {"line": first.line, "source_line": first.source_line} if first else {}
+    if first and first.likely_line:
+        where["likely_line"] = first.likely_line
     msg = str(first) if first else e.message
     return Item("compile", FAIL, msg, hint=e.hint, kind="compile-error", where=where)
+
+
+MAX_WARNINGS = 5
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _compiled_item(warnings) -> Item:
+    """compile PASS, listing the compiler's warnings (one may be the very bug)."""
+    if not warnings:
+        return Item("compile", PASS, "compiled")
+    lines = [f"compiled with {_plural(len(warnings), 'warning')}:"]
+    for d in warnings[:MAX_WARNINGS]:
+        lines.append(f"    {d.where() + ': ' if d.where() else ''}{d.message}")
+    if len(warnings) > MAX_WARNINGS:
+        lines.append(f"    and {len(warnings) - MAX_WARNINGS} more")
+    return Item("compile", PASS, "\n".join(lines),
+                where={"warnings": [dict(line=d.line, message=d.message) for d in warnings]})
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _distinct_labels(cases: list[Case]) -> None:
+    """Two random inputs of the same size get told apart: "... (2nd random input)"."""
+    seen: dict[str, int] = {}
+    for c in cases:
+        seen[c.label] = seen.get(c.label, 0) + 1
+        if seen[c.label] > 1:
+            c.label = f"{c.label} ({_ordinal(seen[c.label])} random input)"
+
+
+def _is_empty_stub(ex, source: str) -> bool:
+    body = kernel_body(source, ex.kernel)
+    return body is not None and not body.strip()
+
+
+def _top_left_block(written: np.ndarray, tile) -> bool:
+    """Only a top-left rectangle of whole tiles was written: the pattern of blockIdx.x and
+    blockIdx.y swapped (the grid then covers min(rows, cols) tiles each way)."""
+    if written.ndim != 2 or not written.any() or written.all():
+        return False
+    r = int(np.flatnonzero(written.any(axis=1))[-1]) + 1
+    c = int(np.flatnonzero(written.any(axis=0))[-1]) + 1
+    if not written[:r, :c].all():
+        return False
+    (H, W), (th, tw) = written.shape, tile
+    return (r == H or r % th == 0) and (c == W or c % tw == 0)
+
+
+# The usual epilogue mistakes, tried in order: (what D equals, what went wrong).
+EPILOGUE_MISTAKES = (
+    ("A·B", "alpha and beta are not applied"),
+    ("alpha·A·B", "the beta·C term is missing"),
+    ("alpha·A·B + C", "C is added without beta"),
+    ("A·B + beta·C", "alpha is not applied"),
+    ("beta·A·B + alpha·C", "alpha and beta are swapped"),
+)
+
+
+def _epilogue_mistake(case: Case, vals: np.ndarray) -> str | None:
+    """Which of the usual wrong epilogues D matches, said in words (None: none of them)."""
+    A, B, C = (np.asarray(case.args[i], dtype=np.float64) for i in range(3))
+    alpha, beta = float(case.args[7]), float(case.args[8])
+    ab = A @ B
+    candidates = {"A·B": ab, "alpha·A·B": alpha * ab, "alpha·A·B + C": alpha * ab + C,
+                  "A·B + beta·C": ab + beta * C, "beta·A·B + alpha·C": beta * ab + alpha * C}
+    for name, what in EPILOGUE_MISTAKES:
+        cand = candidates[name]
+        if np.linalg.norm(vals - cand) <= 1e-3 * (np.linalg.norm(cand) or 1.0):
+            return f"D matches {name}: {what}"
+    return None
 
 
 def _tile_map(bad: np.ndarray, tile) -> np.ndarray | None:
@@ -99,50 +177,51 @@ def _judge_output(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
     where = dict(output=name, index=first, tile=tuple(f // t for f, t in zip(first, tile)))
     emap = _tile_map(bad, exp.tile)
     loc = f"{name}{list(first)} (tile {where['tile']})"
+    label = f"correct: {case.label}"
+    t = exp.tile[0]
+
+    def failed(message, kind, hint_kind=None, hint="", **extra):
+        return Item(label, FAIL, message, kind=kind, where=dict(where, **extra), error_map=emap,
+                    tile=exp.tile, hint=hint or _hints.hint(ex, hint_kind or kind, t))
+
     n_poison = int(poison.sum())
     if n_poison:
         fp = tuple(int(i) for i in np.argwhere(poison)[0])
-        return Item(f"correct: {case.label}", FAIL,
-                    f"{n_poison} of {total} elements of {name} were never written, first {name}{list(fp)}",
-                    kind="unwritten", where=dict(where, index=fp), error_map=emap, tile=exp.tile,
-                    hint="Check that the grid covers all of the output and that every thread that should "
-                         "store does (an early `return` or a bounds check that is too strict).")
+        hint = _hints.hint(ex, "unwritten", t)
+        if _hints.family(ex) not in ("im2col", "probe") and _top_left_block(~poison, exp.tile):
+            hint += _hints.SWAPPED_BLOCKS
+        return failed(f"{n_poison} of {total} elements of {name} were never written, first {name}{list(fp)}",
+                      "unwritten", hint=hint, index=fp)
     nonfinite = ~np.isfinite(vals)
     if nonfinite.any():
         fn = tuple(int(i) for i in np.argwhere(nonfinite)[0])
-        return Item(f"correct: {case.label}", FAIL,
-                    f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",
-                    kind="nan", where=dict(where, index=fn), error_map=emap, tile=exp.tile,
-                    hint="An accumulator that was never initialised (fill_fragment(acc, 0.0f) / "
-                         "float acc = 0.0f), or a read outside A or B, gives NaN.")
+        return failed(f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",
+                      "nan", index=fn)
     expected_v, got = exp.ref[first], vals[first]
     detail = f"{n} of {total} elements of {name} are wrong; first {loc}: expected {expected_v:.6g}, got {got:.6g}"
     if exp.exact:
-        return Item(f"correct: {case.label}", FAIL, detail, kind="wrong-result", where=where,
-                    error_map=emap, tile=exp.tile,
-                    hint="Compare your index arithmetic with the contract above, element by element.")
+        return failed(detail, "wrong-result", "wrong-exact")
+    epilogue = getattr(ex.problem, "epilogue", False)
+    if epilogue:  # the scalars are part of the input: show them
+        detail += f" (alpha = {float(case.args[7]):.6g}, beta = {float(case.args[8]):.6g})"
     # Errors only in the last, partial row or column of tiles: an edge bug.
     if out.ndim == 2:
         th, tw = exp.tile
         full_r, full_c = (out.shape[0] // th) * th, (out.shape[1] // tw) * tw
         rows, cols = np.nonzero(bad)
         if (full_r < out.shape[0] or full_c < out.shape[1]) and np.all((rows >= full_r) | (cols >= full_c)):
-            return Item(f"correct: {case.label}", FAIL, detail + " — all in the partial tiles at the edge",
-                        kind="edge", where=where, error_map=emap, tile=exp.tile,
-                        hint=f"The size is not a multiple of {th}: the last tiles overhang the matrix. "
-                             "Check the bounds of your loads (pad with zeros) and of your stores.")
+            return failed(detail + " — all in the partial tiles at the edge", "edge")
+    if epilogue:
+        mistake = _epilogue_mistake(case, vals)
+        if mistake:
+            return failed(f"{detail} — {mistake}", "wrong-result",
+                          hint="D = alpha·A·B + beta·C: after the K loop load C's tile into a second "
+                               "accumulator fragment c and set acc.x[i] = alpha * acc.x[i] + beta * c.x[i].")
     ref_norm = np.linalg.norm(exp.ref) or 1.0
     rel = float(np.linalg.norm(vals - exp.ref) / ref_norm)
     if n > 0.05 * total and rel < 5e-2:
-        return Item(f"correct: {case.label}", FAIL,
-                    detail + f" — small errors everywhere (relative error {rel:.1e})", kind="precision",
-                    where=where, error_map=emap, tile=exp.tile,
-                    hint="The result is close but not as accurate as fp32 accumulation allows: are you "
-                         "accumulating in half? Use a float accumulator fragment / float variable.")
-    return Item(f"correct: {case.label}", FAIL, detail, kind="wrong-result", where=where, error_map=emap,
-                tile=exp.tile,
-                hint="Compare your index arithmetic with the contract: row-major element (i, j) of a "
-                     "matrix with n columns is at i*n + j; check which of blockIdx.x/y runs along rows.")
+        return failed(detail + f" — small errors everywhere (relative error {rel:.1e})", "precision")
+    return failed(detail, "wrong-result")
 
 
 def _judge_case(ex, case: Case, res: dict) -> Item:
@@ -153,8 +232,8 @@ def _judge_case(ex, case: Case, res: dict) -> Item:
                         f"wrote past the end of {names[pos]}: {w['after']} elements changed after it "
                         f"(the first {w['first_after']} elements beyond the end)", kind="out-of-bounds",
                         where=dict(output=names[pos]),
-                        hint="A store without a bounds check: guard it with if (row < M && col < N), or "
-                             "stage edge tiles through shared memory.")
+                        hint=_hints.hint(ex, "write-out-of-bounds", case.expected[pos].tile[0]
+                                         if pos in case.expected else 16))
         return Item(f"correct: {case.label}", FAIL,
                     f"wrote before the start of {names[pos]} ({w['before']} elements)", kind="out-of-bounds",
                     where=dict(output=names[pos]), hint="A negative index: check the arithmetic of your offsets.")
@@ -174,7 +253,11 @@ def _judge_case(ex, case: Case, res: dict) -> Item:
     return Item(f"correct: {case.label}", PASS, "matches the float64 reference")
 
 
-def _fault_item(e: CourseError, step_label: str) -> Item:
+def _output_names(ex) -> set[str]:
+    return {n for n, t in ex.problem.params if t.endswith("*") and not t.startswith("const")}
+
+
+def _fault_item(e: CourseError, step_label: str, ex=None) -> Item:
     if isinstance(e, KernelTimeout):
         return Item(step_label, FAIL, e.message, hint=e.hint, kind="timeout")
     if isinstance(e, KernelFault):
@@ -200,7 +283,10 @@ def _fault_item(e: CourseError, step_label: str) -> Item:
                                   "is a multiple of its size: check the offsets and leading dimensions.",
             "launch-resources": "Use fewer threads per block or fewer registers/shared memory per block.",
         }
-        return Item(step_label, FAIL, e.message, hint=e.hint or hints.get(e.kind, ""), kind=e.kind, where=where)
+        hint = e.hint or hints.get(e.kind, "")
+        if e.kind == "out-of-bounds" and ex is not None:  # in the exercise's own terms
+            hint = _hints.out_of_bounds(ex, w.argument, _output_names(ex)) or hint
+        return Item(step_label, FAIL, e.message, hint=hint, kind=e.kind, where=where)
     if isinstance(e, CompileError):
         return _compile_item(e)
     return Item(step_label, FAIL, e.message, hint=e.hint, kind=type(e).__name__)
@@ -233,14 +319,19 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     try:
         compiled = nvrtc_compile(source, arch=max(_arch_here(chosen), ex.min_arch),
                                  options=ex.problem.options(launch), resources=False)
-        v.items.append(Item("compile", PASS, "compiled" + (f" ({len(compiled.warnings)} warnings)"
-                                                            if compiled.warnings else "")))
+        v.items.append(_compiled_item(compiled.warnings))
     except CompileError as e:
         v.items.append(_compile_item(e))
         return v
     sig = _signature_item(ex, source)
     v.items.append(sig)
     if sig.status == FAIL:
+        return v
+    if _is_empty_stub(ex, source):  # said once, not once per case
+        v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in the cell "
+                            "above", kind="empty-kernel",
+                            hint="If you did write it, run that cell again: the check sees the source as it "
+                                 "was when its cell last ran."))
         return v
     if ex.tensor_cores:
         if compiled.uses_tensor_cores:
@@ -264,6 +355,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     seeds = [secrets.randbits(32) for _ in range(len(sizes) + 1)]  # unpredictable, never shown
     dims_list = list(sizes) + [sizes[0]]
     cases = [ex.problem.make(d, np.random.default_rng(s), launch) for d, s in zip(dims_list, seeds)]
+    _distinct_labels(cases)
     do_perf = speed and chosen == "gpu" and ex.perf_size is not None
     # Reference kernels take about a second per case on the emulator; 20 s means "hung".
     case_timeout = case_timeout or 20.0
@@ -280,7 +372,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         label = "run" if not isinstance(step, int) else f"correct: {cases[min(step, len(cases) - 1)].label}"
         if not result["compiled"]:
             label = "load"
-        v.items.append(_fault_item(result["error"], label))
+        v.items.append(_fault_item(result["error"], label, ex))
 
     # 3. speed, only for a correct kernel on a GPU.
     if ex.target is not None:

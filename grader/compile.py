@@ -43,7 +43,9 @@ def parse_log(log: str, source: str, *, filename: str = FILENAME,
             text = lines[line - 1] if 1 <= line <= len(lines) else None
             if line < 1:
                 line, text = None, None
-            diagnostics.append(Diagnostic(severity, message, line, text))
+            likely = _likely_line(message, line, lines)
+            diagnostics.append(Diagnostic(severity, message, line, text, likely,
+                                          lines[likely - 1] if likely else None))
         else:
             diagnostics.append(Diagnostic(severity, f"{message} (in {file}:{m['line']})"))
     if not diagnostics and log.strip():
@@ -51,25 +53,55 @@ def parse_log(log: str, source: str, *, filename: str = FILENAME,
     return diagnostics
 
 
+_CLEAN_END = (";", "{", "}", ":", ",", "(", "[")
+
+
+def _likely_line(message: str, line: int | None, lines: list[str]) -> int | None:
+    """NVRTC reports a missing `;` at the next token, often the next line. When the previous
+    code line (blank and comment lines skipped) does not end a statement, return it."""
+    if not line or 'expected a ";"' not in message:
+        return None
+    for n in range(line - 1, 0, -1):
+        code = re.sub(r"//.*", "", lines[n - 1]).strip()
+        if not code or code.startswith(("/*", "*")):
+            continue
+        if code.startswith("#") or code.endswith(_CLEAN_END) or code.endswith("*/"):
+            return None
+        if re.match(r"^(?:}\s*)?(?:if|for|while|switch|else|do)\b", code) and not code.endswith(";"):
+            return None  # `if (c)` / `else` heads a statement: the mistake is on the reported line
+        return n
+    return None
+
+
 def compile_error(log: str, source: str, *, filename: str = FILENAME,
                   line_offset: int = 0) -> CompileError:
     diagnostics = parse_log(log, source, filename=filename, line_offset=line_offset)
     errors = [d for d in diagnostics if d.severity == "error"] or diagnostics
     first = errors[0] if errors else Diagnostic("error", "compilation failed")
-    hint = _hint_for(first.message)
+    hint = _hint_for(first.message, first.likely_line)
     return CompileError(f"Compilation failed: {first}", log=log, diagnostics=diagnostics,
                         hint=hint)
 
 
-def _hint_for(message: str) -> str:
+def _hint_for(message: str, likely_line: int | None = None) -> str:
     if "crt/mma.h" in message or "cannot open source file" in message:
         return ("A CUDA header is missing: run `python -m grader doctor` to see which "
                 "include folders were found and what to install.")
     if "is undefined" in message:
         return "Check the spelling, and that it is declared before this line (or included)."
+    no_layout = re.search(r"fragment<[\w:]*(matrix_[ab]),[^>]*,\s*void>", message)
+    if "incomplete type" in message and no_layout:
+        return (f"matrix_a/matrix_b fragments need a 6th template argument, the layout "
+                f"wmma::row_major or wmma::col_major: wmma::fragment<wmma::{no_layout[1]}, 16, 16, 16, "
+                "half, wmma::row_major>. Only accumulator fragments have no layout.")
     if "incomplete type" in message and "fragment" in message:
         return ("This fragment type needs a newer GPU architecture (bf16/tf32/f64 WMMA need "
                 "sm_80 or later).")
+    if "no instance of overloaded function" in message and "wmma::" in message:
+        return ("The fragment types do not fit this call: a float accumulator stores to float*, a half "
+                "one to half*; matrix_a/matrix_b need a layout; shapes must match.")
+    if 'expected a ";"' in message and likely_line:
+        return f"A missing `;` at the end of line {likely_line} is the usual cause."
     if "expected a" in message:
         return "A missing `;`, `)` or `}` just before this line is the usual cause."
     return CompileError.hint

@@ -29,17 +29,33 @@ class HeadersNotFound(CourseError):
 
 @dataclass
 class Diagnostic:
-    """One compiler message, with its line in the source the user wrote (1-based) or None."""
+    """One compiler message, with its line in the source the user wrote (1-based) or None.
+    `likely_line` is where the mistake probably is when the compiler only noticed it on a
+    later line (a missing `;` is reported at the next token)."""
 
     severity: str  # "error" | "warning"
     message: str
     line: int | None = None
     source_line: str | None = None
+    likely_line: int | None = None
+    likely_source: str | None = None
+
+    def where(self) -> str:
+        if not self.line:
+            return ""
+        text = f"line {self.line} of your kernel source"
+        if self.likely_line:
+            text += f" (probably the end of line {self.likely_line})"
+        return text
 
     def __str__(self) -> str:
-        where = f"line {self.line}: " if self.line else ""
-        text = f"{where}{self.severity}: {self.message}"
-        if self.source_line is not None:
+        where = self.where()
+        text = f"{where + ': ' if where else ''}{self.severity}: {self.message}"
+        if self.likely_line and self.likely_source is not None:
+            text += f"\n    {self.likely_line}: {self.likely_source.strip()}"
+            if self.source_line is not None:
+                text += f"\n    {self.line}: {self.source_line.strip()}"
+        elif self.source_line is not None:
             text += f"\n    {self.source_line.strip()}"
         return text
 

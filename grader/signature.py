@@ -70,3 +70,21 @@ def parse_kernels(source: str) -> dict[str, list[Param]]:
         parts = [p for p in raw.split(",") if p.strip()] if raw and raw != "void" else []
         kernels[m.group(1)] = [_param(p, i) for i, p in enumerate(parts)]
     return kernels
+
+
+def kernel_body(source: str, name: str) -> str | None:
+    """The body of kernel `name` with comments removed (None when it cannot be found)."""
+    code = _COMMENTS.sub(" ", source)
+    for m in _KERNEL.finditer(code):
+        if m.group(1) != name:
+            continue
+        start = code.find("{", m.end())
+        if start < 0 or ";" in code[m.end():start]:
+            continue  # a declaration, not the definition
+        depth = 0
+        for i in range(start, len(code)):
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            if depth == 0:
+                return code[start + 1:i]
+        return None
+    return None

@@ -67,11 +67,30 @@ class Verdict:
         return next((i.message for i in self.items if i.name == "speed" and i.status == SKIP), "")
 
     # ------------------------------------------------------------------ renderings
+    def shown(self) -> list[tuple[Item, list[str]]]:
+        """The items to render, each with the cases that failed the same way and are folded
+        into it: a diagnosis repeated for every case is said once ("also fails on: ...")."""
+        out: list[tuple[Item, list[str]]] = []
+        first: dict[tuple, list[str]] = {}
+        for i in self.items:
+            if i.status == FAIL and i.name.startswith("correct: "):
+                key = (i.kind, i.hint)
+                if key in first:
+                    first[key].append(i.name[len("correct: "):])
+                    continue
+                first[key] = []
+                out.append((i, first[key]))
+            else:
+                out.append((i, []))
+        return out
+
     def text(self) -> str:
         mark = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
         lines = [self.headline, f"  backend: {self.backend}; score {self.score:g}/{self.max_score:g}"]
-        for i in self.items:
+        for i, also in self.shown():
             lines.append(f"  [{mark[i.status]}] {i.name}: {i.message}")
+            if also:
+                lines.append(f"         also fails on: {'; '.join(also)}")
             if i.status == FAIL and i.hint:
                 lines.append(f"         hint: {i.hint}")
             if i.status == FAIL and i.error_map is not None:
@@ -97,8 +116,10 @@ class Verdict:
         color = "#1a7f37" if ok else "#cf222e"
         icon = {PASS: "&#9989;", FAIL: "&#10060;", SKIP: "&#10134;"}
         rows = []
-        for i in self.items:
+        for i, also in self.shown():
             extra = ""
+            if also:
+                extra += f"<div style='margin-top:4px'>also fails on: {html.escape('; '.join(also))}</div>"
             if i.status == FAIL and i.hint:
                 extra += f"<div style='margin-top:4px'><b>Try:</b> {html.escape(i.hint)}</div>"
             if i.status == FAIL and i.error_map is not None:
