@@ -144,7 +144,9 @@ class Gemm(Problem):
             if reference:
                 bound = numerics.gemm_bound(abs_ab, K, accumulate=self.accumulate)
             args, outputs = [A, B, C, M, N, K], [2]
-        tile = (8, 8) if self.launch_rule == "warp8" else (16, 16)
+        # the feedback map groups errors by what one block (or warp) computes
+        t = launch.get("tile", 16) if self.launch_rule == "tile" else 8 if self.launch_rule == "warp8" else 16
+        tile = (t, t)
         expected = {outputs[0]: Expected(ref, bound, tile)} if reference else {}
         return Case(f"M={M} N={N} K={K}", args, outputs, grid, block, smem, expected)
 

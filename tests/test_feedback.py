@@ -214,3 +214,17 @@ def test_missing_semicolon_in_check_reports_both_lines():
     line = next(i for i, l in enumerate(src.splitlines(), 1) if "float acc = 0.0f" in l)
     assert item.kind == "compile-error" and item.where["likely_line"] == line
     assert f"(probably the end of line {line})" in item.message
+
+
+def test_error_map_tiles_follow_the_launch_tile():
+    """sgemm-tiled with TILE=32 maps errors per 32x32 block, not per 16x16."""
+    import numpy as np
+
+    from grader import exercises
+
+    ex = exercises.get("sgemm-tiled")
+    for t in (16, 32):
+        case = ex.problem.make(dict(M=64, N=64, K=8), np.random.default_rng(0), dict(tile=t))
+        assert case.expected[2].tile == (t, t)
+    dmma = exercises.get("dmma-gemm").problem.make(dict(M=16, N=16, K=4), np.random.default_rng(0), {})
+    assert dmma.expected[2].tile == (8, 8)
