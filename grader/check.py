@@ -19,7 +19,8 @@ from .signature import kernel_body, parse_kernels
 from .verdict import FAIL, PASS, SKIP, Item, Verdict
 
 BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
-                  "copy": "a device-to-device copy", "im2col-cublas": "im2col + cuBLAS"}
+                  "copy": "a device-to-device copy",
+                  "im2col-cublas": "im2col (CuPy slicing) + cuBLAS"}
 
 SLOW_HINTS = {
     "sgemm-tiled": "Each thread should read A and B from shared memory TILE times per load; "
