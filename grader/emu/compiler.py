@@ -21,7 +21,8 @@ INCLUDE = HERE / "include"
 RUNTIME = HERE / "runtime"
 CXX = os.environ.get("TC_EMU_CXX", "g++")
 MODULE_FLAGS = ["-std=gnu++17", "-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer",
-                "-fno-strict-aliasing", "-fno-finite-loops", "-fno-exceptions", "-fvisibility=default"]
+                "-fno-strict-aliasing", "-fno-finite-loops", "-fno-exceptions", "-fvisibility=default",
+                "-fstack-usage"]
 
 
 def cache_root() -> Path:
@@ -193,6 +194,20 @@ def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[
     return tmp, r.stderr
 
 
+def _user_stack_bytes(directory: Path, filename: str) -> int:
+    """Stack bytes the user's own functions can take at once (the sum of their frames, from
+    g++ -fstack-usage): the runner fills at least this much of every thread's stack with
+    0xFF, so uninitialised locals read as NaN however large the kernel's frame."""
+    total = 0
+    for su in directory.glob("*.su"):
+        for ln in su.read_text(errors="replace").splitlines():
+            m = re.match(r"^(?P<file>.*):\d+:\d+:.*\t(?P<bytes>\d+)\t\S+$", ln)
+            if m and os.path.basename(m.group("file")) in (filename, "<emu-launch-stubs>"):
+                total += int(m.group("bytes"))
+        su.unlink()
+    return total
+
+
 def build_module(source: str, options: Sequence[str], name: str) -> Built:
     filename = f"{name}.cu"
     flags, std = filter_options(options)
@@ -226,6 +241,7 @@ def build_module(source: str, options: Sequence[str], name: str) -> Built:
         "checked": tr.checked,
         "device_globals": tr.device_globals,
         "filename": filename,
+        "stack_bytes": _user_stack_bytes(tmp, filename),
         "warnings": [str(d) for d in parse_diagnostics(log, filename, source.split("\n")) if d.severity == "warning"],
     }
     (tmp / "meta.json").write_text(json.dumps(meta))

@@ -153,11 +153,17 @@ class EmuModule:
         return packed, arrays
 
     # -------------------------------------------------------------- running
-    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, reverse, check_uninit):
-        flags = (1 if reverse else 0) | (2 if check_uninit else 0)
+    # the orders the runner can resume a block's threads in (its flag bits; blocks too for reverse)
+    _ORDERS = {"forward": 0, "reverse": 1, "lanes-reversed": 4, "warps-reversed": 8}
+
+    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, order="forward", check_uninit=False):
+        """One launch in a child process: (stdout, seconds, bytes of every pointer argument)."""
+        flags = self._ORDERS[order] | (2 if check_uninit else 0)
         sym = f"__emu_tramp_{kernel}".encode()
         hdr = [struct.pack("<I", 0x31554D45), struct.pack("<6I", *grid, *block), struct.pack("<Q", int(shared_mem)),
-               struct.pack("<II", flags, _workers(self._built.meta)), struct.pack("<I", len(sym)), sym,
+               struct.pack("<II", flags, _workers(self._built.meta)),
+               struct.pack("<I", min(int(self._built.meta.get("stack_bytes", 0)), 1 << 20)),
+               struct.pack("<I", len(sym)), sym,
                struct.pack("<I", len(packed))]
         for kind, item, data, name in packed:
             nm = name.encode()
@@ -269,14 +275,28 @@ class EmuModule:
         if shared_mem < 0:
             raise LaunchArgumentError("shared_mem must be >= 0", argument="shared_mem")
         packed, arrays = self._pack(kernel, args)
-        stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, reverse=False,
-                                             check_uninit=not race_check)
+        # Reads of __shared__ elements no thread wrote are checked in the forward run only.
+        # With race_check such a read does not end the check at once: a missing barrier
+        # usually causes one too, and is better reported as the race it is. So the forward
+        # run is repeated without the check and compared with the reversed run (which must
+        # not check: there a racy kernel's reads come before the writes by design); if both
+        # orders agree, the unwritten read is the diagnosis.
+        unwritten = None
+        try:
+            stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, check_uninit=True)
+        except KernelFault as e:
+            if not race_check or e.kind != "uninitialized-shared":
+                raise
+            unwritten = e
+            stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout)
         if race_check:
-            stdout2, seconds2, outputs2 = self._run(kernel, g, b, packed, shared_mem, timeout, reverse=True,
-                                                    check_uninit=False)
+            stdout2, seconds2, outputs2 = self._run(kernel, g, b, packed, shared_mem, timeout, order="reverse")
             seconds += seconds2
             if outputs2 != outputs:
-                raise self._race(kernel, arrays, outputs, outputs2, stdout)
+                raise self._race(kernel, g, b, packed, shared_mem, timeout, arrays, outputs, outputs2, stdout,
+                                 unwritten)
+            if unwritten is not None:
+                raise unwritten
         off = 0
         for a in arrays:
             n = a.nbytes
@@ -286,28 +306,83 @@ class EmuModule:
                 np.copyto(a, np.frombuffer(chunk, dtype=a.dtype).reshape(a.shape))
         return EmuResult(stdout=stdout, seconds=seconds)
 
-    def _race(self, kernel, arrays, out1: bytes, out2: bytes, stdout: str) -> KernelFault:
+    def _race(self, kernel, grid, block, packed, shared_mem, timeout, arrays, out1: bytes, out2: bytes,
+              stdout: str, unwritten: KernelFault | None) -> KernelFault:
         params = [p for p in self.kernels[kernel] if p.is_pointer]
-        off = 0
-        for p, a in zip(params, arrays):
-            n = a.nbytes
-            x = np.frombuffer(out1[off: off + n], dtype=a.dtype)
-            y = np.frombuffer(out2[off: off + n], dtype=a.dtype)
-            off += n
-            bx = x.view(np.uint8).reshape(-1, a.dtype.itemsize)
-            by = y.view(np.uint8).reshape(-1, a.dtype.itemsize)
-            diff = np.flatnonzero((bx != by).any(axis=1))
-            if diff.size:
-                i = int(diff[0])
-                msg = (f"the result depends on the order the threads of a block run in: missing __syncthreads() "
-                       f"or a shared-memory race. Running each block's threads forward and in reverse order gave "
-                       f"different values of '{p.name}' at {diff.size} element(s), first at index {i} "
-                       f"({x[i]!r} vs {y[i]!r})")
-                return KernelFault("race", msg, where=FaultLocation(argument=p.name, index=i, size=int(x.size),
-                                                                    extra={"stdout": stdout}),
-                                   hint="Put a __syncthreads() between writing shared memory and reading what other "
-                                        "threads wrote (and before overwriting a tile others may still read).")
-        return KernelFault("race", "missing __syncthreads() or a shared-memory race (outputs differ)")
+        first = _first_difference(params, arrays, out1, out2)
+        if first is None:
+            return KernelFault("race", "missing __syncthreads() or a shared-memory race (outputs differ)")
+        p, a, i, ndiff, v1, v2 = first
+        nthreads = block[0] * block[1] * block[2]
+        # Which reordering matters: the lanes within a warp, or whole warps?
+        within_warp = nthreads <= 32
+        if nthreads > 32:
+            try:
+                lanes = self._run(kernel, grid, block, packed, shared_mem, timeout, order="lanes-reversed")[2]
+                warps = self._run(kernel, grid, block, packed, shared_mem, timeout, order="warps-reversed")[2]
+                within_warp = lanes != out1 and warps == out1
+            except (KernelFault, KernelTimeout):
+                within_warp = False
+        at = _index_text(p.name, a, i)
+        missing = "a missing __syncwarp() or __syncthreads()" if within_warp else "a missing __syncthreads()"
+        msg = (f"the result depends on the order the threads of a block run in ({missing}, or another "
+               f"shared-memory race). Running each block's threads in order (thread 0, 1, 2, ...) and in "
+               f"reverse order gave different values of '{p.name}' at {ndiff} element(s), first {at}: "
+               f"{_fmt(v1)} in order, {_fmt(v2)} in reverse order")
+        if within_warp:
+            if nthreads <= 32:
+                msg += (". The block is a single warp, so the race is between lanes of that warp")
+            else:
+                msg += (". Reordering whole warps changes nothing, reordering the lanes of each warp does: the "
+                        "race is between lanes of one warp, over data each warp keeps to itself")
+            hint = ("Put a __syncwarp() between a lane writing shared memory and other lanes of its warp "
+                    "reading it (and before overwriting what they may still read); data shared by several "
+                    "warps needs __syncthreads() instead.")
+        else:
+            hint = ("Put a __syncthreads() between writing shared memory and reading what other threads wrote "
+                    "(and before overwriting a tile others may still read).")
+        if unwritten is not None:
+            w = unwritten.where
+            msg += (f". In order, thread {w.thread} of block {w.block} read __shared__ '{w.argument}' element "
+                    f"{w.index} before any thread wrote it"
+                    + (f" (line {w.line}: {w.extra.get('source_line', '')})" if w.line else ""))
+        where = FaultLocation(argument=p.name, index=i, size=int(a.size), extra={"stdout": stdout})
+        if a.ndim >= 2:
+            where.extra["index_nd"] = tuple(int(x) for x in np.unravel_index(i, a.shape))
+        return KernelFault("race", msg, where=where, hint=hint)
+
+
+def _first_difference(params, arrays, out1: bytes, out2: bytes):
+    """(param, array, flat index, number of differing elements, value 1, value 2) of the first
+    argument whose bytes differ between two runs, or None."""
+    off = 0
+    for p, a in zip(params, arrays):
+        n = a.nbytes
+        x = np.frombuffer(out1[off: off + n], dtype=a.dtype)
+        y = np.frombuffer(out2[off: off + n], dtype=a.dtype)
+        off += n
+        bx = x.view(np.uint8).reshape(-1, a.dtype.itemsize)
+        by = y.view(np.uint8).reshape(-1, a.dtype.itemsize)
+        diff = np.flatnonzero((bx != by).any(axis=1))
+        if diff.size:
+            i = int(diff[0])
+            return p, a, i, int(diff.size), x[i], y[i]
+    return None
+
+
+def _index_text(name: str, a: np.ndarray, i: int) -> str:
+    """name[r, c] for an array of 2 or more dimensions, else name[i]."""
+    if a.ndim >= 2:
+        return f"{name}[{', '.join(str(int(x)) for x in np.unravel_index(i, a.shape))}]"
+    return f"{name}[{i}]"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (np.floating, float)):
+        return f"{float(v):.6g}"
+    if isinstance(v, (np.integer, int, np.bool_)):
+        return str(int(v))
+    return str(v)
 
 
 def compile_module(source: str, *, options: Sequence[str] = (), name: str = "kernel") -> EmuModule:

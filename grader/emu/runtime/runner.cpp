@@ -8,7 +8,10 @@
 //
 // Each CUDA thread of a block is a fiber with its own stack; a block's fibers run on one
 // OS thread and switch only at __syncthreads / warp collectives / exit (hand-written
-// x86-64 stack switch). Blocks are shared out to up to `nworkers` forked worker
+// x86-64 stack switch). Every fiber starts on a stack whose used part is filled with 0xFF
+// bytes (NaN as float, double, half and bf16) and with all-ones xmm registers, so an
+// uninitialised floating-point local reads as NaN rather than a value left by an earlier
+// thread. Blocks are shared out to up to `nworkers` forked worker
 // processes; argument buffers live in MAP_SHARED memory with PROT_NONE guard pages on
 // both sides, so an out-of-bounds access raises SIGSEGV, which the handler turns into a
 // report naming the argument, the element index, the thread and the block.
@@ -66,6 +69,16 @@ namespace {
 
 const size_t PAGE = 4096;
 const size_t STACK = 256 * 1024;  // per CUDA thread (virtual; only touched pages cost)
+// Stack poisoning: when a fiber starts, [fill_lo, stack_hi) of its stack is all 0xFF bytes.
+// When it finishes (its stack still in cache), only the part below the lowest byte that is
+// no longer 0xFF needs refilling (found by a scan up from fill_lo); when a fiber used all of
+// its filled part (or its stack pointer went below it), its filled part grows. It starts at
+// g_fill_init: FILL_INIT, or more when the module's own functions have larger frames (g++
+// -fstack-usage, passed in by launch.py), so even locals no thread ever writes read NaN. A
+// fresh stack gets at least its top page (FILL_FIRST) filled at once.
+const size_t FILL_INIT = 512;
+const size_t FILL_FIRST = 4096;
+size_t g_fill_init = FILL_INIT;
 
 enum { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 
@@ -76,6 +89,8 @@ struct Fiber {
   int line;
   char* stack_lo;  // guard page start
   char* stack_hi;
+  char* fill_lo;    // [fill_lo, stack_hi) is all 0xFF when the fiber starts
+  uintptr_t min_sp; // lowest saved stack pointer seen at a switch in the last run
 };
 
 struct Warp {
@@ -111,7 +126,8 @@ std::vector<Buffer> g_bufs;
 Control* g_ctl;
 unsigned g_nthreads, g_nwarps;
 unsigned long long g_nblocks;
-int g_reverse;
+int g_order_mode;       // 0 forward, 1 reversed, 2 lanes of each warp reversed, 3 warps reversed
+std::vector<unsigned> g_order;  // the order the threads of a block are resumed in
 int g_report_fd = -1;
 uintptr_t g_mod_base;
 char *g_smem_region, *g_smem, *g_smem_end;
@@ -302,6 +318,16 @@ void unit3(char* b, size_t n, const Fiber* f) {
 void yield_to_sched(Fiber* f) { emu_switch(&f->sp, g_sched_sp); }
 
 void fiber_start() {
+  // all-ones (NaN) in every xmm register: an uninitialised float the compiler keeps in a
+  // register that nothing wrote reads NaN, as one kept on the (0xFF-filled) stack does
+  asm volatile(
+      "pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1\n\tpcmpeqd %%xmm2, %%xmm2\n\t"
+      "pcmpeqd %%xmm3, %%xmm3\n\tpcmpeqd %%xmm4, %%xmm4\n\tpcmpeqd %%xmm5, %%xmm5\n\t"
+      "pcmpeqd %%xmm6, %%xmm6\n\tpcmpeqd %%xmm7, %%xmm7\n\tpcmpeqd %%xmm8, %%xmm8\n\t"
+      "pcmpeqd %%xmm9, %%xmm9\n\tpcmpeqd %%xmm10, %%xmm10\n\tpcmpeqd %%xmm11, %%xmm11\n\t"
+      "pcmpeqd %%xmm12, %%xmm12\n\tpcmpeqd %%xmm13, %%xmm13\n\tpcmpeqd %%xmm14, %%xmm14\n\t"
+      "pcmpeqd %%xmm15, %%xmm15" ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+      "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
   g_tramp(g_args);
   Fiber* f = (Fiber*)__emu_cur;
   f->state = DONE;
@@ -319,6 +345,30 @@ void reset_shared() {
   if (g_smem_size) memset(g_smem, 0xff, g_smem_end - g_smem);
 }
 
+// Make [fill_lo, stack_hi) all 0xFF again for the fiber's next start, touching only what its
+// run can have changed: everything below the lowest non-0xFF byte is still 0xFF.
+void refill_stack(Fiber& f) {
+  char* hi = f.stack_hi;
+  uintptr_t min_sp = f.min_sp;
+  f.min_sp = (uintptr_t)hi;
+  const uint64_t* p = (const uint64_t*)f.fill_lo;
+  const uint64_t* end = (const uint64_t*)hi;
+  while (p < end && *p == ~0ull) ++p;
+  char* dirty = (char*)p;
+  if (dirty == f.fill_lo || min_sp < (uintptr_t)f.fill_lo + 256) {
+    // it reached the bottom of its filled part (or its stack pointer went below it, red
+    // zone included) and may have used more: fill twice as much, at least 1 KiB below the
+    // deepest stack pointer seen
+    size_t have = (size_t)(hi - f.fill_lo), used = (size_t)(hi - (char*)min_sp) + 1024;
+    size_t want = 2 * have > used ? 2 * have : used;
+    want = (want + 255) / 256 * 256;
+    if (want > STACK - PAGE) want = STACK - PAGE;
+    f.fill_lo = hi - want;
+    dirty = f.fill_lo;
+  }
+  memset(dirty, 0xff, (size_t)(hi - dirty));
+}
+
 void run_block(unsigned long long b) {
   __emu_bidx.x = (unsigned)(b % __emu_gdim.x);
   __emu_bidx.y = (unsigned)((b / __emu_gdim.x) % __emu_gdim.y);
@@ -330,7 +380,10 @@ void run_block(unsigned long long b) {
     f.line = 0;
     uintptr_t top = (uintptr_t)f.stack_hi & ~(uintptr_t)15;
     uintptr_t* sp = (uintptr_t*)(top - 64);
-    sp[0] = sp[1] = sp[2] = sp[3] = sp[4] = sp[5] = 0;  // r15 r14 r13 r12 rbx rbp
+    // r15 r14 r13 r12 rbx: all ones, like the rest of the stack (once popped, these slots
+    // lie where the kernel's first locals go); rbp 0 ends the frame-pointer chain
+    sp[0] = sp[1] = sp[2] = sp[3] = sp[4] = ~(uintptr_t)0;
+    sp[5] = 0;
     sp[6] = (uintptr_t)&fiber_start;
     sp[7] = 0;
     f.sp = sp;
@@ -342,12 +395,13 @@ void run_block(unsigned long long b) {
   while (g_done < g_nthreads) {
     unsigned resumed = 0;
     for (unsigned k = 0; k < g_nthreads; ++k) {
-      unsigned i = g_reverse ? g_nthreads - 1 - k : k;
-      Fiber* f = &g_fibers[i];
+      Fiber* f = &g_fibers[g_order[k]];
       if (f->state != RUNNABLE) continue;
       __emu_cur = &f->t;
       ++resumed;
       emu_switch(&g_sched_sp, f->sp);
+      if ((uintptr_t)f->sp < f->min_sp) f->min_sp = (uintptr_t)f->sp;
+      if (f->state == DONE) refill_stack(*f);
     }
     __emu_cur = 0;
     if (!resumed && g_done < g_nthreads) deadlock();
@@ -489,6 +543,10 @@ int worker_main() {
     f.stack_lo = g_stacks + per * i;
     f.stack_hi = f.stack_lo + per;
     mprotect(f.stack_lo, PAGE, PROT_NONE);
+    memset(f.stack_hi - (g_fill_init > FILL_FIRST ? g_fill_init : FILL_FIRST), 0xff,
+           g_fill_init > FILL_FIRST ? g_fill_init : FILL_FIRST);  // fresh pages
+    f.fill_lo = f.stack_hi - g_fill_init;
+    f.min_sp = (uintptr_t)f.stack_hi;
     f.t.tid = (int)i;
     f.t.lane = (int)(i % 32);
     f.t.warp = (int)(i / 32);
@@ -499,6 +557,14 @@ int worker_main() {
   for (unsigned w = 0; w < g_nwarps; ++w) {
     unsigned n = g_nthreads - w * 32 >= 32 ? 32 : g_nthreads - w * 32;
     g_warps[w].exist = n == 32 ? 0xffffffffu : ((1u << n) - 1);
+  }
+  // the order a block's threads are resumed in (a race shows as a result that depends on it)
+  g_order.clear();
+  for (unsigned k = 0; k < g_nwarps; ++k) {
+    unsigned w = g_order_mode == 1 || g_order_mode == 3 ? g_nwarps - 1 - k : k;
+    unsigned lo = w * 32, hi = lo + 32 < g_nthreads ? lo + 32 : g_nthreads;
+    bool lanes_reversed = g_order_mode == 1 || g_order_mode == 2;
+    for (unsigned t = lo; t < hi; ++t) g_order.push_back(lanes_reversed ? hi - 1 - (t - lo) : t);
   }
   // dynamic shared memory: guard page before and after
   size_t rounded = (g_smem_size + PAGE - 1) / PAGE * PAGE;
@@ -512,7 +578,7 @@ int worker_main() {
     if (g_ctl->failed) break;
     unsigned long long b = __atomic_fetch_add(&g_ctl->next_block, 1ull, __ATOMIC_SEQ_CST);
     if (b >= g_nblocks) break;
-    run_block(g_reverse ? g_nblocks - 1 - b : b);
+    run_block(g_order_mode == 1 ? g_nblocks - 1 - b : b);
   }
   if (g_out_truncated) {
     const char* note = "\n[emulator: printf output truncated at 4 MiB]\n";
@@ -679,9 +745,16 @@ int main(int argc, char** argv) {
   g_smem_size = (size_t)rd.get<unsigned long long>();
   unsigned flags = rd.get<unsigned>();
   unsigned nworkers = rd.get<unsigned>();
+  unsigned stack_bytes = rd.get<unsigned>();  // the module's own frames (0: not known)
+  // its frames, plus the trampoline and fiber_start above them, rounded to 256 bytes
+  g_fill_init = ((size_t)stack_bytes + 256 + 255) / 256 * 256;
+  if (g_fill_init < FILL_INIT) g_fill_init = FILL_INIT;
+  if (g_fill_init > STACK - PAGE) g_fill_init = STACK - PAGE;
   std::string sym = rd.str();
   unsigned nargs = rd.get<unsigned>();
-  g_reverse = flags & 1;
+  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised
+  // __shared__ reads, 4 reverse the lanes of each warp only, 8 reverse the warps only
+  g_order_mode = (flags & 1) ? 1 : (flags & 4) ? 2 : (flags & 8) ? 3 : 0;
   __emu_check_uninit = (flags & 2) ? 1 : 0;
   g_nthreads = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
   g_nwarps = (g_nthreads + 31) / 32;
