@@ -142,7 +142,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "y = conv2d(x, w), stride 1: x NHWC fp16, w KRSC fp16, y NPQK fp32. As a GEMM: "
         "M = N*P*Q, N = K, K = R*S*C. block (threads, 1, 1), grid (K/block_n, ceil(N*P*Q/block_m)); "
         "block_m, block_n, threads reach your code as -DBLOCK_M, -DBLOCK_N, -DTHREADS. C % 32 == 0, "
-        "K % block_n == 0. Speed: ratio to im2col + cuBLAS at the TVM shape (256, 256->512, 14x14, 3x3).",
+        "K % block_n == 0. Speed: ratio to im2col (CuPy slicing) + cuBLAS at the TVM shape "
+        "(256, 256->512, 14x14, 3x3).",
         cpu_sizes=(dict(N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1),),
         gpu_sizes=(dict(N=3, C=64, H=13, W=9, K=128, R=3, S=3, pad=1),
                    dict(N=16, C=128, H=14, W=14, K=256, R=3, S=3, pad=1)),
