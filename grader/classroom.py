@@ -1,10 +1,13 @@
 """Drive nbgrader for a class: the same commands an instructor runs (course/README.md), as
 functions the tests use to prove the workflow end to end.
 
-    python -m grader.classroom dry-run [ASSIGNMENT ...]
+    python -m grader.classroom dry-run [--keep DIR] [ASSIGNMENT ...]
 
 runs release -> autograde (the solution as one student, the untouched release as another)
--> feedback -> export in a temporary course and prints the scores.
+-> feedback -> export in a temporary course (or in DIR, kept for a look at feedback/ and
+grades.csv) and prints the scores next to what they should be. An ASSIGNMENT may be a unique
+prefix ("03"); none means every assignment. Exit 0 when every score is as expected, 1 when
+one is not or nbgrader failed, 2 for an unknown assignment.
 """
 from __future__ import annotations
 
@@ -124,17 +127,40 @@ def export(course: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def dry_run(names: list[str]) -> str:
+def resolve(names: list[str]) -> list[str]:
+    """Assignment folder names from exact names or unique prefixes ("03" -> "03-cuda-core-gemm")."""
+    known = assignments()
+    out = []
+    for name in names:
+        name = name.rstrip("/")
+        hits = [name] if name in known else [a for a in known if a.startswith(name)]
+        if len(hits) != 1:
+            why = "matches " + ", ".join(hits) if hits else "is not in solutions/"
+            raise ValueError(f"assignment '{name}' {why}; the assignments are: {', '.join(known)}")
+        out.append(hits[0])
+    return out
+
+
+def dry_run(names: list[str], keep: Path | None = None) -> tuple[str, bool]:
     """Release, autograde (solution and untouched release), feedback and export each assignment
-    in a temporary course; return a markdown table of scores and autograde times."""
+    in a temporary course (or in `keep`); print a markdown table of the scores as it goes and
+    return it, with whether every score is what it should be: the untouched release 0, the
+    solution everything this machine can award (without a GPU, speed points cannot be)."""
     import time
 
-    rows = []
+    from .device import has_gpu
+
+    gpu = has_gpu()
+    head = ("| assignment | solution score | expected | untouched release | autograde time (solution) |\n"
+            "|---|---|---|---|---|")
+    print(head, flush=True)
+    rows, ok = [], True
     with tempfile.TemporaryDirectory() as tmp:
-        course = new_course(Path(tmp) / "course")
+        course = new_course(keep if keep is not None else Path(tmp) / "course")
         for a in names:
             rel = release(course, a)
-            submit(course, "solution", a, sorted((SOLUTIONS / a).glob("*.ipynb")))
+            solutions = sorted((SOLUTIONS / a).glob("*.ipynb"))
+            submit(course, "solution", a, solutions)
             submit(course, "untouched", a, sorted(rel.glob("*.ipynb")))
             t0 = time.perf_counter()
             autograde(course, a, "solution")
@@ -143,16 +169,47 @@ def dry_run(names: list[str]) -> str:
             nbgrader(course, "generate_feedback", a, "--force")
             got = scores(course, a)
             (s, m), (u, _) = got["solution"], got["untouched"]
-            rows.append(f"| {a} | {s:g} / {m:g} | {u:g} | {seconds:.0f} s |")
+            expected = m if gpu else sum(cpu_max_score(p) for p in solutions)
+            good = abs(s - expected) < 1e-6 and u == 0
+            ok &= good
+            rows.append(f"| {a} | {s:g} / {m:g} | {expected:g} | {u:g} | {seconds:.0f} s |"
+                        + ("" if good else " <- not as expected"))
             print(rows[-1], flush=True)
         exported = export(course)
-    return ("| assignment | solution score | untouched release | autograde time (solution) |\n"
-            "|---|---|---|---|\n" + "\n".join(rows) + f"\n\nexport: {len(exported)} rows\n")
+        notes = [f"export: {len(exported)} rows (grades.csv)"]
+        if not gpu:
+            notes.append("No GPU here: speed points need one, so 'expected' is what CPU grading can award.")
+        if keep is not None:
+            notes.append(f"Kept: {course} (feedback/<student>/<assignment>/*.html, grades.csv, gradebook.db)")
+        print("\n" + "\n".join(notes), flush=True)
+    return head + "\n" + "\n".join(rows) + "\n\n" + "\n".join(notes) + "\n", ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m grader.classroom",
+                                 description="Dry run of the class workflow (course/README.md).")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    dr = sub.add_parser("dry-run", help="release, autograde the solution and the untouched release, "
+                                        "feedback and export, in a temporary course")
+    dr.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                    help="folder names in solutions/ or unique prefixes (default: all)")
+    dr.add_argument("--keep", metavar="DIR", type=Path,
+                    help="build the course in DIR and keep it, to open its feedback and grades.csv")
+    args = ap.parse_args(argv)
+    try:
+        names = resolve(args.assignments) if args.assignments else assignments()
+    except ValueError as e:
+        print(f"dry-run: {e}", file=sys.stderr)
+        return 2
+    try:
+        _, ok = dry_run(names, keep=args.keep.resolve() if args.keep else None)
+    except RuntimeError as e:  # an nbgrader command failed: its own output says why
+        print(f"dry-run: {e}", file=sys.stderr)
+        return 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 2 and sys.argv[1] == "dry-run":
-        print(dry_run(sys.argv[2:] or assignments()))
-    else:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
+    sys.exit(main())
