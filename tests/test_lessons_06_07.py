@@ -82,3 +82,51 @@ def test_gpu_library_precisions():
     assert P.library_error("fp32") < 1e-5
     assert 1e-5 < P.library_error("tf32") < 3e-3
     assert 1e-4 < P.library_error("bf16") < 2e-2
+
+
+# ---------------------------------------------------------------- recorded GPU runs (no GPU needed)
+def test_recorded_bank_table_parses_the_notebook_run():
+    rows = F.recorded_banks()
+    assert [r["pad"] for r in rows] == list(F.PADS)
+    by_pad = {r["pad"]: r for r in rows}
+    assert by_pad[0]["ms"] == 9.366 and by_pad[0]["tbps"] == 3.8 and by_pad[0]["ways"] == 8
+    assert by_pad[8]["ms"] == 1.224 and by_pad[32]["ms"] == 4.680 and by_pad[64]["ms"] == 9.374
+    assert all(r["ld"] == 64 + r["pad"] and r["ways"] == F.conflict_ways(r["ld"]) for r in rows)
+    assert F.recorded_label(F.NOTEBOOK_RECORD) == (
+        "recorded on NVIDIA H200, 2026-11-22 03:08 UTC (kernels/RESULTS-notebooks-06-07.md)")
+
+
+def test_recorded_sweep_parses_the_tuning_sweep():
+    rows = F.recorded_sweep(4096)
+    assert len(rows) == 7
+    assert rows[0]["defines"] == {} and rows[0]["tflops"] == 344.1  # the ladder's swizzle row, same run
+    assert rows[1]["defines"] == {"GROUP_M": 8} and rows[1]["tflops"] == 343.6
+    assert rows[4]["defines"] == dict(BLOCK_M=256, BLOCK_N=128, WARP_N=2, BLOCK_K=32, STAGES=4)
+    assert rows[4]["tflops"] == 242.9 and abs(rows[4]["ratio"] - 0.379) < 1e-9
+    assert all(r["lib_tflops"] == 640.1 and r["ok"] for r in rows)
+    assert "16 warps" in rows[2]["label"] and "GROUP_M 8" in rows[1]["label"]
+    assert F.recorded_label(F.WMMA_RECORD).startswith("recorded on NVIDIA H200, 2026-11-22 02:34 UTC")
+
+
+def test_cublas_spread_covers_every_recorded_run():
+    vals = sorted(v for v, _ in F._cublas_fp16_4096_records())
+    for v in (640.1, 647.2, 680.391, 687.8, 688.0, 695.0, 702.5, 720.7, 747.0, 772.0):
+        assert v in vals
+    assert min(vals) == 640.1 and max(vals) == 772.0
+    text = F.cublas_spread()
+    assert "640-772 TFLOP/s" in text and "own run" in text and "own run" not in F.cublas_spread(ratios=False)
+
+
+def test_recorded_plots_and_limits_without_a_gpu(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rows, source = F.recorded_banks(), F.recorded_label(F.NOTEBOOK_RECORD)
+    F.plot_bank_conflicts(rows, source)
+    F.plot_bank_conflicts(None)
+    F.plot_sweep(F.recorded_sweep(), 4096, source=F.recorded_label())
+    monkeypatch.setattr(F, "device_info", lambda: None)  # as on a machine without a GPU
+    monkeypatch.setattr(F, "has_gpu", lambda: False)
+    assert "an H100/H200 (sm_90) allows 232448 B" in F.config_problem(256, 256, 64, 4, 4, 4)
+    bank_rows, bank_source = F.bank_conflicts()
+    assert bank_rows == rows and bank_source.startswith(source)

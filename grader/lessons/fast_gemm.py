@@ -2,15 +2,19 @@
 
 Every function either measures on the GPU (in the calling process, beside cuBLAS in the same
 run) or, without a GPU, runs the kernel on the CPU emulator for correctness and falls back
-to the numbers recorded in kernels/RESULTS-wmma.md, always labelled as recorded.
+to the numbers recorded in kernels/RESULTS-wmma.md (ladder, niter, tuning sweep) and
+kernels/RESULTS-notebooks-06-07.md (bank-conflict padding table), always labelled as recorded;
+cublas_spread() says how far cuBLAS itself moved between the recorded runs.
 The kernels, their defaults and launch rules come from grader.bench_wmma (Rung, LADDER).
 """
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import secrets
 import textwrap
+from pathlib import Path
 
 import numpy as np
 
@@ -77,10 +81,35 @@ def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto"
 
 
 # ---------------------------------------------------------------- recorded numbers (no GPU)
-def _results() -> str:
-    from pathlib import Path
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+WMMA_RECORD = "RESULTS-wmma.md"  # bench_wmma's final run: ladder, niter, tuning sweep
+NOTEBOOK_RECORD = "RESULTS-notebooks-06-07.md"  # this notebook run on a GPU: the padding table
 
-    return (Path(__file__).resolve().parents[2] / "kernels" / "RESULTS-wmma.md").read_text()
+
+def _record(name: str = WMMA_RECORD) -> str:
+    return (KERNELS / name).read_text()
+
+
+def _results() -> str:
+    return _record(WMMA_RECORD)
+
+
+def _section(text: str, heading: str) -> str:
+    """The part of `text` from the line starting with `heading` to the next heading of any level."""
+    start = text.find(heading)
+    if start < 0:
+        return ""
+    nxt = re.search(r"^#", text[start + len(heading):], flags=re.M)
+    return text[start:start + len(heading) + nxt.start()] if nxt else text[start:]
+
+
+def recorded_label(name: str = WMMA_RECORD) -> str:
+    """'recorded on <GPU>, <date> (kernels/<file>)' for a record file (first GPU and date in it)."""
+    text = _record(name)
+    gpu = re.search(r"NVIDIA [A-Z]\d+\w*", text)
+    date = re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", text)
+    return (f"recorded on {gpu.group(0) if gpu else 'a GPU'}"
+            f"{', ' + date.group(0) if date else ''} (kernels/{name})")
 
 
 def recorded_gpu() -> str:
@@ -107,6 +136,93 @@ def recorded_niter() -> list[tuple[int, float]]:
     part = text[text.find("### Amortisation"):]
     part = part[:part.find("\n### ", 5)]
     return [(int(a), float(b)) for a, b in re.findall(r"^\| (\d+) \| [\d.]+ us \| ([\d.]+) \|", part, re.M)]
+
+
+def recorded_banks() -> list[dict]:
+    """The padding table of kernels/RESULTS-notebooks-06-07.md (ldsm_pad measured on a GPU):
+    dict(pad, ld, ways, ms, tbps) per row, `ways` being the bank model's passes."""
+    part = _section(_record(NOTEBOOK_RECORD), "Bank conflicts (")
+    pat = r"^\| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) ms \| ([\d.]+) TB/s \|"
+    return [dict(pad=int(a), ld=int(b), ways=int(c), ms=float(d), tbps=float(e))
+            for a, b, c, d, e in re.findall(pat, part, flags=re.M)]
+
+
+SWIZZLE_DEFAULTS = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_M=4, WARP_N=4, STAGES=3, GROUP_M=16)
+
+
+def sweep_label(defines: dict) -> str:
+    """Short label of a wmma_gemm_swizzle configuration (its defines over the defaults)."""
+    d = {**SWIZZLE_DEFAULTS, **defines}
+    warps = (d["BLOCK_M"] // (16 * d["WARP_M"])) * (d["BLOCK_N"] // (16 * d["WARP_N"]))
+    label = (f"{d['BLOCK_M']}x{d['BLOCK_N']}x{d['BLOCK_K']}\nwarp {16 * d['WARP_M']}x{16 * d['WARP_N']}"
+             f"\n{warps} warps\n{d['STAGES']} stages")
+    return label + (f"\nGROUP_M {d['GROUP_M']}" if d["GROUP_M"] != SWIZZLE_DEFAULTS["GROUP_M"] else "")
+
+
+def recorded_sweep(n: int = 4096) -> list[dict]:
+    """The tuning sweep of kernels/RESULTS-wmma.md (wmma_gemm_swizzle variants, same run as the
+    ladder), preceded by the default configuration's ladder row of that run. Rows as sweep():
+    dict(label, defines, ok, tflops, lib_tflops, ratio)."""
+    default = next(r for r in recorded_ladder(n) if r["name"] == "wmma_gemm_swizzle")
+    rows = [dict(label="default\n" + sweep_label({}), defines={}, ok=True, tflops=default["tflops"],
+                 lib_tflops=default["lib_tflops"], ratio=default["ratio"])]
+    part = _section(_results(), "### Tuning sweep")
+    pat = re.compile(r"^\| swizzle\[([\w=,]+)\] \| %d\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%%" % n,
+                     flags=re.M)
+    for m in pat.finditer(part):
+        defines = {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split(","))}
+        rows.append(dict(label=sweep_label(defines), defines=defines, ok=True, tflops=float(m.group(2)),
+                         lib_tflops=float(m.group(3)), ratio=float(m.group(4)) / 100))
+    return rows
+
+
+def _cublas_fp16_4096_records() -> list[tuple[float, str]]:
+    """(TFLOP/s, file) of every cuBLAS fp16 4096^3 measurement recorded in kernels/ (the H200
+    runs of this course): one entry per run (a run's table repeats its cuBLAS figure)."""
+    out: list[tuple[float, str]] = []
+
+    def add(name, values):
+        for v in dict.fromkeys(values):  # one entry per distinct figure of a file's run
+            out.append((float(v), name))
+
+    # RESULTS.md: grader.bench, GFLOP/s
+    add("RESULTS.md", [int(g) / 1000 for g in
+                       re.findall(r"^\| \w+ \| 4096\^3 \|[^\n]*cuBLAS fp16: (\d+)", _record("RESULTS.md"), re.M)])
+    # RESULTS-wmma.md: the final run's ladder table, then the tuning history's "cuBLAS a / b" (4096 / 8192)
+    text = _results()
+    add(WMMA_RECORD, [r["lib_tflops"] for r in recorded_ladder(4096)]
+        + re.findall(r"cuBLAS ([\d.]+) / [\d.]+\)", _section(text, "## Tuning history")))
+    # RESULTS-notebooks-04-05.md: the 4096 row of the sizes table (last column) and run 2's prose
+    text = _record("RESULTS-notebooks-04-05.md")
+    add("RESULTS-notebooks-04-05.md", re.findall(r"^\| 4096 \|(?: [\d.]+ \|){4} ([\d.]+) \|", text, re.M)
+        + re.findall(r"cuBLAS fp16 ([\d.]+) TFLOP/s", text))
+    # RESULTS-notebooks-06-07.md: 06's "(cuBLAS x)", 07's fp16 column, the second run's "of x"
+    text = _record(NOTEBOOK_RECORD)
+    add(NOTEBOOK_RECORD, re.findall(r"\(cuBLAS ([\d.]+)\)", _section(text, "## 06"))
+        + re.findall(r"\| fp16 ([\d.]+) \|", _section(text, "## 07"))
+        + re.findall(r"fp16 naive [\d.]+ \([\d.]+% of ([\d.]+)\)", _section(text, "## Second run")))
+    # the capstone's saved runs (notebook 09)
+    for f in sorted(KERNELS.glob("capstone-results-*.json")):
+        ms = json.loads(f.read_text()).get("salerno", {}).get("ms", {}).get("4096", {}).get("cublas_fp16")
+        if ms:
+            add(f.name, [round(2 * 4096**3 / (ms * 1e-3) / 1e12, 1)])
+    return out
+
+
+def cublas_spread(ratios: bool = True) -> str:
+    """The range of cuBLAS fp16 at 4096^3 over the recorded runs, so that a ratio quoted from
+    one run is not compared with a cuBLAS figure of another (`ratios`: say that too)."""
+    recs = _cublas_fp16_4096_records()
+    if not recs:
+        return ""
+    vals = [v for v, _ in recs]
+    files = ", ".join(dict.fromkeys(f for _, f in recs))
+    out = (f"cuBLAS fp16 at 4096³ measured {min(vals):.0f}-{max(vals):.0f} TFLOP/s in the {len(vals)} "
+           f"measurements recorded on H200s (kernels/: {files}).")
+    if ratios:
+        out += (" Each % of cuBLAS divides by the cuBLAS figure of its own run, so the same kernel's % "
+                "differs from run to run.")
+    return out
 
 
 # ---------------------------------------------------------------- the ladder on a GPU
@@ -312,31 +428,42 @@ def measure_bank_conflicts(pads=PADS, iters: int = 4096, threads: int = 256) -> 
     return rows
 
 
-def plot_bank_conflicts(rows: list[dict] | None):
-    """Predicted passes per 8x8 read (all pads) and, with GPU rows, the measured time of
-    ldsm_pad relative to the best padding."""
+def bank_conflicts(pads=PADS) -> tuple[list[dict], str]:
+    """(rows, source): ldsm_pad measured now on a GPU, else the run recorded in
+    kernels/RESULTS-notebooks-06-07.md."""
+    if has_gpu():
+        return measure_bank_conflicts(pads), f"measured now on {device_info().name}"
+    return recorded_banks(), recorded_label(NOTEBOOK_RECORD) + "; no GPU here"
+
+
+def plot_bank_conflicts(rows: list[dict] | None, source: str = "measured now"):
+    """Predicted passes per 8x8 read (all pads) and, with rows (measured now or recorded),
+    the time of ldsm_pad relative to the best padding."""
     import matplotlib.pyplot as plt
 
     pads = [r["pad"] for r in rows] if rows else list(PADS)
     ways = [conflict_ways(64 + p) for p in pads]
-    fig, ax = plt.subplots(figsize=(7, 3.3))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
     x = np.arange(len(pads))
     w = 0.38 if rows else 0.6
     ax.bar(x - (w / 2 if rows else 0), ways, w, color="#8c959f", label="predicted passes (bank model)")
     if rows:
         best = min(r["ms"] for r in rows)
         ax.bar(x + w / 2, [r["ms"] / best for r in rows], w, color="#0969da",
-               label="measured time / best (ldsm_pad, GPU)")
+               label="measured time / best (ldsm_pad)")
     ax.set_xticks(x, [f"{p}\n({64 + p})" for p in pads])
     ax.set_xlabel("SMEM_PAD in halves (row length)")
     ax.set_ylabel("x slower than conflict-free")
-    ax.set_title("Bank conflicts of 16x16 fp16 fragment loads from shared memory", fontsize=9)
-    ax.legend(fontsize=8)
+    title = "Bank conflicts of 16x16 fp16 fragment loads from shared memory"
+    ax.set_title(textwrap.fill(title + (f" — time {source}" if rows else " (model only)"), 80), fontsize=10)
+    ax.legend(fontsize=9)
     plt.tight_layout()
     plt.show()
 
 
 # ---------------------------------------------------------------- live sweep
+SM90_MAX_SHARED = 232448  # bytes of shared memory one block may opt in to on sm_90 (H100, H200)
+
 def config_problem(block_m, block_n, block_k, warp_m, warp_n, stages, max_shared=None) -> str | None:
     """None when wmma_gemm_swizzle accepts these defines, else the reason (the kernel's
     static_asserts and the GPU's shared-memory limit, checked before compiling)."""
@@ -351,9 +478,13 @@ def config_problem(block_m, block_n, block_k, warp_m, warp_n, stages, max_shared
                 WARP_M=warp_m, WARP_N=warp_n, STAGES=stages).shared_mem
     if threads // 32 * 16 * (16 * warp_n + 4) * 4 > smem:
         return "the epilogue strips do not fit in the pipeline buffers"
-    limit = max_shared or (device_info().max_shared_optin if device_info() else 232448)
+    info = device_info() if max_shared is None else None
+    limit = max_shared or (info.max_shared_optin if info else SM90_MAX_SHARED)
     if smem > limit:
-        return f"{smem} B of shared memory per block (this GPU allows {limit})"
+        allows = (f"this GPU ({info.name}) allows {limit} B" if info
+                  else f"an H100/H200 (sm_90) allows {limit} B" if limit == SM90_MAX_SHARED
+                  else f"the limit is {limit} B")
+        return f"{smem} B of shared memory per block ({allows} per block)"
     return None
 
 
@@ -389,7 +520,8 @@ def show_config(block_m=128, block_n=128, block_k=64, warp_m=4, warp_n=4, stages
         r = rung("wmma_gemm_swizzle", BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
                  WARP_M=warp_m, WARP_N=warp_n, STAGES=stages)
         print(f"{desc}: {r.threads} threads, {r.shared_mem} B shared memory. "
-              "Timing needs a GPU: none here, so this sweep shows the configuration only.")
+              "Timing needs a GPU: none here, so this shows the configuration only "
+              "(a sweep recorded on an H200 is plotted two cells below).")
         return None
     res = run_config(block_m, block_n, block_k, warp_m, warp_n, stages, n)
     if not res["ok"]:
@@ -432,20 +564,20 @@ def sweep(n=4096, configs=SWEEP_CONFIGS) -> list[dict]:
     return rows
 
 
-def plot_sweep(rows: list[dict], n=4096):
+def plot_sweep(rows: list[dict], n=4096, source: str = "measured now"):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 3.4))
+    fig, ax = plt.subplots(figsize=(11, 4.4))
     vals = [r.get("tflops", 0.0) for r in rows]
     ax.bar([r["label"] for r in rows], vals, color=["#0969da"] + ["#8c959f"] * (len(rows) - 1))
     for i, r in enumerate(rows):
         txt = f"{r['tflops']:.0f}\n{100 * r['ratio']:.0f}%" if r.get("ok") else "invalid"
-        ax.text(i, vals[i], txt, ha="center", va="bottom", fontsize=8)
+        ax.text(i, vals[i], txt, ha="center", va="bottom", fontsize=9)
     ax.set_ylabel("TFLOP/s")
     ax.set_ylim(0, max(vals + [1]) * 1.25)
-    ax.set_title(f"wmma_gemm_swizzle at {n}³: one change at a time (measured now, % of cuBLAS fp16)",
-                 fontsize=9)
-    plt.xticks(fontsize=8)
+    ax.set_title(textwrap.fill(f"wmma_gemm_swizzle at {n}³, TFLOP/s and % of cuBLAS fp16 — {source}", 100),
+                 fontsize=10)
+    plt.xticks(fontsize=9)
     plt.tight_layout()
     plt.show()
 
