@@ -122,3 +122,44 @@ def test_capstone_run_refuses_without_gpu():
         pytest.skip("a GPU is present")
     with pytest.raises(RuntimeError, match="needs a GPU"):
         capstone.run()
+
+
+def test_seed_columns_left_out_while_not_transcribed(monkeypatch):
+    res = fake_results()
+    monkeypatch.setitem(capstone.SALERNO, "cpu_openmp_s", {n: None for n in capstone.SALERNO_SIZES})
+    monkeypatch.setitem(capstone.TVM_RFC, "titan_v_ms", dict.fromkeys(capstone.TVM_RFC["titan_v_ms"]))
+    assert "paper" not in repr(capstone.salerno_table(res))
+    assert "RFC" not in repr(capstone.tvm_table(res))
+    for which in ("salerno", "tvm"):
+        note = capstone.seed_note(which)
+        assert "not transcribed" in note and "left to the reader" in note
+    assert "Salerno et al." in capstone.seed_note("salerno")
+    assert "apache/tvm issue #4052" in capstone.seed_note("tvm")
+
+
+def test_seed_columns_shown_once_values_are_filled_in(monkeypatch):
+    res = fake_results()
+    monkeypatch.setitem(capstone.SALERNO, "cpu_openmp_s", {1024: 1.5, 2048: None})
+    monkeypatch.setitem(capstone.TVM_RFC, "titan_v_ms", {"gemm 4096^3 with tensor cores": 2.5,
+                                                         "conv2d with tensor cores": None})
+    sal = repr(capstone.salerno_table(res))
+    assert "paper: CPU OpenMP" in sal and "1.5 s" in sal and "not transcribed" in sal
+    tvm = repr(capstone.tvm_table(res))
+    assert "RFC, TITAN V ms" in tvm and "2.5" in tvm and "not transcribed" in tvm
+    assert "transcribed from" in capstone.seed_note("salerno") and "transcribed from" in capstone.seed_note("tvm")
+
+
+def test_capstone_text_names_baselines_and_run():
+    res = fake_results()
+    conv = next(s for s in capstone.headline(res) if "TVM layer" in s)
+    assert "im2col kernel (kernels/im2col.cu) + cuBLAS fp16 (1.380 ms" in conv
+    assert "fp32 im2col + cuBLAS fp32" in conv
+    assert capstone.cublas_peaks(res) == {"fp16": 700.0, "fp32": 51.0, "fp64": 55.0}
+    ctx = capstone.cublas_context(res)
+    assert "measured now on Test GPU 80GB" in ctx and "wmma_gemm_swizzle" in ctx
+    res["meta"]["loaded_from"] = "capstone-results-test.json"
+    assert "recorded on Test GPU 80GB, 2026-11-22 00:00 UTC (kernels/capstone-results-test.json)" in \
+        capstone.cublas_context(res)
+    assert "TFLOP/s in the" in capstone.cublas_context(res)  # the spread across recorded runs
+    d = capstone.roof_at(res, res["roofline"]["kernels"][0])  # sgemm_tiled, fp32
+    assert d["compute_label"] == "cuBLAS fp32" and d["roof"] == 51.0

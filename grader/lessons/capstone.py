@@ -33,9 +33,10 @@ from .. import conv, gemm, kernels, numerics
 KERNELS_DIR = kernels.KERNELS_DIR
 SALERNO_SIZES = (1024, 2048, 4096, 8192, 16384)
 
-# Citations for the numbers quoted beside this GPU's. The seeds' own tables were not
-# available as text when this module was written: their values are None (shown as
-# "see the source") rather than typed from memory. Fill them in from the sources to show them.
+# Citations of the seeds. Their own tables were not available as text when this module was
+# written: the values are None rather than typed from memory, and while every value is None the
+# tables leave the column out and seed_note() says so once. Fill them in from the sources to
+# show them as a column beside this GPU's numbers.
 SALERNO = dict(
     source="Salerno et al., \"Tensor cores in GPU computing\", Table I and Fig. 6 "
            "(matrix multiplication times: CPU with OpenMP, CUDA cores, tensor cores, cuBLAS)",
@@ -522,7 +523,7 @@ def plot_salerno(res, y: str = "time"):
 
     s = res["salerno"]
     labels = _labels(res)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(11.5, 5))
     for key, label in labels.items():
         ns = [int(n) for n, row in s["ms"].items() if key in row]
         ns.sort()
@@ -533,11 +534,12 @@ def plot_salerno(res, y: str = "time"):
         ax.plot(ns, vals, "o-", color=COLORS[key], label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("n (C = A B, all n x n)")
-    ax.set_ylabel("time per GEMM (ms)" if y == "time" else "TFLOP/s (2 n^3 / time)")
-    ax.set_title(f"Salerno Table I / Fig. 6 on {res['meta']['gpu']}")
+    ax.set_xlabel("n (C = A B, all n x n)", fontsize=11)
+    ax.set_ylabel("time per GEMM (ms)" if y == "time" else "TFLOP/s (2 n^3 / time)", fontsize=11)
+    ax.tick_params(labelsize=10)
+    ax.set_title(f"Salerno Table I / Fig. 6 on {res['meta']['gpu']}", fontsize=11)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # off the lines
     fig.tight_layout()
     return fig
 
@@ -553,12 +555,28 @@ def salerno_table(res):
         d = {"n": n}
         for key, label in labels.items():
             d[label + " ms"] = f"{row[key]:.2f}" if key in row else "not run"
-        src = SALERNO["cpu_openmp_s"].get(n)
-        d["paper: CPU OpenMP"] = f"{src} s" if src is not None else "see the source"
+        if _any_value(SALERNO["cpu_openmp_s"]):
+            src = SALERNO["cpu_openmp_s"].get(n)
+            d["paper: CPU OpenMP"] = f"{src} s" if src is not None else "not transcribed"
         d["tensor / CUDA cores speedup"] = (f"{row['cuda_cores'] / row['tensor_cores']:.1f}x"
                                             if "cuda_cores" in row and "tensor_cores" in row else "")
         rows.append(d)
     return table(rows)
+
+
+def _any_value(values: dict) -> bool:
+    return any(v is not None for v in values.values())
+
+
+def seed_note(which: str) -> str:
+    """One sentence under a table: the seed's citation, and whether its own numbers are in the
+    table (a column) or not transcribed here (then the comparison is left to the reader)."""
+    seed, values, who = ((SALERNO, SALERNO["cpu_openmp_s"], "paper") if which == "salerno"
+                         else (TVM_RFC, TVM_RFC["titan_v_ms"], "RFC"))
+    if _any_value(values):
+        return f"The {who} column is transcribed from: {seed['source']}."
+    return (f"The {who}'s own numbers are not transcribed here (source: {seed['source']}), "
+            "so the comparison with them is left to the reader of the source.")
 
 
 def tvm_rows(res) -> list[dict]:
@@ -582,10 +600,12 @@ def tvm_table(res):
     for r in tvm_rows(res):
         kind = ("gemm 4096^3 " if r["workload"].startswith("GEMM") else "conv2d ") + r["tensor_cores"]
         paper = titan.get(kind)
-        out.append({"workload": r["workload"], "tensor cores": r["tensor_cores"].split()[0],
-                    "implementation": r["implementation"], f"{res['meta']['gpu']} ms": f"{r['ms']:.3f}",
-                    "TFLOP/s": f"{r['tflops']:.0f}" if r["tflops"] else "",
-                    "RFC, TITAN V ms": f"{paper}" if paper is not None else "see the RFC"})
+        d = {"workload": r["workload"], "tensor cores": r["tensor_cores"].split()[0],
+             "implementation": r["implementation"], f"{res['meta']['gpu']} ms": f"{r['ms']:.3f}",
+             "TFLOP/s": f"{r['tflops']:.0f}" if r["tflops"] else ""}
+        if _any_value(titan):
+            d["RFC, TITAN V ms"] = f"{paper}" if paper is not None else "not transcribed"
+        out.append(d)
     return table(out)
 
 
@@ -593,7 +613,7 @@ def plot_tvm(res):
     import matplotlib.pyplot as plt
 
     rows = tvm_rows(res)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
     for ax, prefix in zip(axes, ("GEMM", "conv2d")):
         sub = [r for r in rows if r["workload"].startswith(prefix)]
         names = [r["implementation"] for r in sub]
@@ -601,14 +621,15 @@ def plot_tvm(res):
         colors = ["#2da44e" if r["tensor_cores"].startswith("with ") else "#0969da" for r in sub]
         ax.barh(range(len(sub)), vals, color=colors)
         for i, v in enumerate(vals):
-            ax.text(v, i, f" {v:.3g} ms", va="center", fontsize=8)
+            ax.text(v, i, f" {v:.3g} ms", va="center", fontsize=10)
         ax.set_yticks(range(len(sub)))
-        ax.set_yticklabels(names, fontsize=8)
-        ax.set_xscale("log")
+        ax.set_yticklabels(names, fontsize=10)
+        ax.set_xlim(0, max(vals + [1e-3]) * 1.3)  # linear: bar length is time; room for the labels
+        ax.tick_params(axis="x", labelsize=10)
         ax.invert_yaxis()
-        ax.set_xlabel("ms (log scale); green: tensor cores, blue: CUDA cores")
-        ax.set_title(sub[0]["workload"] if sub else prefix)
-    fig.suptitle(f"The TVM RFC's workloads on {res['meta']['gpu']}")
+        ax.set_xlabel("ms per call (green: tensor cores, blue: CUDA cores)", fontsize=10)
+        ax.set_title(sub[0]["workload"] if sub else prefix, fontsize=11)
+    fig.suptitle(f"The TVM RFC's workloads on {res['meta']['gpu']}", fontsize=12)
     fig.tight_layout()
     return fig
 
@@ -616,43 +637,118 @@ def plot_tvm(res):
 def plot_roofline(res):
     """Roofline: min(peak, intensity x bandwidth) for each measured peak; every course kernel
     at (compulsory-traffic intensity, achieved TFLOP/s). Pure data movers (0 FLOPs) go in a
-    side panel as a fraction of the copy bandwidth."""
+    side panel as a fraction of the copy bandwidth. Sized for a projector: text >= 10 pt, the
+    legend below the axes, ceiling labels right of every kernel."""
     import matplotlib.pyplot as plt
 
     roof = res["roofline"]
     bw = roof["copy_gbs"] * 1e9
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw=dict(width_ratios=[3, 1]))
-    ai = np.logspace(-1, 4, 200)
-    styles = ["-", "--", "-.", ":"]
-    for (label, peak), ls in zip(roof["peaks_tflops"].items(), styles):
-        ax.loglog(ai, np.minimum(peak, ai * bw / 1e12), ls, color="#444", lw=1)
-        ax.text(2e3, peak * 1.08, f"{label}: {peak:.0f}", fontsize=7, ha="right")
-    ax.text(0.15, 0.15 * bw / 1e12 * 1.4, f"copy {roof['copy_gbs']:.0f} GB/s", rotation=35, fontsize=7)
-    markers = {"CUDA cores": "o", "tensor cores": "s"}
     flop_pts = [p for p in roof["kernels"] if p["flops"] > 0]
+    ncol = 4
+    rows = -(-len(flop_pts) // ncol)  # legend rows
+    legend_in = 0.45 + 0.24 * rows  # inches of figure height under the panels for the legend
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(14, 5.6 + legend_in),
+                                  gridspec_kw=dict(width_ratios=[3, 1]))
+    ai = np.logspace(-1, 5, 200)
+    styles = ["-", "--", "-.", ":"]
+    peaks = sorted(roof["peaks_tflops"].items(), key=lambda kv: -kv[1])
+    for k, ((label, peak), ls) in enumerate(zip(peaks, styles)):
+        ax.loglog(ai, np.minimum(peak, ai * bw / 1e12), ls, color="#444", lw=1.2)
+        # label at the right end, above its line unless the next higher ceiling is close
+        below = k > 0 and peaks[k - 1][1] < 1.5 * peak
+        ax.text(9e4, peak / 1.1 if below else peak * 1.1, f"{label}: {peak:.0f}", fontsize=10, ha="right",
+                va="top" if below else "bottom")
+    markers = {"CUDA cores": "o", "tensor cores": "s"}
     cmap = plt.get_cmap("tab20")
     for i, p in enumerate(flop_pts):
         x = p["flops"] / p["bytes"]
         yv = p["flops"] / (p["ms"] * 1e-3) / 1e12
         jitter = 1 + 0.06 * ((i % 5) - 2)
-        ax.loglog(x * jitter, yv, markers.get(p["unit"], "^"), color=cmap(i % 20), ms=7,
+        ax.loglog(x * jitter, yv, markers.get(p["unit"], "^"), color=cmap(i % 20), ms=8,
                   label=f"{p['kernel']} ({p['size']}): {yv:.1f}")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of compulsory DRAM traffic)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"Roofline of {res['meta']['gpu']} (measured ceilings)")
+    ax.set_xlim(0.07, 1.2e5)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of compulsory DRAM traffic)", fontsize=11)
+    ax.set_ylabel("TFLOP/s", fontsize=11)
+    ax.tick_params(labelsize=10)
+    ax.set_title(f"Roofline of {res['meta']['gpu']} (measured ceilings); "
+                 "circles: CUDA cores, squares: tensor cores", fontsize=11)
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=6.5, loc="upper left", ncol=1)
+    handles, labels = ax.get_legend_handles_labels()
     mem = [p for p in roof["kernels"] if p["flops"] == 0]
     gbs = [p["bytes"] / (p["ms"] * 1e-3) / 1e9 for p in mem]
     ax2.barh(range(len(mem)), gbs, color="#bf8700")
+    for i, v in enumerate(gbs):
+        ax2.text(v, i, f" {v:.0f}", va="center", fontsize=10)
     ax2.axvline(roof["copy_gbs"], color="#444", ls="--")
-    ax2.text(roof["copy_gbs"], len(mem) - 0.4, " copy", fontsize=8)
+    ax2.text(roof["copy_gbs"], -0.6, "copy ", fontsize=10, ha="right", va="center")
     ax2.set_yticks(range(len(mem)))
-    ax2.set_yticklabels([p["kernel"] for p in mem], fontsize=8)
-    ax2.set_xlabel("GB/s (read + written)")
-    ax2.set_title("data movement (0 FLOPs)")
-    fig.tight_layout()
+    ax2.set_yticklabels([p["kernel"] for p in mem], fontsize=10)
+    ax2.set_xlim(0, max(gbs + [roof["copy_gbs"]]) * 1.15)
+    ax2.set_ylim(len(mem) - 0.5, -0.9)
+    ax2.tick_params(axis="x", labelsize=10)
+    ax2.set_xlabel("GB/s (read + written)", fontsize=11)
+    ax2.set_title("data movement (0 FLOPs)", fontsize=11)
+    # the legend below both panels (it would cover the points inside the axes)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=10, frameon=False,
+               title="kernel (size): TFLOP/s achieved", title_fontsize=10)
+    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
+    # the bandwidth roof's label, turned to the line's angle on screen (known once laid out)
+    x0, x1 = 0.3, 3.0
+    (px0, py0), (px1, py1) = ax.transData.transform([(x0, x0 * bw / 1e12), (x1, x1 * bw / 1e12)])
+    ax.annotate(f"copy {roof['copy_gbs']:.0f} GB/s", (x0, x0 * bw / 1e12), xytext=(4, 8),
+                textcoords="offset points", rotation=np.degrees(np.arctan2(py1 - py0, px1 - px0)),
+                rotation_mode="anchor", fontsize=10)
     return fig
+
+
+def roof_at(res, point: dict) -> dict:
+    """Where a roofline point stands: intensity, achieved TFLOP/s, the bandwidth roof at that
+    intensity and the compute ceiling of its precision (the cuBLAS peak of that precision)."""
+    roof = res["roofline"]
+    x = point["flops"] / point["bytes"]
+    achieved = point["flops"] / (point["ms"] * 1e-3) / 1e12
+    bw_roof = x * roof["copy_gbs"] * 1e9 / 1e12
+    prec = "fp" + str(8 * np.dtype(point["precision"]).itemsize)
+    compute = cublas_peaks(res).get(prec, max(roof["peaks_tflops"].values()))
+    return dict(kernel=point["kernel"], size=point["size"], intensity=x, tflops=achieved, bw_roof=bw_roof,
+                compute_roof=compute, compute_label=f"cuBLAS {prec}", roof=min(bw_roof, compute))
+
+
+def recorded_label(res) -> str:
+    """'recorded on <GPU>, <date> (kernels/<file>)' for loaded results, else 'measured now on <GPU>'."""
+    m = res["meta"]
+    if m.get("loaded_from"):
+        return f"recorded on {m['gpu']}, {m['date']} (kernels/{m['loaded_from']})"
+    return f"measured now on {m['gpu']}"
+
+
+def cublas_peaks(res) -> dict:
+    """cuBLAS fp16 / fp32 / fp64 TFLOP/s of a run (its roofline ceilings, measured at 8192^3)."""
+    out = {}
+    for key, v in res["roofline"]["peaks_tflops"].items():
+        m = re.match(r"cuBLAS (fp\d+)", key)
+        if m:
+            out[m.group(1)] = v
+    return out
+
+
+def cublas_context(res) -> str:
+    """This run's cuBLAS fp16 at 4096^3 and wmma_gemm_swizzle's share of it, then (for loaded
+    results) the spread of cuBLAS fp16 across every recorded run, so the ratio is read as one run's."""
+    row = res["salerno"]["ms"].get("4096", {})
+    if "cublas_fp16" not in row:
+        return ""
+    lib = 2 * 4096**3 / (row["cublas_fp16"] * 1e-3) / 1e12
+    out = f"In this run, {recorded_label(res)}: cuBLAS fp16 at 4096³ ran at {lib:.0f} TFLOP/s"
+    if "tensor_cores" in row:
+        mine = 2 * 4096**3 / (row["tensor_cores"] * 1e-3) / 1e12
+        out += f"; wmma_gemm_swizzle {mine:.0f} TFLOP/s = {100 * mine / lib:.1f}% of it"
+    out += "."
+    if res["meta"].get("loaded_from"):
+        from .fast_gemm import cublas_spread
+
+        out += " " + cublas_spread()
+    return out
 
 
 def headline(res) -> list[str]:
@@ -674,7 +770,13 @@ def headline(res) -> list[str]:
     if res.get("conv_layers"):
         t = res["conv_layers"][0]
         line = (f"conv2d at the TVM layer: implicit-GEMM WMMA {t['kernel_ms']:.3f} ms, "
-                f"{t['speedup_vs_im2col_cublas']:.2f}x faster than im2col + cuBLAS")
+                f"{t['speedup_vs_im2col_cublas']:.2f}x faster than the fp16 im2col kernel (kernels/im2col.cu) "
+                f"+ cuBLAS fp16 ({t['im2col_cublas_ms']:.3f} ms, "
+                f"the TVM table's \"im2col kernel + cuBLAS fp16\" row)")
+        fp32 = next(iter(res.get("tvm", {}).get("conv2d", {}).get("without tensor cores", {}).values()), None)
+        if fp32:
+            line += (f", {fp32 / t['kernel_ms']:.1f}x faster than fp32 im2col + cuBLAS fp32 on CUDA cores "
+                     f"({fp32:.3f} ms)")
         if "cudnn_ms" in t:
             line += f"; cuDNN {t['cudnn_ms']:.3f} ms (ours runs at {t['kernel_vs_cudnn']:.2f}x cuDNN's speed)"
         out.append(line + ".")
