@@ -249,8 +249,12 @@ class EmuModule:
             "partial-warp-collective": "All 32 lanes of the warp (or every lane in the mask) must reach a warp collective or WMMA call: do not return early before it.",
             "uninitialized-shared": "Some thread reads shared memory before any thread wrote it: a missing __syncthreads() between the writes and the reads, or a tile that is not fully loaded.",
             "assert": "An assert() in the kernel failed for this thread.",
+            "async-copy": "Before any thread reads a tile, each thread waits for its own copies of it "
+                          "(__pipeline_wait_prior(n) leaves only its n most recent commit groups in flight) and "
+                          "then all meet at __syncthreads(); copies of a new tile go into a buffer no warp still "
+                          "reads (with STAGES buffers: tile kt+STAGES-1 into the buffer of tile kt-1).",
         }
-        return KernelFault(kind, text, where=where, hint=hints.get(kind, ""))
+        return KernelFault(kind, text, where=where, hint=rec.get("hint") or hints.get(kind, ""))
 
     def _line_from_pcs(self, pcs: list[str]) -> int | None:
         filename = self._built.meta.get("filename", f"{self.name}.cu")

@@ -161,39 +161,6 @@ def _swizzle_variants():
         return []
 
 
-# Prepended to a kernel: cp.async copies that land LATE. Each thread's copy makes its
-# destination undefined (all-ones bytes: NaN halves) when issued and lands only at the
-# __pipeline_wait_prior that requires its commit group. A read of a buffer before the wait
-# for its tile, or of a buffer a copy of the same warp is filling, then sees NaN or old
-# data. (The emulator itself lands copies at issue; a buffer refilled while ANOTHER warp
-# still reads it is caught only with warps out of step, which neither mode produces.)
-LATE_COPIES = r"""
-#include <cuda_pipeline.h>
-#include <cstring>
-#include <vector>
-struct TcCopy { void* dst; const void* src; size_t size, zfill; };
-static std::vector<TcCopy> tc_open[1024];                 // per thread: copies not yet committed
-static std::vector<std::vector<TcCopy>> tc_groups[1024];  // per thread: committed groups, oldest first
-static int tc_tid() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
-static void tc_memcpy_async(void* dst, const void* src, size_t size, size_t zfill = 0) {
-    memset(dst, 0xff, size);
-    tc_open[tc_tid()].push_back({dst, src, size, zfill});
-}
-static void tc_commit() { int t = tc_tid(); tc_groups[t].push_back(tc_open[t]); tc_open[t].clear(); }
-static void tc_wait_prior(size_t pending) {
-    auto& groups = tc_groups[tc_tid()];
-    while (groups.size() > pending) {
-        for (const TcCopy& c : groups.front()) __pipeline_memcpy_async(c.dst, c.src, c.size, c.zfill);
-        groups.erase(groups.begin());
-    }
-}
-#define __pipeline_memcpy_async tc_memcpy_async
-#define __pipeline_commit tc_commit
-#define __pipeline_wait_prior tc_wait_prior
-#line 1
-"""
-
-
 def _run_swizzle(rung, src, M, N, K, race_check=False):
     spec = rung.spec()
     mod = compile_module(src, options=rung.options, name=rung.file)
@@ -205,35 +172,35 @@ def _run_swizzle(rung, src, M, N, K, race_check=False):
     return C, A, B
 
 
-@pytest.mark.parametrize("copies", ["at-issue", "late"])
 @pytest.mark.parametrize("rung", _swizzle_variants(), ids=lambda r: r.name)
-def test_swizzle_variants_on_emulator(rung, copies):
+def test_swizzle_variants_on_emulator(rung):
     """wmma_gemm_swizzle at its defaults and every variant the GPU sweep times
     (bench_wmma.SWEEP) is correct on the emulator: two block columns and two K tiles, and 7 K
-    tiles (every pipeline buffer reused, KT not a multiple of STAGES). Copies land at issue
-    with both thread orders (race_check), or late (LATE_COPIES)."""
+    tiles (every pipeline buffer reused, KT not a multiple of STAGES). The emulator's cp.async
+    copies land only at the __pipeline_wait_prior that covers them (reading one in flight is a
+    fault), and both thread orders must agree (race_check)."""
     src = _need(rung.file + ".cu")
     bm, bn, bk = rung.spec().multiple
     for M, N, K in [(bm, 2 * bn, 2 * bk), (bm, bn, 7 * bk)]:
-        if copies == "late":
-            C, A, B = _run_swizzle(rung, LATE_COPIES + src, M, N, K)
-        else:
-            C, A, B = _run_swizzle(rung, src, M, N, K, race_check=True)
+        C, A, B = _run_swizzle(rung, src, M, N, K, race_check=True)
         _check(C, A, B, K, 2.0**-24)
 
 
 @pytest.mark.parametrize("frag_db", [0, 1])
-def test_late_copies_catch_a_wait_that_is_too_loose(frag_db):
-    """Calibration of LATE_COPIES: waiting for one tile too few is caught (the emulator's own
-    copies, which land at issue, do not see it)."""
+def test_a_wait_that_is_too_loose_is_caught(frag_db):
+    """Calibration: waiting for one tile too few (__pipeline_wait_prior(STAGES - 1)) reads a
+    tile whose copies have not landed; the emulator names the read, the copy and the wait."""
     from grader import bench_wmma
+    from grader.errors import KernelFault
 
     src = _need("wmma_gemm_swizzle.cu")
     bad = src.replace("__pipeline_wait_prior(STAGES - 2)", "__pipeline_wait_prior(STAGES - 1)")
     assert bad != src
     rung = bench_wmma._v("wmma_gemm_swizzle", FRAG_DB=frag_db, LEAN_ADDR=1)
-    C, A, B = _run_swizzle(rung, bad, 128, 128, 7 * 64)
-    _check(C, A, B, 7 * 64, 2.0**-24)  # lands at issue: passes
-    C, A, B = _run_swizzle(rung, LATE_COPIES + bad, 128, 128, 7 * 64)
-    with pytest.raises(AssertionError):
-        _check(C, A, B, 7 * 64, 2.0**-24)
+    with pytest.raises(KernelFault) as ei:
+        _run_swizzle(rung, bad, 128, 128, 7 * 64)
+    e = ei.value
+    assert e.kind == "async-copy", str(e)
+    assert "cp.async that has not been waited for (__pipeline_wait_prior)" in str(e)
+    assert "__pipeline_wait_prior(2)" in str(e) and "__pipeline_wait_prior(1) or less" in str(e), str(e)
+    assert "load_matrix_sync" in e.where.extra.get("source_line", ""), str(e)

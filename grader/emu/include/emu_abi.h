@@ -23,6 +23,7 @@ struct __emu_shared_base {
   const char* name;
   int escaped;                // its address was taken: stop uninitialised-read checks
   struct __emu_shared_base* next;
+  unsigned short* cp_shadow;  // cp.async copies not yet landed, per 4-byte granule (runner-owned; 0: none ever)
 };
 
 typedef void (*__emu_combine_fn)(void** payloads, unsigned mask);
@@ -41,6 +42,14 @@ extern struct __emu_thread* __emu_cur;
 extern struct __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
 extern int __emu_check_uninit;
 
+// cp.async (__pipeline_memcpy_async & co., see the runner): copies issued by the block's
+// threads and not landed yet, in all and into static __shared__ arrays (or memory the runner
+// cannot place); one counter per 4-byte granule of dynamic shared memory.
+extern long long __emu_cp_pending, __emu_cp_pending_other;
+extern unsigned short* __emu_cp_dyn_shadow;
+extern char* __emu_cp_dyn_base;
+extern unsigned long long __emu_cp_dyn_bytes;
+
 void __emu_syncthreads(int line);
 // op: 0 count, 1 and, 2 or
 int __emu_syncthreads_red(int line, int op, int pred);
@@ -53,6 +62,13 @@ unsigned long long __emu_dyn_smem_size(void);
 void __emu_register_shared(struct __emu_shared_base* s);
 __attribute__((noreturn, noinline)) void __emu_fault(const char* kind, const char* msg,
     const char* arg, long long index, long long size, int line);
+// cuda_pipeline.h primitives, per thread (line: the caller's, for reports)
+void __emu_cp_async(void* dst, const void* src, unsigned long long size, unsigned long long zfill, int line);
+void __emu_cp_commit(void);
+void __emu_cp_wait(unsigned long long prior, int line);
+void __emu_cp_arrive(int line);
+// A read (write=0) or write of [p, p+bytes) at `line`: faults if a copy not yet landed covers it.
+void __emu_cp_touch(const void* p, unsigned long long bytes, int write, int line);
 int __emu_printf(const char* __restrict fmt, ...);
 long long __emu_clock(void);
 #ifdef __cplusplus

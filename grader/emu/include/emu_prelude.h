@@ -3,7 +3,7 @@
 // Bump EMU_PRELUDE_VERSION when behaviour changes (it keys the compile cache).
 #ifndef EMU_PRELUDE_H
 #define EMU_PRELUDE_H
-#define EMU_PRELUDE_VERSION 7
+#define EMU_PRELUDE_VERSION 8
 
 #include <assert.h>
 #include <stdint.h>
@@ -441,9 +441,20 @@ template <class T> struct ElemRef {
   __emu_shared_base* a;
   EMU_AI T get() const {
     if (__builtin_expect(!*sh, 0) && __emu_check_uninit && !a->escaped) shared_uninit(a, p - (T*)a->data);
+    if (__builtin_expect(a->cp_shadow != 0, 0)) cp_check(0);
     return *p;
   }
-  EMU_AI void set(const T& v) const { *p = v; *sh = 1; }
+  EMU_AI void set(const T& v) const {
+    if (__builtin_expect(a->cp_shadow != 0, 0)) cp_check(1);
+    *p = v; *sh = 1;
+  }
+  // a cp.async into this array is (or was) in flight in this process: is this element landed?
+  EMU_AI void cp_check(int write) const {
+    size_t off = (size_t)((const char*)p - (const char*)a->data);
+    unsigned hit = 0;
+    for (size_t g = off >> 2; g <= (off + sizeof(T) - 1) >> 2; ++g) hit |= a->cp_shadow[g];
+    if (__builtin_expect(hit != 0, 0)) __emu_cp_touch(p, sizeof(T), write, 0);
+  }
   EMU_AI operator T() const { return get(); }
   EMU_AI const ElemRef& operator=(const T& v) const { set(v); return *this; }
   EMU_AI const ElemRef& operator=(const ElemRef& o) const { set(o.get()); return *this; }
@@ -506,7 +517,7 @@ template <class T, size_t... D> struct SharedArray : __emu_shared_base {
   typedef typename arr_of<T, D...>::type array_t;
   SharedArray(const char* nm) {
     data = (void*)store; shadow = tracked<T>::value ? shadowbuf : 0; bytes = sizeof(store);
-    count = N; name = nm; escaped = 0; next = 0;
+    count = N; name = nm; escaped = 0; next = 0; cp_shadow = 0;
     memset((void*)store, 0xff, sizeof(store));
     memset(shadowbuf, 0, sizeof(shadowbuf));
     __emu_register_shared(this);
@@ -611,17 +622,33 @@ template <class T> EMU_AI unsigned __match_any_sync(unsigned m, T v, int line = 
 #define __shfl_xor(v, s, ...) __shfl_xor_sync(0xffffffffu, v, s, ##__VA_ARGS__)
 
 // ---------------------------------------------------------------- cuda_pipeline.h
-// Asynchronous copies are done synchronously: a faithful emulation of their results.
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-inline void __pipeline_memcpy_async(void* dst, const void* src, size_t size_and_align, size_t zfill = 0) {
-  unsigned char* d = (unsigned char*)dst; const unsigned char* s = (const unsigned char*)src;
-  size_t n = size_and_align - zfill;
-  for (size_t i = 0; i < n; ++i) d[i] = s[i];
-  for (size_t i = n; i < size_and_align; ++i) d[i] = 0;
+// cp.async with a GPU's ordering and no more (the runner, "cp.async"): a copy reads its
+// source when issued, its destination reads as NaN bytes until __pipeline_wait_prior lands
+// its commit group, and a read (or write) the emulator sees of bytes still in flight is
+// reported with both lines: wmma::load_matrix_sync / store_matrix_sync and checked
+// __shared__ arrays (plain pointer reads of dynamic shared memory just read NaN).
+EMU_AI void __pipeline_memcpy_async(void* dst, const void* src, size_t size_and_align, size_t zfill = 0,
+                                    int line = __builtin_LINE()) {
+  __emu_cp_async(dst, src, size_and_align, zfill, line);
 }
-inline void __pipeline_commit() {}
-inline void __pipeline_wait_prior(size_t) {}
-inline void __pipeline_arrive_on(void*) {}
+EMU_AI void __pipeline_commit() { __emu_cp_commit(); }
+EMU_AI void __pipeline_wait_prior(size_t prior, int line = __builtin_LINE()) { __emu_cp_wait(prior, line); }
+EMU_AI void __pipeline_arrive_on(void*, int line = __builtin_LINE()) { __emu_cp_arrive(line); }
+namespace emu {
+// Is [p, p+bytes) the destination of a copy that has not landed? (The common case, no copy
+// in flight in the block, costs one load.)
+EMU_AI void cp_touch(const void* p, unsigned bytes, int write, int line) {
+  if (__builtin_expect(__emu_cp_pending == 0, 1)) return;
+  unsigned long long off = (unsigned long long)((const char*)p - __emu_cp_dyn_base);
+  if (off < __emu_cp_dyn_bytes) {
+    unsigned hit = 0;
+    for (unsigned long long g = off >> 2; g <= (off + bytes - 1) >> 2; ++g) hit |= __emu_cp_dyn_shadow[g];
+    if (__builtin_expect(hit != 0, 0)) __emu_cp_touch(p, bytes, write, line);
+  } else if (__emu_cp_pending_other) {
+    __emu_cp_touch(p, bytes, write, line);
+  }
+}
+}  // namespace emu
 
 #include "emu_wmma.h"
 

@@ -139,12 +139,17 @@ EMU_AI void fill_fragment(fragment<Use, M, N, K, T, L>& f, const typename detail
 }
 
 namespace detail {
+// Each lane reads (writes) exactly its own elements; with a cp.async in flight in the block
+// each of them is checked against the copies not yet landed (emu::cp_touch).
 template <int USE, int M, int N, int K, class E, bool ROWMAJOR>
-EMU_AI void load(E* x, int num, const E* p, unsigned ldm) {
+EMU_AI void load(E* x, int num, const E* p, unsigned ldm, int line) {
   const int lane = __emu_cur->lane;
+  const bool inflight = __emu_cp_pending != 0;
   for (int i = 0; i < num; ++i) {
     int r, c; coord(USE, M, N, K, lane, i, r, c);
-    x[i] = ROWMAJOR ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+    const E* q = ROWMAJOR ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
+    if (inflight) ::emu::cp_touch(q, sizeof(E), 0, line);
+    x[i] = *q;
   }
 }
 }  // namespace detail
@@ -153,22 +158,22 @@ template <int M, int N, int K, class T, class L>
 EMU_AI void load_matrix_sync(fragment<matrix_a, M, N, K, T, L>& f, const typename detail::storage<T>::type* p,
                              unsigned ldm, int line = __builtin_LINE()) {
   detail::whole_warp("load_matrix_sync", line);
-  detail::load<0, M, N, K, typename detail::storage<T>::type, std::is_same<L, row_major>::value>(f.x, f.num_elements, p, ldm);
+  detail::load<0, M, N, K, typename detail::storage<T>::type, std::is_same<L, row_major>::value>(f.x, f.num_elements, p, ldm, line);
   __emu_warp_op(EMU_OP_WMMA_LOAD, 0xffffffffu, line, 0, 0);
 }
 template <int M, int N, int K, class T, class L>
 EMU_AI void load_matrix_sync(fragment<matrix_b, M, N, K, T, L>& f, const typename detail::storage<T>::type* p,
                              unsigned ldm, int line = __builtin_LINE()) {
   detail::whole_warp("load_matrix_sync", line);
-  detail::load<1, M, N, K, typename detail::storage<T>::type, std::is_same<L, row_major>::value>(f.x, f.num_elements, p, ldm);
+  detail::load<1, M, N, K, typename detail::storage<T>::type, std::is_same<L, row_major>::value>(f.x, f.num_elements, p, ldm, line);
   __emu_warp_op(EMU_OP_WMMA_LOAD, 0xffffffffu, line, 0, 0);
 }
 template <int M, int N, int K, class T>
 EMU_AI void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, const T* p, unsigned ldm, layout_t layout,
                              int line = __builtin_LINE()) {
   detail::whole_warp("load_matrix_sync", line);
-  if (layout == mem_row_major) detail::load<2, M, N, K, T, true>(f.x, f.num_elements, p, ldm);
-  else detail::load<2, M, N, K, T, false>(f.x, f.num_elements, p, ldm);
+  if (layout == mem_row_major) detail::load<2, M, N, K, T, true>(f.x, f.num_elements, p, ldm, line);
+  else detail::load<2, M, N, K, T, false>(f.x, f.num_elements, p, ldm, line);
   __emu_warp_op(EMU_OP_WMMA_LOAD, 0xffffffffu, line, 0, 0);
 }
 template <int M, int N, int K, class T>
@@ -176,9 +181,12 @@ EMU_AI void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void
                               int line = __builtin_LINE()) {
   detail::whole_warp("store_matrix_sync", line);
   const int lane = __emu_cur->lane;
+  const bool inflight = __emu_cp_pending != 0;
   for (int i = 0; i < f.num_elements; ++i) {
     int r, c; detail::coord(2, M, N, K, lane, i, r, c);
-    if (layout == mem_row_major) p[(size_t)r * ldm + c] = f.x[i]; else p[(size_t)c * ldm + r] = f.x[i];
+    T* q = layout == mem_row_major ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
+    if (inflight) ::emu::cp_touch(q, sizeof(T), 1, line);
+    *q = f.x[i];
   }
   __emu_warp_op(EMU_OP_WMMA_STORE, 0xffffffffu, line, 0, 0);
 }

@@ -39,6 +39,10 @@ extern "C" {
 __emu_thread* __emu_cur = 0;
 __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
 int __emu_check_uninit = 1;
+long long __emu_cp_pending = 0, __emu_cp_pending_other = 0;
+unsigned short* __emu_cp_dyn_shadow = 0;
+char* __emu_cp_dyn_base = 0;
+unsigned long long __emu_cp_dyn_bytes = 0;
 void emu_switch(void** save_sp, void* to_sp);
 }
 
@@ -82,6 +86,27 @@ size_t g_fill_init = FILL_INIT;
 
 enum { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
 
+// One cp.async (__pipeline_memcpy_async) that has not landed yet (see "cp.async" below).
+struct CpCopy {
+  unsigned char* dst;
+  unsigned short* shadow;    // the counter of its first 4-byte granule (0: memory we cannot place)
+  unsigned long long group;  // its thread's commit group (the open batch: == committed)
+  unsigned long long nwaits; // its thread's __pipeline_wait_prior calls before it was issued
+  unsigned size;
+  int line;
+  bool other;                // counted in __emu_cp_pending_other (a static __shared__ array)
+  unsigned char data[16];    // the source bytes, read when issued
+};
+struct CpThread {
+  std::vector<CpCopy> q;  // in issue order; [head, size) have not landed
+  size_t head = 0;
+  unsigned long long committed = 0;  // commit groups closed so far
+  unsigned long long nwaits = 0;     // __pipeline_wait_prior calls so far
+  unsigned long long wait_prior = 0, wait_committed = 0;  // the last wait's argument, and `committed` then
+  int wait_line = 0;
+  void reset() { q.clear(); head = 0; committed = nwaits = wait_prior = wait_committed = 0; wait_line = 0; }
+};
+
 struct Fiber {
   __emu_thread t;  // must be first: __emu_cur points here
   void* sp;
@@ -91,6 +116,7 @@ struct Fiber {
   char* stack_hi;
   char* fill_lo;    // [fill_lo, stack_hi) is all 0xFF when the fiber starts
   uintptr_t min_sp; // lowest saved stack pointer seen at a switch in the last run
+  CpThread cp;      // its asynchronous copies
 };
 
 struct Warp {
@@ -345,6 +371,18 @@ void reset_shared() {
   if (g_smem_size) memset(g_smem, 0xff, g_smem_end - g_smem);
 }
 
+// cp.async state of a new block: no copy in flight (copies nobody waited for are dropped with
+// the block that issued them, as its shared memory is)
+void cp_reset_block() {
+  for (unsigned i = 0; i < g_nthreads; ++i) g_fibers[i].cp.reset();
+  if (__emu_cp_pending) {
+    if (__emu_cp_dyn_shadow) memset(__emu_cp_dyn_shadow, 0, ((g_smem_size + 3) / 4) * sizeof(unsigned short));
+    for (__emu_shared_base* s = g_shared_head; s; s = s->next)
+      if (s->cp_shadow) memset(s->cp_shadow, 0, ((s->bytes + 3) / 4) * sizeof(unsigned short));
+  }
+  __emu_cp_pending = __emu_cp_pending_other = 0;
+}
+
 // Make [fill_lo, stack_hi) all 0xFF again for the fiber's next start, touching only what its
 // run can have changed: everything below the lowest non-0xFF byte is still 0xFF.
 void refill_stack(Fiber& f) {
@@ -374,6 +412,7 @@ void run_block(unsigned long long b) {
   __emu_bidx.y = (unsigned)((b / __emu_gdim.x) % __emu_gdim.y);
   __emu_bidx.z = (unsigned)(b / ((unsigned long long)__emu_gdim.x * __emu_gdim.y));
   reset_shared();
+  cp_reset_block();
   for (unsigned i = 0; i < g_nthreads; ++i) {
     Fiber& f = g_fibers[i];
     f.state = RUNNABLE;
@@ -574,6 +613,10 @@ int worker_main() {
   mprotect(g_smem_region + PAGE + rounded, PAGE, PROT_NONE);
   g_smem_end = g_smem_region + PAGE + rounded;
   g_smem = g_smem_end - (g_smem_size + 15) / 16 * 16;
+  // cp.async: a counter per 4-byte granule of dynamic shared memory (+2: reads past the end)
+  __emu_cp_dyn_shadow = (unsigned short*)calloc((g_smem_size + 3) / 4 + 2, sizeof(unsigned short));
+  __emu_cp_dyn_base = g_smem;
+  __emu_cp_dyn_bytes = g_smem_size;
   for (;;) {
     if (g_ctl->failed) break;
     unsigned long long b = __atomic_fetch_add(&g_ctl->next_block, 1ull, __ATOMIC_SEQ_CST);
@@ -589,6 +632,247 @@ int worker_main() {
 }
 
 }  // namespace
+
+
+// ------------------------------------------------------------------ cp.async (cuda_pipeline.h)
+// __pipeline_memcpy_async / __pipeline_commit / __pipeline_wait_prior with the ordering a GPU
+// guarantees and no more, per thread. A copy reads its source when it is issued (a GPU reads
+// it at some time between issue and completion: inputs do not change meanwhile), makes its
+// destination read as poison (0xFF bytes: NaN as half, float, double) and joins the thread's
+// open batch; __pipeline_commit closes the batch into a commit group (an empty one too);
+// __pipeline_wait_prior(n) lands (writes) the copies of every committed group of the thread
+// except the n most recent. A copy its thread never waits for never lands: a thread may exit
+// with copies in flight (legal on a GPU: empty groups, tiles nobody reads), but no thread can
+// legally read their bytes. Reads and writes the emulator sees (wmma load/store, checked
+// __shared__ arrays) of bytes a copy has not landed on are reported, naming the copy.
+
+namespace {
+// Where a copy's destination lives: its first granule counter (0 if unknown), and whether
+// it counts as "other" (a static __shared__ array).
+struct CpPlace { unsigned short* shadow; bool other; __emu_shared_base* arr; long long off; };
+
+__emu_shared_base* static_array_of(uintptr_t p) {
+  for (__emu_shared_base* s = g_shared_head; s; s = s->next)
+    if (p >= (uintptr_t)s->data && p < (uintptr_t)s->data + s->bytes) return s;
+  return 0;
+}
+
+const Buffer* buffer_of(uintptr_t p) {
+  for (const Buffer& B : g_bufs)
+    if (p >= (uintptr_t)B.start && p < (uintptr_t)B.end) return &B;
+  return 0;
+}
+
+void land(CpCopy& c) {
+  for (unsigned i = 0; i < c.size; ++i) c.dst[i] = c.data[i];
+  if (c.shadow)
+    for (unsigned g = 0; g < c.size / 4; ++g) --c.shadow[g];
+  if (c.other) --__emu_cp_pending_other;
+  --__emu_cp_pending;
+}
+
+void land_until(CpThread& t, unsigned long long group_limit) {
+  while (t.head < t.q.size() && t.q[t.head].group < group_limit) land(t.q[t.head++]);
+  if (t.head == t.q.size()) { t.q.clear(); t.head = 0; }
+}
+
+// a misuse of __pipeline_memcpy_async itself; `hint` replaces the kind's usual one
+void cp_fault(const char* kind, const char* msg, int line, const char* extra = 0, const char* hint = 0) {
+  char more[512];
+  snprintf(more, sizeof more, "%s%s%s%s", extra ? extra : "", hint ? "hint=" : "", hint ? hint : "", hint ? "\n" : "");
+  fault_at(kind, msg, (Fiber*)__emu_cur, line, more);
+}
+const char* CP_USAGE = "__pipeline_memcpy_async(dst, src, bytes) copies 4, 8 or 16 bytes (16: 8 halves, the fastest) "
+                       "from global memory (src) into shared memory (dst), both addresses multiples of bytes.";
+
+void who(char* b, size_t n, const Fiber* f, const Fiber* me) {
+  char u[64];
+  unit3(u, sizeof u, f);
+  snprintf(b, n, f == me ? "this thread %s" : "thread %s", u);
+}
+}  // namespace
+
+extern "C" {
+
+void __emu_cp_async(void* dst, const void* src, unsigned long long size, unsigned long long zfill, int line) {
+  Fiber* f = (Fiber*)__emu_cur;
+  char msg[1024], extra[256];
+  if (size != 4 && size != 8 && size != 16) {
+    snprintf(msg, sizeof msg, "__pipeline_memcpy_async copies 4, 8 or 16 bytes (its size_and_align), not %llu", size);
+    cp_fault("async-copy", msg, line, 0, CP_USAGE);
+  }
+  if (zfill > size) {
+    snprintf(msg, sizeof msg, "__pipeline_memcpy_async: zfill (%llu) is larger than size_and_align (%llu)", zfill, size);
+    cp_fault("async-copy", msg, line, 0, CP_USAGE);
+  }
+  uintptr_t d = (uintptr_t)dst, sp = (uintptr_t)src;
+  CpPlace pl{0, false, 0, 0};
+  bool in_dyn = g_smem_region && d >= (uintptr_t)g_smem_region && d < (uintptr_t)g_smem_region + g_smem_region_len;
+  if (in_dyn) {  // dynamic shared memory or its guard pages
+    pl.off = (long long)(d - (uintptr_t)g_smem);
+    if (pl.off < 0 || (unsigned long long)pl.off + size > g_smem_size) {
+      snprintf(msg, sizeof msg, "__pipeline_memcpy_async writes %llu bytes at dynamic shared memory (extern __shared__) "
+               "byte offset %lld, outside it: the launch has shared_mem=%zu bytes", size, pl.off, g_smem_size);
+      snprintf(extra, sizeof extra, "argument=extern __shared__\nindex=%lld\nsize=%zu\n", pl.off, g_smem_size);
+      cp_fault("shared-out-of-bounds", msg, line, extra);
+    }
+    pl.shadow = __emu_cp_dyn_shadow + (pl.off >> 2);
+  } else if ((pl.arr = static_array_of(d)) != 0) {
+    pl.off = (long long)(d - (uintptr_t)pl.arr->data);
+    if ((unsigned long long)pl.off + size > pl.arr->bytes) {
+      snprintf(msg, sizeof msg, "__pipeline_memcpy_async writes %llu bytes at byte offset %lld of __shared__ '%s', "
+               "past its end (%llu bytes)", size, pl.off, pl.arr->name, pl.arr->bytes);
+      snprintf(extra, sizeof extra, "index=%lld\nsize=%llu\n", pl.off, pl.arr->bytes);
+      cp_fault("shared-out-of-bounds", msg, line, extra);
+    }
+    if (!pl.arr->cp_shadow)  // runner-owned, kept for the process (cleared per block)
+      pl.arr->cp_shadow = (unsigned short*)calloc((pl.arr->bytes + 3) / 4 + 2, sizeof(unsigned short));
+    pl.shadow = pl.arr->cp_shadow + (pl.off >> 2);
+    pl.other = true;
+  } else if (const Buffer* B = buffer_of(d)) {
+    snprintf(msg, sizeof msg, "__pipeline_memcpy_async copies from global into SHARED memory, but its destination "
+             "points into argument '%s' (global memory): pass a pointer into a __shared__ array", B->name.c_str());
+    cp_fault("async-copy", msg, line, 0, CP_USAGE);
+  } else if (f && d >= (uintptr_t)f->stack_lo && d < (uintptr_t)f->stack_hi) {
+    cp_fault("async-copy", "__pipeline_memcpy_async copies from global into SHARED memory, but its destination is a "
+             "local variable of the thread: pass a pointer into a __shared__ array", line, 0, CP_USAGE);
+  }  // else: memory the runner cannot place (a __shared__ array of an unchecked build): no read checks
+  if (d & (size - 1)) {
+    snprintf(msg, sizeof msg, "misaligned __pipeline_memcpy_async: a %llu-byte copy needs a destination address that is "
+             "a multiple of %llu, but it is %llu bytes past one%s", size, size, (unsigned long long)(d & (size - 1)),
+             in_dyn || pl.arr ? " (check the shared-memory offsets and the padded row length)" : "");
+    cp_fault("misaligned-address", msg, line);
+  }
+  const Buffer* SB = buffer_of(sp);
+  unsigned long long soff = SB ? (unsigned long long)(sp - (uintptr_t)SB->start) : (unsigned long long)sp;
+  if (soff & (size - 1)) {  // a GPU allocation starts 256-byte aligned: judge the offset into it
+    if (SB)
+      snprintf(msg, sizeof msg, "misaligned __pipeline_memcpy_async: a %llu-byte copy needs a source address that is a "
+               "multiple of %llu, but it starts at byte %llu of '%s' (element %llu): check the column offset and the "
+               "row stride (the leading dimension times the element size must be a multiple of %llu)",
+               size, size, soff, SB->name.c_str(), soff / SB->itemsize, size);
+    else
+      snprintf(msg, sizeof msg, "misaligned __pipeline_memcpy_async: a %llu-byte copy needs a source address that is a "
+               "multiple of %llu", size, size);
+    cp_fault("misaligned-address", msg, line);
+  }
+  CpThread& t = f->cp;
+  t.q.emplace_back();
+  CpCopy& c = t.q.back();
+  c.dst = (unsigned char*)dst;
+  c.shadow = pl.shadow;
+  c.group = t.committed;
+  c.nwaits = t.nwaits;
+  c.size = (unsigned)size;
+  c.line = line;
+  c.other = pl.other;
+  const unsigned char* s = (const unsigned char*)src;
+  unsigned n = (unsigned)(size - zfill);
+  for (unsigned i = 0; i < n; ++i) c.data[i] = s[i];  // an out-of-bounds source faults here
+  for (unsigned i = n; i < size; ++i) c.data[i] = 0;
+  for (unsigned i = 0; i < size; ++i) c.dst[i] = 0xff;  // undefined until it lands
+  if (c.shadow)
+    for (unsigned g = 0; g < size / 4; ++g) ++c.shadow[g];
+  if (c.other) ++__emu_cp_pending_other;
+  ++__emu_cp_pending;
+}
+
+void __emu_cp_commit(void) { ++((Fiber*)__emu_cur)->cp.committed; }
+
+void __emu_cp_wait(unsigned long long prior, int line) {
+  CpThread& t = ((Fiber*)__emu_cur)->cp;
+  land_until(t, t.committed > prior ? t.committed - prior : 0);
+  ++t.nwaits;
+  t.wait_prior = prior;
+  t.wait_committed = t.committed;
+  t.wait_line = line;
+}
+
+// __pipeline_arrive_on(barrier): the copies are then tracked by an mbarrier, which the
+// emulator does not model: they land at once (all of this thread's, committed or not).
+void __emu_cp_arrive(int line) {
+  (void)line;
+  land_until(((Fiber*)__emu_cur)->cp, ~0ull);
+}
+
+void __emu_cp_touch(const void* p, unsigned long long bytes, int write, int line) {
+  Fiber* me = (Fiber*)__emu_cur;
+  uintptr_t a = (uintptr_t)p;
+  // which granules, of which memory
+  const unsigned short* sh = 0;
+  long long off = 0;
+  const char* where_name = "extern __shared__";
+  if (g_smem_size && a >= (uintptr_t)g_smem && a < (uintptr_t)g_smem + g_smem_size) {
+    off = (long long)(a - (uintptr_t)g_smem);
+    sh = __emu_cp_dyn_shadow;
+  } else if (__emu_shared_base* s = static_array_of(a)) {
+    if (!s->cp_shadow) return;
+    off = (long long)(a - (uintptr_t)s->data);
+    sh = s->cp_shadow;
+    where_name = s->name;
+  } else {
+    return;
+  }
+  bool hit = false;
+  for (long long g = off >> 2; g <= (off + (long long)bytes - 1) >> 2; ++g) hit |= sh[g] != 0;
+  if (!hit) return;
+  // the copy: search every thread's copies in flight
+  const Fiber* owner = 0;
+  const CpCopy* cc = 0;
+  for (unsigned i = 0; i < g_nthreads && !cc; ++i) {
+    const CpThread& t = g_fibers[i].cp;
+    for (size_t k = t.head; k < t.q.size(); ++k) {
+      const CpCopy& c = t.q[k];
+      if ((uintptr_t)c.dst < a + bytes && a < (uintptr_t)c.dst + c.size) { owner = &g_fibers[i]; cc = &c; break; }
+    }
+  }
+  char msg[2048], place[256], ow[96], state[768];
+  if (sh == __emu_cp_dyn_shadow)
+    snprintf(place, sizeof place, "dynamic shared memory (extern __shared__) byte offset %lld", off);
+  else
+    snprintf(place, sizeof place, "__shared__ '%s' byte offset %lld", where_name, off);
+  if (!cc) {
+    snprintf(msg, sizeof msg, "%s of shared memory written by a cp.async that has not been waited for "
+             "(__pipeline_wait_prior): %s", write ? "write" : "read", place);
+  } else {
+    const CpThread& t = owner->cp;
+    who(ow, sizeof ow, owner, me);
+    if (t.nwaits == cc->nwaits && !t.wait_line)
+      snprintf(state, sizeof state, "%s has not called __pipeline_wait_prior yet%s", ow,
+               cc->group >= t.committed ? " (nor __pipeline_commit since issuing it)" : "");
+    else if (t.nwaits == cc->nwaits)
+      snprintf(state, sizeof state, "%s issued it after its last __pipeline_wait_prior (line %d), so nothing has "
+               "waited for it yet: a copy into a buffer that is still being read, or a read before the wait for its "
+               "tile", ow, t.wait_line);
+    else if (cc->group >= t.wait_committed)
+      snprintf(state, sizeof state, "%s had not committed it (__pipeline_commit) before its last wait "
+               "(__pipeline_wait_prior at line %d), so that wait did not cover it", ow, t.wait_line);
+    else {
+      unsigned long long later = t.wait_committed - 1 - cc->group;
+      snprintf(state, sizeof state, "the last wait of %s, __pipeline_wait_prior(%llu) at line %d, left it in flight: "
+               "%llu commit group(s) had been committed after its group by then, so landing it needed "
+               "__pipeline_wait_prior(%llu) or less there", ow, t.wait_prior, t.wait_line, later, later);
+    }
+    snprintf(msg, sizeof msg,
+             "%s of shared memory written by a cp.async that has not been waited for (__pipeline_wait_prior): "
+             "%s is the destination of the %u-byte __pipeline_memcpy_async at line %d, still in flight: %s. "
+             "%s. __pipeline_wait_prior(n) lands a thread's own copies except its n most recent commit groups; "
+             "a __syncthreads() after every thread's wait makes the whole tile visible to the block",
+             write ? "write" : "read", place, cc->size, cc->line, state,
+             write ? "When it lands it overwrites what is written here"
+                   : "Its bytes are undefined until it lands (here they read as NaN)");
+  }
+  Rep r;
+  r.add("kind=async-copy\n");
+  r.str("message", msg);
+  add_where(r, me);
+  if (line > 0) r.add("line=%d\n", line);
+  r.add("argument=%s\nindex=%lld\n", where_name, off);
+  add_pcs(r, 0, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_frame_address(0));
+  finish_report(r);
+}
+
+}  // extern "C"
 
 // ------------------------------------------------------------------ ABI used by kernel.so
 extern "C" {
