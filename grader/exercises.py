@@ -114,9 +114,13 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "your code as -DBLOCK_M, -DBLOCK_N, -DBLOCK_K, -DTHREADS. grid = (N/block_n, M/block_m), "
         "blockIdx.x along the columns. M, N multiples of the block tile, K of block_k. "
         "Speed: ratio to cuBLAS fp16 at 4096^3.",
-        cpu_sizes=(_g(256, 256, 64),), gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
+        # 128x256x320: 5 K tiles at the default launch (>= STAGES + 1), so every pipeline
+        # buffer is refilled while the others are read (the emulator's copies land only at the
+        # __pipeline_wait_prior that covers them)
+        cpu_sizes=(_g(256, 256, 64), _g(128, 256, 320)),
+        gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, launch_defaults=GEMM_FAST_LAUNCH,
-        floor=0.10, target=0.35, points_speed=2.0),
+        floor=0.10, target=0.35, points_speed=2.0, race_check=True),
     Exercise(
         "dmma-gemm", "FP64 tensor-core GEMM (DMMA)", "dmma_gemm",
         P.Gemm("float64", "float64", accumulate="fp64", launch_rule="warp8", baseline="cublas-fp64"),
@@ -144,11 +148,13 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "block_m, block_n, threads reach your code as -DBLOCK_M, -DBLOCK_N, -DTHREADS. C % 32 == 0, "
         "K % block_n == 0. Speed: ratio to im2col (CuPy slicing) + cuBLAS at the TVM shape "
         "(256, 256->512, 14x14, 3x3).",
+        # K_gemm = R*S*C = 288: 9 K steps of 32, more than the reference's 4 stages + 1
         cpu_sizes=(dict(N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1),),
         gpu_sizes=(dict(N=3, C=64, H=13, W=9, K=128, R=3, S=3, pad=1),
                    dict(N=16, C=128, H=14, W=14, K=256, R=3, S=3, pad=1)),
         perf_size=dict(N=256, C=256, H=14, W=14, K=512, R=3, S=3, pad=1), tensor_cores=True,
-        launch_defaults=CONV_LAUNCH, floor=1.0, target=1.6, points_speed=2.0, min_arch=80),
+        launch_defaults=CONV_LAUNCH, floor=1.0, target=1.6, points_speed=2.0, min_arch=80,
+        race_check=True),
 ]}
 
 
