@@ -172,16 +172,17 @@ def plot_ranges():
     the normal range solid, the subnormal range hatched, with epsilon written beside."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 2.8))
+    fig, ax = plt.subplots(figsize=(10, 3.6))
     for k, f in enumerate(reversed(list(FORMATS.values()))):
         lo, mid, hi = math.log2(f.min_subnormal), math.log2(f.min_normal), math.log2(f.max)
         ax.barh(k, mid - lo, left=lo, color="#bbbbbb", hatch="//", edgecolor="w")
         ax.barh(k, hi - mid, left=mid, color="#0969da")
-        ax.text(hi + 20, k, f"eps 2^-{f.man_bits}, {f.digits:.1f} digits", va="center", fontsize=8)
-    ax.set_yticks(range(len(FORMATS)), [f.name for f in reversed(list(FORMATS.values()))])
-    ax.set_xlabel("log2 |x|  (grey: subnormals; blue: normal numbers)")
-    ax.set_xlim(-1100, 1500)
-    ax.set_title("Range of each format (log2 of the smallest subnormal to the largest value)")
+        ax.text(hi + 25, k, f"eps 2^-{f.man_bits}, {f.digits:.1f} digits", va="center", fontsize=11)
+    ax.set_yticks(range(len(FORMATS)), [f.name for f in reversed(list(FORMATS.values()))], fontsize=11)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlabel("log2 |x|  (grey: subnormals; blue: normal numbers)", fontsize=11)
+    ax.set_xlim(-1100, 1750)
+    ax.set_title("Range of each format (log2 of the smallest subnormal to the largest value)", fontsize=12)
     plt.tight_layout()
     plt.show()
     return fig
@@ -192,7 +193,7 @@ def plot_accumulation(Ks, errors: dict, bounds: dict, title: str):
     `bounds` a label to one value per K (drawn dashed)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(9, 5.5))
     colors = {"fp16": "#cf222e", "fp32": "#0969da", "gpu": "#2da44e"}
     for label, ys in errors.items():
         c = next((v for k, v in colors.items() if k in label), None)
@@ -200,10 +201,12 @@ def plot_accumulation(Ks, errors: dict, bounds: dict, title: str):
     for label, ys in bounds.items():
         c = next((v for k, v in colors.items() if k in label), None)
         ax.loglog(Ks, ys, "--", label=label, color=c, lw=1)
-    ax.set_xlabel("K (terms in the sum)")
-    ax.set_ylabel("|s - s64| / sum |a_k b_k|")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_xlabel("K (terms in the sum)", fontsize=11)
+    ax.set_ylabel("|s - s64| / sum |a_k b_k|", fontsize=11)
+    ax.tick_params(labelsize=10)
+    ax.set_title(title, fontsize=12)
+    # the legend below the axes: inside, it would sit on the curves
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     ax.grid(True, which="both", alpha=0.3)
     plt.tight_layout()
     plt.show()
