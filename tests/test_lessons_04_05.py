@@ -122,7 +122,7 @@ def _cells(nb_path, pred):
     return [c for c in nbformat.read(nb_path, as_version=4).cells if pred(c)]
 
 
-def test_owner_exercise_solution_is_right_and_stub_raises():
+def test_owner_exercise_solution_is_right_and_stub_says_not_yet():
     def grade_id(c):
         return c.metadata.get("nbgrader", {}).get("grade_id", "")
 
@@ -138,9 +138,38 @@ def test_owner_exercise_solution_is_right_and_stub_raises():
     exec(stu_src, ns)
     with pytest.raises(NotImplementedError):
         ns["owner_a"](0, 0)
-    # the graded cells may raise in the student copy (nbgrader's way); nothing else may
+    # the graded cells catch the stub's NotImplementedError and say "not yet", and their last line
+    # is the points nbgrader reads (as in notebook 02): nothing is tagged raises-exception
     tagged = _cells(notebooks.SOLUTIONS / NB05, lambda c: "raises-exception" in c.metadata.get("tags", []))
-    assert {grade_id(c) for c in tagged} == {"owner-a-test", "owner-b-test"}
+    assert not tagged
+    import contextlib
+    import io
+
+    for label, gid in (("owner_a", "owner-a-test"), ("owner_b", "owner-b-test")):
+        sol_test = _cells(notebooks.SOLUTIONS / NB05, lambda c: grade_id(c) == gid)[0]
+        stu_test = _cells(notebooks.STUDENT / NB05, lambda c: grade_id(c) == gid)[0]
+        assert sol_test.source.strip().splitlines()[-1] == "float(score)"
+        assert "BEGIN HIDDEN TESTS" not in stu_test.source
+        for test_src, solved, want_score, want_text in (
+                (stu_test.source, False, 0.0, f"not yet: implement {label}"),
+                (sol_test.source, True, 1.0, f"{label}: right")):
+            ns = {}
+            exec(sol_src if solved else stu_src, ns)
+            if gid == "owner-b-test":  # its helper _check_owner is defined in the owner_a test cell
+                exec(_cells(notebooks.SOLUTIONS / NB05, lambda c: grade_id(c) == "owner-a-test")[0]
+                     .source.split("score, notes", 1)[0], ns)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(test_src, ns)
+            assert ns["score"] == want_score and want_text in out.getvalue(), (gid, out.getvalue())
+        ns = {}
+        exec("def owner_a(r, c):\n    return None\ndef owner_b(k, n):\n    return 0, 0", ns)
+        exec(_cells(notebooks.SOLUTIONS / NB05, lambda c: grade_id(c) == "owner-a-test")[0]
+             .source.split("score, notes", 1)[0], ns)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(sol_test.source, ns)
+        assert ns["score"] == 0.0 and out.getvalue().startswith("not yet: "), out.getvalue()
 
 
 def test_graded_cells_points_match_grade_calls():
