@@ -199,29 +199,38 @@ def accuracy(Ks, M: int = 32, N: int = 32, seed: int = 0, backend_name: str = "a
 
 def plot_accuracy(res: dict, where: str):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.8), sharey=True)
     floor = 1e-18
     for label, r in res.items():
         k = r["kernel"]
         style = "--" if "truncated" in label else "-"
         for ax, key in zip(axes, ("total", "accumulation")):
-            ax.plot(r["K"], np.maximum(r[key], floor), style, marker="o", ms=3, color=k.color, label=label)
-    for f in FORMATS:
-        if f.name in ("fp16", "bf16", "fp64"):
-            axes[0].axhline(f.unit_roundoff, color="#d0d7de", lw=0.8)
-            axes[0].text(res[next(iter(res))]["K"][0], f.unit_roundoff, f" u({f.name})", fontsize=7,
-                         va="bottom", color="#57606a")
-    axes[0].set_title("total: vs exact float64 product of the original data", fontsize=9)
-    axes[1].set_title("accumulation only: vs float64 product of the rounded inputs", fontsize=9)
+            ax.plot(r["K"], np.maximum(r[key], floor), style, marker="o", ms=4, color=k.color, label=label)
+    units = [f for f in FORMATS if f.name in ("fp16", "bf16", "fp64")]
+    for ax in axes:
+        for f in units:
+            ax.axhline(f.unit_roundoff, color="#d0d7de", lw=1, zorder=0)
+    axes[0].set_title("total: vs exact float64 product\nof the original data", fontsize=11)
+    axes[1].set_title("accumulation only: vs float64 product\nof the rounded inputs", fontsize=11)
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("K (length of each dot product)")
-    axes[0].set_ylabel("max |C - ref| / (|A||B|)")
-    axes[1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Accuracy vs K, U(0,1) data — {where}", fontsize=10)
-    plt.tight_layout()
+        ax.set_xlabel("K (length of each dot product)", fontsize=11)
+        ax.tick_params(labelsize=10)
+    axes[0].set_ylabel("max |C - ref| / (|A||B|)", fontsize=11)
+    # the unit roundoffs named in the right margin, off the curves
+    right = axes[1].twinx()
+    right.set_yscale("log")
+    right.set_ylim(axes[1].get_ylim())
+    right.set_yticks([f.unit_roundoff for f in units], [f"u({f.name})" for f in units])
+    right.yaxis.set_minor_locator(NullLocator())
+    right.tick_params(labelsize=10, colors="#57606a", length=0)
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False)
+    fig.suptitle(f"Accuracy vs K, U(0,1) data — {where}", fontsize=12)
+    plt.tight_layout(rect=(0, 0.1, 1, 1))
     plt.show()
 
 
@@ -346,25 +355,33 @@ def dmma_ceiling(niter: int = 4096, threads: int = 256) -> float:
 def plot_speed(rows: list[dict], n: int, ceiling: float | None = None):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 3.8))
+    fig, ax = plt.subplots(figsize=(12.5, 5.5))
     x = np.arange(len(rows))
     ax.bar(x - 0.2, [r["tflops"] for r in rows], 0.4, color=[r["color"] for r in rows], label="our kernel")
     ax.bar(x + 0.2, [r["lib_tflops"] for r in rows], 0.4, color="#d0d7de", edgecolor="#57606a",
            label="cuBLAS, same precision")
     for i, r in enumerate(rows):
-        ax.text(i - 0.2, r["tflops"], f"{100 * r['ratio']:.0f}%", ha="center", va="bottom", fontsize=8)
-        ax.text(i + 0.2, r["lib_tflops"], f"{r['lib_tflops']:.0f}", ha="center", va="bottom", fontsize=7)
-    if ceiling:
-        ax.axhline(ceiling, color="#2da44e", ls=":", lw=1)
-        ax.text(len(rows) - 0.5, ceiling, f"WMMA m8n8k4 ceiling {ceiling:.0f}", ha="right", va="bottom",
-                fontsize=7, color="#2da44e")
+        box = dict(facecolor="white", edgecolor="none", pad=1, alpha=0.85)  # readable over the ceiling line
+        ax.text(i - 0.2, r["tflops"], f"{100 * r['ratio']:.0f}%", ha="center", va="bottom", fontsize=10, bbox=box,
+                zorder=4)
+        ax.text(i + 0.2, r["lib_tflops"], f"{r['lib_tflops']:.0f}", ha="center", va="bottom", fontsize=10, bbox=box,
+                zorder=4)
+    if ceiling:  # named in the legend: a label on the line would sit on the bars
+        ax.axhline(ceiling, color="#2da44e", ls=":", lw=1.5, zorder=3,
+                   label=f"fp64 ceiling of WMMA m8n8k4: {ceiling:.0f} TFLOP/s")
     ax.set_yscale("log")
-    ax.set_xticks(x, [r["label"].replace(" tensor cores", "\ntensor cores").replace(" fast (", "\nfast (")
-                      for r in rows], fontsize=7)
-    ax.set_ylabel("TFLOP/s (log)")
-    ax.set_title(f"Each kernel beside cuBLAS of its own precision, {n}³, {device_info().name} "
-                 "(labels: % of that cuBLAS)", fontsize=9)
-    ax.legend(fontsize=8)
+    top = max([r["lib_tflops"] for r in rows] + [r["tflops"] for r in rows])
+    ax.set_ylim(top=top * 8)  # room for the legend above the tallest bar
+    def tick(label: str) -> str:  # at most ~12 characters a line, so neighbours do not touch at 10 pt
+        label = label.replace(" tensor cores", "\ntensor cores").replace(" fast (", "\nfast\n(")
+        return label.replace("_gemm_", "_gemm_\n") if "(" in label else label
+
+    ax.set_xticks(x, [tick(r["label"]) for r in rows], fontsize=10)
+    ax.tick_params(axis="y", labelsize=10)
+    ax.set_ylabel("TFLOP/s (log)", fontsize=11)
+    ax.set_title(f"Each kernel beside cuBLAS of its own precision, {n}³, {device_info().name}\n"
+                 "(labels: our kernel as % of that cuBLAS; cuBLAS in TFLOP/s)", fontsize=11)
+    ax.legend(fontsize=10, loc="upper center", ncol=3, frameon=False)
     plt.tight_layout()
     plt.show()
 
@@ -373,21 +390,22 @@ def plot_formats():
     """Sign, exponent and mantissa bits of each format, to scale."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 2.4))
+    fig, ax = plt.subplots(figsize=(10, 3.4))
     for y, f in enumerate(reversed(FORMATS)):
         x = 0
         for width, color, name in ((1, "#cf222e", "sign"), (f.exponent_bits, "#0969da", "exponent"),
                                    (f.mantissa_bits, "#2da44e", "mantissa")):
             ax.barh(y, width, left=x, color=color, edgecolor="white", label=name if y == 0 else None)
             if width > 2:
-                ax.text(x + width / 2, y, str(width), ha="center", va="center", color="white", fontsize=8)
+                ax.text(x + width / 2, y, str(width), ha="center", va="center", color="white", fontsize=10)
             x += width
-        ax.text(x + 0.5, y, f"u = {f.unit_roundoff:.0e}, max {f.max:.0e}", va="center", fontsize=8)
-    ax.set_yticks(range(len(FORMATS)), [f.name for f in reversed(FORMATS)])
-    ax.set_xlim(0, 80)
-    ax.set_xlabel("bits")
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("The formats: exponent bits give range, mantissa bits give precision (u = unit roundoff)",
-                 fontsize=9)
+        ax.text(x + 0.7, y, f"u = {f.unit_roundoff:.0e}, max {f.max:.0e}", va="center", fontsize=10)
+    ax.set_yticks(range(len(FORMATS)), [f.name for f in reversed(FORMATS)], fontsize=11)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlim(0, 90)
+    ax.set_xlabel("bits", fontsize=11)
+    ax.legend(fontsize=10, loc="lower right")
+    ax.set_title("The formats: exponent bits give range, mantissa bits give precision\n(u = unit roundoff)",
+                 fontsize=11)
     plt.tight_layout()
     plt.show()
