@@ -11,13 +11,15 @@
  * 8x4 / 4x8 fragment load that share a half-warp land in different banks); each warp owns
  * WARP_M x WARP_N accumulator fragments of 8x8 and reuses every A and B fragment across
  * them, which also gives the tensor cores WARP_M * WARP_N independent accumulation chains
- * (one dependent chain reaches only about half of the fp64 peak, FACTS.md).
+ * (on an H200 they did not raise the m8n8k4 ceiling: dmma_gemm_peak_niter reached 30.8-32.5
+ * TFLOP/s with 1, 4 or 8 independent accumulators, kernels/RESULTS-wmma.md).
  * FRAG_LDS=1 fills the A and B fragments (one double per lane) with plain shared-memory
  * loads in the PTX mma.m8n8k4.f64 layout, A(g, t) and B(t, g) with g = lane/4, t = lane%4:
  * NVRTC 13 compiles the f64 wmma::load_matrix_sync to GENERIC loads (LD, PTX without
  * .shared) even from shared memory, while the f16 ones become ldmatrix. This indexes x[0]
- * by position, which WMMA calls unspecified: right on sm_80 and sm_90 (the layout in
- * FACTS.md), not guaranteed elsewhere; FRAG_LDS=0 is the portable wmma::load_matrix_sync
+ * by position, which WMMA calls unspecified: it is the PTX ISA's mma.m8n8k4 .f64 fragment
+ * layout and the fp64 maps probed on an H200 (kernels/fragment_maps_sm90.json), not
+ * guaranteed elsewhere; FRAG_LDS=0 is the portable wmma::load_matrix_sync
  * path (measured 2-4% slower on an H200).
  * Ceiling: WMMA exposes only the m8n8k4 DMMA, which on Hopper runs at about half of the
  * fp64 tensor-core peak cuBLAS reaches with newer shapes (kernels/RESULTS-wmma.md,

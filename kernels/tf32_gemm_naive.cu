@@ -9,8 +9,10 @@
  * cores read only 19 bits of each (sign, 8 exponent bits, 10 mantissa bits), so after the
  * load every element is rounded to nearest with wmma::__float_to_tf32 (CUDA C++
  * Programming Guide, "Warp Matrix Functions" > "Alternate Floating Point"). Without that
- * step the hardware drops the low 13 bits: a truncation with a bias (FACTS.md); build with
- * -DROUND_TF32=0 to see it. Products and sums are fp32.
+ * step the tensor cores use the value with its low 13 bits dropped: a truncation with a bias
+ * (on an H200 the -DROUND_TF32=0 build erred 9.9e-4 at K=16, three times the rounded build's
+ * 3.4e-4, kernels/RESULTS-notebooks-06-07.md); build with -DROUND_TF32=0 to see it.
+ * Products and sums are fp32.
  *
  * Defines: ROUND_TF32 [1] (0: skip __float_to_tf32, let the hardware truncate).
  * Launch: block (32, 1, 1), grid (ceil(M / 16), ceil(N / 16)); blockIdx.x runs along the
