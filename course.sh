@@ -2,7 +2,7 @@
 # The course in one command. On a fresh machine with Python 3.10+ and pip:
 #   ./course.sh lab     set up (first time only) and open the course in JupyterLab
 #   ./course.sh test    set up (first time only) and run the test suite (extra args go to pytest;
-#                       about 6 min on 2 CPU cores, `-m "not slow"` for a quicker subset)
+#                       about 7 min on 2 CPU cores, `-m "not slow"` for a quicker subset)
 # Idempotent: the virtual environment in .venv is rebuilt only when pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "$0")"
