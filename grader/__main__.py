@@ -50,7 +50,7 @@ def _list(args) -> int:
         speed = (f"speed: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}% of the library"
                  if ex.target is not None else "correctness only")
         launch = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in ex.launch_defaults.items())
-        print(f"{ex.id}  ({ex.points:g} points; {speed}{'; tensor cores required' if ex.tensor_cores else ''})")
+        print(f"{ex.id}  ({ex.points:g} point{'' if ex.points == 1 else 's'}; {speed}{'; tensor cores required' if ex.tensor_cores else ''})")
         print(f"    {ex.title}")
         print(f"    {ex.signature}")
         print(f"    {ex.contract}")

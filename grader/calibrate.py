@@ -56,7 +56,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     info = device_info()
     if info is None:
-        print("needs a GPU", file=sys.stderr)
+        print("calibrate needs a GPU: it times every reference solution against its library "
+              "baseline (CuPy sees no CUDA device here). Run it on the GPU machine you grade on.",
+              file=sys.stderr)
         return 2
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = (f"## Grader calibration — {info.name} ({info.arch}), {now}\n\n"
