@@ -6,16 +6,19 @@ library (GPU only) -> verdict.
 """
 from __future__ import annotations
 
+import re
 import secrets
 
 import numpy as np
 
 from . import exercises, isolate
 from . import hints as _hints
-from .compile import SUPPORTED_ARCHS, nvrtc_compile
-from .errors import CompileError, CourseError, KernelFault, KernelTimeout, LaunchArgumentError
-from .problems import Case, is_poison
+from .cells import SourceCell, find_cell, relabel
+from .compile import SUPPORTED_ARCHS, hint_for, nvrtc_compile
+from .errors import CompileError, CourseError, KernelFault, KernelTimeout
+from .problems import Case, FragmentProbe, is_poison
 from .signature import kernel_body, parse_kernels
+from .stubs import MARKER, Stub, unfilled
 from .verdict import FAIL, PASS, SKIP, Item, Verdict
 
 BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
@@ -65,13 +68,60 @@ def _signature_item(ex: exercises.Exercise, source: str) -> Item:
     return Item("signature", PASS, ex.signature)
 
 
-def _compile_item(e: CompileError) -> Item:
+def _compile_item(e: CompileError, *, source: str = "", launch: dict | None = None, ex=None,
+                  cell: SourceCell | None = None, arch: int | None = None) -> Item:
+    for d in e.diagnostics:  # lines as the student sees them numbered
+        d.cell = cell
     first = next((d for d in e.diagnostics if d.severity == "error"), None)
     where = {"line": first.line, "source_line": first.source_line} if first else {}
     if first and first.likely_line:
         where["likely_line"] = first.likely_line
+    if first and first.line and cell is not None:
+        where.update(cell=cell.name, cell_line=cell.line(first.line))
     msg = str(first) if first else e.message
-    return Item("compile", FAIL, msg, hint=e.hint, kind="compile-error", where=where)
+    hint = e.hint
+    if first is not None:
+        hint = (_static_assert_hint(first, source, launch or {}, ex) or hint_for(first, arch)
+                or e.hint)
+    return Item("compile", FAIL, msg, hint=hint, kind="compile-error", where=where)
+
+
+_STATIC_ASSERT = re.compile(r'static assertion failed(?: with "(.*)")?')
+_DEFINE = re.compile(r"^-D(\w+)=(.*)$")
+
+
+def _static_assert_hint(d, source: str, launch: dict, ex) -> str:
+    """A static_assert that fails because of the launch parameters (they reach the kernel as
+    -D macros): name the parameter, its macro and the assert's own message."""
+    m = _STATIC_ASSERT.search(d.message)
+    if not m or not d.line:
+        return ""
+    said = f': "{m[1]}"' if m[1] else ""
+    line = d.shown(d.line)
+    # the whole assert, which may span lines
+    lines = source.splitlines()[d.line - 1:d.line + 5] if source else [d.source_line or ""]
+    text = " ".join(lines)
+    text = text[:text.find(";") + 1] if ";" in text else text
+    macros = {}  # launch key -> (macro, value)
+    if ex is not None:
+        for opt in ex.problem.options(launch):
+            dm = _DEFINE.match(opt)
+            if dm and dm[1].lower() in launch:
+                macros[dm[1].lower()] = (dm[1], dm[2])
+    defaults = ex.launch_defaults if ex is not None else {}
+    changed = [k for k in macros if launch.get(k) != defaults.get(k)]
+    named = [k for k in macros if re.search(rf"\b{macros[k][0]}\b", text)]
+    keys = [k for k in named if k in changed] or changed or named
+    if not keys:
+        return (f"The static_assert on line {line} failed{said}. Its condition is false for the "
+                "constants it checks: change them (or the assert) so it holds.")
+    params = ", ".join(f"{k}={launch[k]}" for k in keys)
+    flags = ", ".join(f"-D{macros[k][0]}={macros[k][1]}" for k in keys)
+    one = len(keys) == 1
+    return (f"Your launch parameter{'' if one else 's'} {params} reach{'es' if one else ''} the kernel as "
+            f"{flags}; the static_assert on line {line} says what {'it' if one else 'they'} must "
+            f"satisfy{said}. Change the launch parameter{'' if one else 's'} (or the #defines "
+            f"{'it has' if one else 'they have'} to agree with).")
 
 
 MAX_WARNINGS = 5
@@ -81,17 +131,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _compiled_item(warnings) -> Item:
+def _compiled_item(warnings, cell: SourceCell | None = None) -> Item:
     """compile PASS, listing the compiler's warnings (one may be the very bug)."""
     if not warnings:
         return Item("compile", PASS, "compiled")
+    for d in warnings:
+        d.cell = cell
     lines = [f"compiled with {_plural(len(warnings), 'warning')}:"]
     for d in warnings[:MAX_WARNINGS]:
         lines.append(f"    {d.where() + ': ' if d.where() else ''}{d.message}")
     if len(warnings) > MAX_WARNINGS:
         lines.append(f"    and {len(warnings) - MAX_WARNINGS} more")
     return Item("compile", PASS, "\n".join(lines),
-                where={"warnings": [dict(line=d.line, message=d.message) for d in warnings]})
+                where={"warnings": [dict(line=d.line, message=d.message,
+                                         **({"cell_line": cell.line(d.line)} if cell and d.line else {}))
+                                    for d in warnings]})
 
 
 def _ordinal(n: int) -> str:
@@ -161,8 +215,53 @@ def _tile_map(bad: np.ndarray, tile) -> np.ndarray | None:
     return padded.reshape(H, th, W, tw).sum(axis=(1, 3)) / mask.reshape(H, th, W, tw).sum(axis=(1, 3))
 
 
-def _judge_output(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
+def _judge_probe(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
+    """fragment-probe in its own terms: held[lane * 16 + i] is what x[i] of `lane` holds, and the
+    input M is the index matrix, so every value names an element of M (compared exactly)."""
+    from .fragments import KINDS
+
+    exp = case.expected[pos]
+    ref = exp.ref.astype(np.int64)  # (32 lanes, 16 slots)
+    lanes, slots = ref.shape
+    rows, cols = KINDS[ex.problem.kind].rows, KINDS[ex.problem.kind].cols
+    out = out.reshape(ref.shape)
+    label = f"correct: {case.label}"
+
+    def slot(lane, i):
+        return f"lane {lane}, x[{i}]"
+
+    def element(v):
+        return f"element ({v // cols}, {v % cols})"
+
+    poison = is_poison(out)
+    if poison.any():
+        lane, i = (int(x) for x in np.argwhere(poison)[0])
+        return Item(label, FAIL, f"{int(poison.sum())} of {ref.size} values of held were never written, "
+                                 f"first {slot(lane, i)} (held[{lane * slots + i}])",
+                    kind="unwritten", where=dict(output="held", lane=lane, slot=i),
+                    hint=_hints.hint(ex, "unwritten"))
+    got_all = out.astype(np.int64)
+    bad = got_all != ref
+    if not bad.any():
+        return None
+    lane, i = (int(x) for x in np.argwhere(bad)[0])
+    want, got = int(ref[lane, i]), int(got_all[lane, i])
+    said = (f"{got} = {element(got)}" if 0 <= got < rows * cols
+            else f"{got}, which is no element of M (its values are 0..{rows * cols - 1})")
+    n_lanes = int(bad.any(axis=1).sum())
+    msg = (f"{int(bad.sum())} of {ref.size} values of held are wrong (in {n_lanes} of {lanes} lanes); "
+           f"first: {slot(lane, i)} should hold {element(want)} (value {want}); you wrote {said}")
+    if np.array_equal(got_all.ravel().reshape(slots, lanes).T, ref):
+        msg += (" — the values are right but laid out as held[i * 32 + lane]; the contract is "
+                "held[lane * 16 + i]")
+    return Item(label, FAIL, msg, kind="wrong-result", where=dict(output="held", lane=lane, slot=i),
+                hint=_hints.hint(ex, "wrong-exact"))
+
+
+def _judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") -> Item | None:
     """None when the output is right; else a failed Item with its diagnosis."""
+    if isinstance(ex.problem, FragmentProbe):
+        return _judge_probe(ex, case, pos, out)
     exp = case.expected[pos]
     name = ex.problem.params[pos][0]
     out = out.reshape(exp.ref.shape)
@@ -196,8 +295,12 @@ def _judge_output(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
     nonfinite = ~np.isfinite(vals)
     if nonfinite.any():
         fn = tuple(int(i) for i in np.argwhere(nonfinite)[0])
+        hint = _hints.hint(ex, "nan", t)
+        shared = _hints.shared_nan(source)  # the first suspect where tiles go through shared memory
+        if shared:
+            hint = f"{shared}Otherwise: {hint[0].lower()}{hint[1:]}"
         return failed(f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",
-                      "nan", index=fn)
+                      "nan", hint=hint, index=fn)
     expected_v, got = exp.ref[first], vals[first]
     detail = f"{n} of {total} elements of {name} are wrong; first {loc}: expected {expected_v:.6g}, got {got:.6g}"
     if exp.exact:
@@ -225,7 +328,7 @@ def _judge_output(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
     return failed(detail, "wrong-result")
 
 
-def _judge_case(ex, case: Case, res: dict) -> Item:
+def _judge_case(ex, case: Case, res: dict, source: str = "") -> Item:
     names = [p[0] for p in ex.problem.params]
     for pos, w in res["bands"].items():
         if w["after"]:
@@ -248,17 +351,17 @@ def _judge_case(ex, case: Case, res: dict) -> Item:
                     hint="A race: a missing __syncthreads() between writing shared memory and reading "
                          "it (or before overwriting it), or two threads writing the same element.")
     for pos in case.outputs:
-        item = _judge_output(ex, case, pos, res["outputs"][pos])
+        item = _judge_output(ex, case, pos, res["outputs"][pos], source)
         if item is not None:
             return item
-    return Item(f"correct: {case.label}", PASS, "matches the float64 reference")
+    return Item(f"correct: {case.label}", PASS, ex.problem.passed)
 
 
 def _output_names(ex) -> set[str]:
     return {n for n, t in ex.problem.params if t.endswith("*") and not t.startswith("const")}
 
 
-def _fault_item(e: CourseError, step_label: str, ex=None) -> Item:
+def _fault_item(e: CourseError, step_label: str, ex=None, cell: SourceCell | None = None) -> Item:
     if isinstance(e, KernelTimeout):
         return Item(step_label, FAIL, e.message, hint=e.hint, kind="timeout")
     if isinstance(e, KernelFault):
@@ -287,10 +390,57 @@ def _fault_item(e: CourseError, step_label: str, ex=None) -> Item:
         hint = e.hint or hints.get(e.kind, "")
         if e.kind == "out-of-bounds" and ex is not None:  # in the exercise's own terms
             hint = _hints.out_of_bounds(ex, w.argument, _output_names(ex)) or hint
-        return Item(step_label, FAIL, e.message, hint=hint, kind=e.kind, where=where)
+        if cell is not None and w.line:
+            where.update(cell=cell.name, cell_line=cell.line(w.line))
+        return Item(step_label, FAIL, relabel(e.message, cell), hint=hint, kind=e.kind, where=where)
     if isinstance(e, CompileError):
-        return _compile_item(e)
-    return Item(step_label, FAIL, e.message, hint=e.hint, kind=type(e).__name__)
+        return _compile_item(e, ex=ex, cell=cell)
+    return Item(step_label, FAIL, relabel(e.message, cell), hint=e.hint, kind=type(e).__name__)
+
+
+def _launch_item(ex, unknown: list[str], given: dict) -> Item:
+    """An unknown launch parameter: list the ones this exercise takes."""
+    bad = ", ".join(f"{k}={given[k]!r}" for k in unknown)
+    one = len(unknown) == 1
+    if ex.launch_defaults:
+        takes = ", ".join(f"{k}={v}" for k, v in ex.launch_defaults.items())
+        msg = (f"{ex.id} has no launch parameter{'' if one else 's'} {', '.join(unknown)} ({bad}); it "
+               f"takes {', '.join(ex.launch_defaults)} (defaults: {takes})")
+    else:
+        msg = (f"{ex.id} takes no launch parameters (its launch is fixed by the contract); got {bad}")
+    macros = ", ".join(k.upper() for k in unknown)
+    hint = ("Pass only the parameters above." if ex.launch_defaults else
+            f"Call check(\"{ex.id}\", source) with no launch parameters.")
+    hint += (f" A constant of your own ({macros}) is a #define in your kernel source: set it there, "
+             f"e.g. #define {unknown[0].upper()} {given[unknown[0]]!r}.")
+    return Item("launch", FAIL, msg, hint=hint, kind="launch-parameter",
+                where=dict(unknown=unknown, accepted=list(ex.launch_defaults)))
+
+
+def _unfilled(ex, v: Verdict, stubs: list[Stub], cell: SourceCell | None) -> Verdict:
+    """One message for the parts of the stub still empty, instead of all their symptoms:
+    compiler warnings held back, no per-case diagnoses, no other hints."""
+    parts = [f"{s.part} at line {cell.line(s.line) if cell else s.line}" for s in stubs]
+    if cell is not None:
+        parts[-1] += f" of {cell.name}"
+    one = len(stubs) == 1
+    msg = (f"the part{'' if one else 's'} marked YOUR CODE HERE ({', '.join(parts)}) "
+           f"{'is' if one else 'are'} still empty")
+    hint = (f"Write {'it' if one else 'them'} (the marker says about how many lines), then run that cell "
+            "again; compiler warnings and the other diagnoses wait until then. If you did write "
+            f"{'it' if one else 'them'}, delete the `{MARKER}` line{'' if one else 's'} and run the cell "
+            "again.")
+    kept = []
+    for i in v.items:
+        if i.name == "compile" and i.status == PASS:
+            kept.append(Item("compile", PASS, "compiled", where=i.where))  # warnings held back
+        elif i.name == "signature":
+            kept.append(i)
+    where = dict(stubs=[dict(part=s.part, line=s.line, note=s.note,
+                             **({"cell_line": cell.line(s.line)} if cell else {})) for s in stubs])
+    kept.append(Item("kernel", FAIL, msg, hint=hint, kind="unfilled-stub", where=where))
+    v.items, v.speed = kept, None
+    return _score(ex, v)
 
 
 def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout: float | None = None,
@@ -302,11 +452,12 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     from .device import has_gpu
 
     ex = exercises.get(exercise_id)
-    unknown = set(launch) - set(ex.launch_defaults)
-    if unknown:
-        takes = ", ".join(ex.launch_defaults) or "none"
-        raise LaunchArgumentError(f"{exercise_id} takes launch parameters: {takes}; not {', '.join(sorted(unknown))}",
-                                  argument=sorted(unknown)[0])
+    cell = find_cell(source)  # inside a notebook: the cell the kernel was written in
+    unknown = sorted(set(launch) - set(ex.launch_defaults))
+    if unknown:  # said as a verdict, like every other mistake
+        v = Verdict(ex.id, backend, max_score=ex.points)
+        v.items.append(_launch_item(ex, unknown, launch))
+        return v
     launch = {**ex.launch_defaults, **launch}
     try:
         chosen = pick(backend)
@@ -317,28 +468,33 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     v = Verdict(ex.id, chosen, max_score=ex.points)
 
     # 1. compile here (no GPU needed): errors on the student's own line, PTX for honesty.
+    arch = max(_arch_here(chosen), ex.min_arch)
     try:
-        compiled = nvrtc_compile(source, arch=max(_arch_here(chosen), ex.min_arch),
-                                 options=ex.problem.options(launch), resources=False)
-        v.items.append(_compiled_item(compiled.warnings))
+        compiled = nvrtc_compile(source, arch=arch, options=ex.problem.options(launch), resources=False)
+        v.items.append(_compiled_item(compiled.warnings, cell))
     except CompileError as e:
-        v.items.append(_compile_item(e))
+        v.items.append(_compile_item(e, source=source, launch=launch, ex=ex, cell=cell, arch=arch))
         return v
     sig = _signature_item(ex, source)
     v.items.append(sig)
     if sig.status == FAIL:
         return v
     if _is_empty_stub(ex, source):  # said once, not once per case
-        v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in the cell "
-                            "above", kind="empty-kernel",
+        v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in "
+                            f"{cell.name if cell else 'the cell above'}", kind="empty-kernel",
                             hint="If you did write it, run that cell again: the check sees the source as it "
                                  "was when its cell last ran."))
         return v
+    # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
+    # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
+    stubs = unfilled(source)
     if ex.tensor_cores:
         if compiled.uses_tensor_cores:
             ops = ", ".join(str(o) for o in compiled.instructions)
             v.items.append(Item("tensor cores", PASS, f"compiled code uses {ops}"))
         else:
+            if stubs:
+                return _unfilled(ex, v, stubs, cell)
             v.items.append(Item("tensor cores", FAIL, "the compiled code contains no tensor-core "
                                 "instruction (wmma.mma / mma.sync)", kind="no-tensor-cores",
                                 hint="This exercise must run on tensor cores: compute with "
@@ -353,8 +509,9 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
                                 "kernels cannot run on this machine", kind="environment"))
             return _score(ex, v)
     sizes = ex.gpu_sizes if chosen == "gpu" else ex.cpu_sizes
-    seeds = [secrets.randbits(32) for _ in range(len(sizes) + 1)]  # unpredictable, never shown
-    dims_list = list(sizes) + [sizes[0]]
+    # a second random input of the first size, unless the input never changes (fragment-probe)
+    dims_list = list(sizes) + ([] if ex.problem.fixed_input else [sizes[0]])
+    seeds = [secrets.randbits(32) for _ in dims_list]  # unpredictable, never shown
     cases = [ex.problem.make(d, np.random.default_rng(s), launch) for d, s in zip(dims_list, seeds)]
     _distinct_labels(cases)
     do_perf = speed and chosen == "gpu" and ex.perf_size is not None
@@ -367,13 +524,15 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
                          case_timeout=case_timeout, perf_timeout=120)
     v.stdout = result["stdout"]
     for case, res in zip(cases, result["cases"]):
-        v.items.append(_judge_case(ex, case, res))
+        v.items.append(_judge_case(ex, case, res, source))
     if result["error"] is not None:
         step = result.get("error_step", 0)
         label = "run" if not isinstance(step, int) else f"correct: {cases[min(step, len(cases) - 1)].label}"
         if not result["compiled"]:
             label = "load"
-        v.items.append(_fault_item(result["error"], label, ex))
+        v.items.append(_fault_item(result["error"], label, ex, cell))
+    if stubs and any(i.status == FAIL for i in v.items):
+        return _unfilled(ex, v, stubs, cell)
 
     # 3. speed, only for a correct kernel on a GPU.
     if ex.target is not None:

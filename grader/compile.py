@@ -34,7 +34,8 @@ def parse_log(log: str, source: str, *, filename: str = FILENAME,
     from other files (headers) keep their file name in the message and no line."""
     lines = source.splitlines()
     diagnostics = []
-    for m in _DIAG.finditer(log):
+    matches = list(_DIAG.finditer(log))
+    for n, m in enumerate(matches):
         severity = "warning" if m["sev"] in ("warning", "remark") else "error"
         message = m["msg"].strip()
         file = m["file"].strip()
@@ -44,14 +45,20 @@ def parse_log(log: str, source: str, *, filename: str = FILENAME,
             if line < 1:
                 line, text = None, None
             likely = _likely_line(message, line, lines)
+            body = log[m.end():matches[n + 1].start() if n + 1 < len(matches) else len(log)]
+            args = _ARGS.search(body)
             diagnostics.append(Diagnostic(severity, message, line, text, likely,
-                                          lines[likely - 1] if likely else None))
+                                          lines[likely - 1] if likely else None,
+                                          arguments=args[1] if args else None))
         else:
             diagnostics.append(Diagnostic(severity, f"{message} (in {file}:{m['line']})"))
     if not diagnostics and log.strip():
         diagnostics.append(Diagnostic("error", log.strip().splitlines()[0]))
     return diagnostics
 
+
+# The line after "no instance of overloaded function ..." naming what the call passed.
+_ARGS = re.compile(r"^\s*argument types are: \((.*)\)\s*$", re.M)
 
 _CLEAN_END = (";", "{", "}", ":", ",", "(", "[")
 
@@ -74,16 +81,119 @@ def _likely_line(message: str, line: int | None, lines: list[str]) -> int | None
 
 
 def compile_error(log: str, source: str, *, filename: str = FILENAME,
-                  line_offset: int = 0) -> CompileError:
+                  line_offset: int = 0, arch: int | None = None) -> CompileError:
     diagnostics = parse_log(log, source, filename=filename, line_offset=line_offset)
     errors = [d for d in diagnostics if d.severity == "error"] or diagnostics
     first = errors[0] if errors else Diagnostic("error", "compilation failed")
-    hint = _hint_for(first.message, first.likely_line)
     return CompileError(f"Compilation failed: {first}", log=log, diagnostics=diagnostics,
-                        hint=hint)
+                        hint=hint_for(first, arch))
 
 
-def _hint_for(message: str, likely_line: int | None = None) -> str:
+# WMMA fragments that exist (CUDA's crt/mma.hpp): element type -> shapes (m, n, k) and the
+# accumulator types that go with them. bf16, tf32 and double need sm_80.
+_WMMA_SHAPES = {
+    "half": ((16, 16, 16), (32, 8, 16), (8, 32, 16)),
+    "bf16": ((16, 16, 16), (32, 8, 16), (8, 32, 16)),
+    "tf32": ((16, 16, 8),),
+    "double": ((8, 8, 4),),
+}
+_ELEMENT = {"half": "half", "__half": "half", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16",
+            "precision::bf16": "bf16", "precision::tf32": "tf32", "double": "double", "float": "float",
+            "int": "int", "signed char": "int8", "unsigned char": "int8"}
+_FRAGMENT = re.compile(r"fragment<(?:nvcuda::)?(?:wmma::)?(matrix_a|matrix_b|accumulator),\s*(\d+),\s*(\d+),"
+                       r"\s*(\d+),\s*([^,>]+?),\s*([^,>]+)>")
+
+
+def _shape(mnk) -> str:
+    return ", ".join(str(x) for x in mnk)
+
+
+def fragment_hint(message: str, arch: int | None = None) -> str:
+    """What is wrong with a WMMA fragment type NVRTC calls incomplete: its shape does not
+    exist for its element type (read off the message's template arguments), or, only when
+    compiling below sm_80, the type needs a newer architecture."""
+    m = _FRAGMENT.search(message.split("(aka")[0])
+    if not m:
+        return ""
+    use, mnk, raw_elem = m[1], tuple(int(x) for x in m.group(2, 3, 4)), m[5].strip()
+    elem = _ELEMENT.get(re.sub(r"^(?:nvcuda::)?(?:wmma::)?", "", raw_elem), raw_elem)
+    double = ("double fragments exist only as m8n8k4 (wmma::fragment<..., 8, 8, 4, double, ...>), "
+              "and the accumulator must be double too.")
+    tf32 = ("tf32 fragments exist only as m16n16k8 (wmma::fragment<..., 16, 16, 8, "
+            "wmma::precision::tf32, ...>), with a float accumulator (fragment<wmma::accumulator, "
+            "16, 16, 8, float>).")
+    bf16 = ("bf16 fragments exist as m16n16k16, m32n8k16 or m8n32k16 (wmma::fragment<..., 16, 16, 16, "
+            "__nv_bfloat16, ...>), with a float accumulator.")
+    half = ("half fragments exist as m16n16k16, m32n8k16 or m8n32k16 (wmma::fragment<..., 16, 16, 16, "
+            "half, ...>); their accumulator is float or half.")
+    shape_ok = elem in _WMMA_SHAPES and mnk in _WMMA_SHAPES[elem]
+    if elem == "double":
+        what = "" if shape_ok else double
+    elif elem == "tf32":
+        what = ("The accumulator of a tf32 product is float: " + tf32) if use == "accumulator" else (
+            "" if shape_ok else tf32)
+    elif elem == "bf16":
+        what = ("The accumulator of a bf16 product is float: " + bf16) if use == "accumulator" else (
+            "" if shape_ok else bf16)
+    elif mnk == (8, 8, 4):  # the double shape with another element type (a float accumulator)
+        what = double if use == "accumulator" else "m8n8k4 is the double shape: " + double
+        what += (" H" + half[1:]) if elem == "half" else ""
+    elif mnk == (16, 16, 8):  # the tf32 shape
+        what = tf32 if use == "accumulator" else "m16n16k8 is the tf32 shape: " + tf32
+        what += (" H" + half[1:]) if elem == "half" and use != "accumulator" else ""
+    elif elem == "half" and not shape_ok:
+        what = half
+    elif use == "accumulator" and elem not in ("float", "half", "int"):
+        what = (f"An accumulator fragment holds float (or half, int, double), not {raw_elem}: "
+                f"wmma::fragment<wmma::accumulator, {_shape(mnk)}, float>.")
+    else:
+        what = ""
+    # The architecture only matters below sm_80 (bf16, tf32, double and their shapes need it).
+    if arch is not None and arch < 80 and (elem in ("bf16", "tf32", "double") or mnk in ((8, 8, 4), (16, 16, 8))):
+        what = (what + " " if what else "") + (
+            f"bf16, tf32 and double WMMA fragments need sm_80 or newer; this compile targets sm_{arch}.")
+    return what
+
+
+def _top_level_args(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _overload_hint(message: str, arguments: str | None) -> str:
+    """load_matrix_sync/store_matrix_sync on an accumulator without the layout_t argument,
+    or with a fragment layout (wmma::row_major) where a memory layout belongs."""
+    call = re.search(r'"nvcuda::wmma::(store_matrix_sync|load_matrix_sync)"', message)
+    if not call or not arguments:
+        return ""
+    args = _top_level_args(arguments)
+    fragment = args[0] if call[1] == "load_matrix_sync" else (args[1] if len(args) > 1 else "")
+    if "accumulator" not in fragment:
+        return ""
+    verb = "store" if call[1] == "store_matrix_sync" else "load"
+    if len(args) == 3:
+        example = "store_matrix_sync(ptr, acc, ldm, " if verb == "store" else "load_matrix_sync(acc, ptr, ldm, "
+        return (f"An accumulator {verb} needs the memory layout as its 4th argument: wmma::{example}"
+                "wmma::mem_row_major) (or wmma::mem_col_major). Only matrix_a/matrix_b fragments carry "
+                "their layout in the type.")
+    if len(args) == 4 and "layout_t" not in args[3]:
+        return (f"The 4th argument of an accumulator {verb} is a memory layout, wmma::mem_row_major or "
+                f"wmma::mem_col_major (not {args[3]}).")
+    return ""
+
+
+def hint_for(d: Diagnostic, arch: int | None = None) -> str:
+    """One thing to try for compiler diagnostic `d` (its line numbers as the student sees them)."""
+    message = d.message
     if "crt/mma.h" in message or "cannot open source file" in message:
         return ("A CUDA header is missing: run `python -m grader doctor` to see which "
                 "include folders were found and what to install.")
@@ -95,13 +205,18 @@ def _hint_for(message: str, likely_line: int | None = None) -> str:
                 f"wmma::row_major or wmma::col_major: wmma::fragment<wmma::{no_layout[1]}, 16, 16, 16, "
                 "half, wmma::row_major>. Only accumulator fragments have no layout.")
     if "incomplete type" in message and "fragment" in message:
-        return ("This fragment type needs a newer GPU architecture (bf16/tf32/f64 WMMA need "
-                "sm_80 or later).")
+        return fragment_hint(message, arch) or (
+            "This fragment type does not exist: check its shape (m, n, k) and element type against "
+            "the WMMA shapes (half/bf16 m16n16k16, m32n8k16, m8n32k16; tf32 m16n16k8; double m8n8k4).")
+    if ('name followed by "::" must be a class or namespace name' in message and arch is not None
+            and arch < 80 and d.source_line and "precision::" in d.source_line):
+        return f"wmma::precision::tf32 and bf16 need sm_80 or newer; this compile targets sm_{arch}."
     if "no instance of overloaded function" in message and "wmma::" in message:
-        return ("The fragment types do not fit this call: a float accumulator stores to float*, a half "
-                "one to half*; matrix_a/matrix_b need a layout; shapes must match.")
-    if 'expected a ";"' in message and likely_line:
-        return f"A missing `;` at the end of line {likely_line} is the usual cause."
+        return _overload_hint(message, d.arguments) or (
+            "The fragment types do not fit this call: a float accumulator stores to float*, a half "
+            "one to half*; matrix_a/matrix_b need a layout; shapes must match.")
+    if 'expected a ";"' in message and d.likely_line:
+        return f"A missing `;` at the end of line {d.shown(d.likely_line)} is the usual cause."
     if "expected a" in message:
         return "A missing `;`, `)` or `}` just before this line is the usual cause."
     return CompileError.hint
@@ -166,7 +281,7 @@ class Compiled:
         return bool(self.instructions)
 
 
-def _nvrtc_run(source: str, options: list[str], filename: str):
+def _nvrtc_run(source: str, options: list[str], filename: str, arch: int | None = None):
     """Compile once with NVRTC; returns (program, log) or raises CompileError."""
     from cupy_backends.cuda.libs import nvrtc
 
@@ -176,7 +291,7 @@ def _nvrtc_run(source: str, options: list[str], filename: str):
     except nvrtc.NVRTCError:
         log = nvrtc.getProgramLog(prog).rstrip("\x00")
         nvrtc.destroyProgram(prog)
-        raise compile_error(log, source, filename=filename) from None
+        raise compile_error(log, source, filename=filename, arch=arch) from None
     return prog, nvrtc.getProgramLog(prog).rstrip("\x00")
 
 
@@ -192,7 +307,7 @@ def nvrtc_compile(source: str, *, arch: int = 90, options: tuple[str, ...] | lis
     if arch not in SUPPORTED_ARCHS:
         raise ValueError(f"arch must be one of {SUPPORTED_ARCHS} for NVRTC 13, not {arch}")
     opts = [*BASE_OPTIONS, *include_options(), *options]
-    prog, log = _nvrtc_run(source, [f"-arch=compute_{arch}", *opts], filename)
+    prog, log = _nvrtc_run(source, [f"-arch=compute_{arch}", *opts], filename, arch)
     try:
         ptx = nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)
     finally:
@@ -200,7 +315,7 @@ def nvrtc_compile(source: str, *, arch: int = 90, options: tuple[str, ...] | lis
     ptx = ptx.rstrip("\x00")
     found: dict[str, KernelResources] = {}
     if resources:
-        prog2, log2 = _nvrtc_run(source, [f"-arch=sm_{arch}", "-Xptxas=-v", *opts], filename)
+        prog2, log2 = _nvrtc_run(source, [f"-arch=sm_{arch}", "-Xptxas=-v", *opts], filename, arch)
         nvrtc.destroyProgram(prog2)
         found = parse_resources(log2)
     warnings = [d for d in parse_log(log, source, filename=filename) if d.severity == "warning"]

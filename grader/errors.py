@@ -31,7 +31,10 @@ class HeadersNotFound(CourseError):
 class Diagnostic:
     """One compiler message, with its line in the source the user wrote (1-based) or None.
     `likely_line` is where the mistake probably is when the compiler only noticed it on a
-    later line (a missing `;` is reported at the next token)."""
+    later line (a missing `;` is reported at the next token). `arguments` is the compiler's
+    "argument types are: (...)" line of a call that matches no overload. `cell` (a
+    grader.cells.SourceCell) is the notebook cell the source came from: lines are then shown
+    as the cell's own line numbers."""
 
     severity: str  # "error" | "warning"
     message: str
@@ -39,10 +42,21 @@ class Diagnostic:
     source_line: str | None = None
     likely_line: int | None = None
     likely_source: str | None = None
+    arguments: str | None = None
+    cell: object | None = None
+
+    def shown(self, n: int) -> int:
+        """Line `n` of the kernel as the student sees it numbered (the cell's line)."""
+        return self.cell.line(n) if self.cell is not None else n
 
     def where(self) -> str:
         if not self.line:
             return ""
+        if self.cell is not None:
+            text = self.cell.where(self.line)
+            if self.likely_line:
+                text += f", probably the end of line {self.shown(self.likely_line)} of the cell"
+            return text
         text = f"line {self.line} of your kernel source"
         if self.likely_line:
             text += f" (probably the end of line {self.likely_line})"
@@ -52,9 +66,9 @@ class Diagnostic:
         where = self.where()
         text = f"{where + ': ' if where else ''}{self.severity}: {self.message}"
         if self.likely_line and self.likely_source is not None:
-            text += f"\n    {self.likely_line}: {self.likely_source.strip()}"
+            text += f"\n    {self.shown(self.likely_line)}: {self.likely_source.strip()}"
             if self.source_line is not None:
-                text += f"\n    {self.line}: {self.source_line.strip()}"
+                text += f"\n    {self.shown(self.line)}: {self.source_line.strip()}"
         elif self.source_line is not None:
             text += f"\n    {self.source_line.strip()}"
         return text

@@ -6,6 +6,8 @@ never about `row < M`.
 """
 from __future__ import annotations
 
+import re
+
 from . import problems as P
 
 
@@ -96,6 +98,8 @@ HINTS: dict[str, dict[str, str]] = {
                   "store 0 and do not read x.",
         "conv": "A read outside x: windows that leave the image (the padding) and rows beyond N*P*Q must "
                 "be zero-filled, not loaded.",
+        "probe": "M is 16x16, so ldm is 16: wmma::load_matrix_sync(frag, M, 16). A larger ldm makes the "
+                 "fragment's rows step past the end of M.",
     },
     "write-out-of-bounds": {
         "*": "A store without a bounds check: guard it with if (row < M && col < N), or stage edge tiles "
@@ -108,10 +112,29 @@ HINTS: dict[str, dict[str, str]] = {
         "im2col": "A store past the end of col: the grid has more threads than col has elements; start "
                   "with if (idx >= N*P*Q*C*R*S) return;",
         "conv": "A store outside y: rows of the last block tile beyond N*P*Q must not be stored.",
+        "probe": "held has 32 x 16 ints: lane (threadIdx.x % 32) writes held[lane * 16 + i] for "
+                 "i < frag.num_elements (16), nothing beyond.",
     },
 }
 
 SWAPPED_BLOCKS = " Or are blockIdx.x / blockIdx.y swapped? (see the launch contract)"
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def shared_nan(source: str) -> str:
+    """The first suspect for NaN in a kernel that stages data in shared memory: a read of a
+    tile before the copy into it is complete (said before the family's own NaN hint)."""
+    code = _COMMENTS.sub(" ", source or "")
+    if "__shared__" not in code:
+        return ""
+    if re.search(r"__pipeline_memcpy_async|cp\.async|cuda::memcpy_async|__pipeline_commit", code):
+        wait = ("__pipeline_wait_prior(...) and then a __syncthreads() between starting the copy "
+                "(cp.async) into shared memory and reading it")
+    else:
+        wait = "a __syncthreads() between copying into shared memory and reading it"
+    return (f"Shared memory read before it was filled gives NaN: check there is {wait} (and one "
+            "before the copy overwrites a tile others still read). ")
 
 
 def hint(ex, kind: str, tile: int = 16) -> str:

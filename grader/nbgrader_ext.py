@@ -12,7 +12,9 @@ import re
 
 from nbgrader.preprocessors import ClearSolutions
 
-CUDA_STUB = "// YOUR CODE HERE{note}"
+from .stubs import MARKER
+
+CUDA_STUB = MARKER + "{note}"  # grader.stubs finds these to say which parts are still empty
 _BEGIN = re.compile(r"^(\s*)//\s*BEGIN SOLUTION(.*)$")
 
 

@@ -68,6 +68,8 @@ class Problem:
 
     params: tuple[tuple[str, str], ...]  # (name, C type) in order: the fixed contract
     baseline: str | None = None  # what speed is compared with (see grader.baselines)
+    fixed_input = False  # the input is the same every time: one run says all (no 2nd random input)
+    passed = "matches the float64 reference"  # what a correct output is said to do
 
     def signature(self, kernel: str) -> str:
         return f'extern "C" __global__ void {kernel}({", ".join(f"{t} {n}" for n, t in self.params)})'
@@ -177,6 +179,8 @@ class FragmentProbe(Problem):
 
     params = (("M", "const half*"), ("held", "int*"))
     kind = "a_f16_row"  # grader.fragments' name for this fragment kind
+    fixed_input = True  # M is the index matrix M[r][c] = 16 r + c, never random
+    passed = "every lane holds the right element of M in every x[i]"
 
     def make(self, dims, rng, launch, reference=True):
         from .fragments import expected_map, probe_input

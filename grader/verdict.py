@@ -138,14 +138,27 @@ class Verdict:
                 f"<table>{''.join(rows)}</table>{printed}</div>")
 
 
+# A tile with some wrong elements: one character per fifth (':' under 20% ... '*' under 100%).
+_PARTIAL = ":-=+*"
+MAP_LEGEND = ("'.' clean, ':' under 20% of its elements wrong, '-' under 40%, '=' under 60%, "
+              "'+' under 80%, '*' 80% or more, '#' all wrong")
+
+
+def _map_char(v: float) -> str:
+    if v <= 0:
+        return "."
+    if v >= 1:
+        return "#"
+    return _PARTIAL[min(len(_PARTIAL) - 1, int(v * len(_PARTIAL)))]
+
+
 def _ascii_map(m: np.ndarray, tile) -> list[str]:
-    """Per-tile error map for a terminal: '.' clean tile, '#' every element wrong."""
+    """Per-tile error map for a terminal: '.' clean, ':-=+*' more and more wrong, '#' all wrong."""
     if m.shape[0] > 32 or m.shape[1] > 64:
         return [f"(error map {m.shape[0]}x{m.shape[1]} tiles; the notebook shows it as a picture)"]
-    chars = " .:-=+*#"
-    rows = [f"error map, one character per {tile[0]}x{tile[1]} tile ('.' = clean, '#' = all wrong):"]
+    rows = [f"error map, one character per {tile[0]}x{tile[1]} tile ({MAP_LEGEND}):"]
     for r in m:
-        rows.append("".join("." if v == 0 else chars[min(len(chars) - 1, 1 + int(v * (len(chars) - 2)))] for v in r))
+        rows.append("".join(_map_char(float(v)) for v in r))
     return rows
 
 

@@ -47,3 +47,14 @@ def test_cuda_region_becomes_a_cpp_stub_that_compiles():
 def test_python_regions_keep_nbgraders_stub():
     (c,) = clear(cell("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION"))
     assert "raise NotImplementedError()" in c.source and "return x" not in c.source
+
+
+def test_the_grader_recognises_the_stub_it_leaves():
+    """grader.stubs looks for the very marker this preprocessor writes."""
+    from grader.stubs import unfilled
+
+    (c,) = clear(cell(SRC))
+    kernel = c.source.split('r"""')[1].rsplit('"""', 1)[0]
+    (stub,) = unfilled(kernel)
+    assert stub.part == "the body of sgemm" and stub.note == "(about 6 lines)"
+    assert kernel.splitlines()[stub.line - 1].strip() == "// YOUR CODE HERE (about 6 lines)"
