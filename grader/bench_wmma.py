@@ -211,28 +211,19 @@ _input_cache: dict = {}
 
 
 def time_kernel(module, spec, n, max_seconds=2.0) -> dict:
-    """Kernel and cuBLAS (cached per dtype and size, same process) at n^3."""
+    """Kernel and cuBLAS at n^3 (inputs cached per dtype and size), via gemm.time_gemm.
+    cuBLAS is timed again beside every kernel, in alternating rounds: a baseline cached
+    minutes earlier may have seen another clock state (the same kernel measured 323-375
+    TFLOP/s at 8192^3 across runs; not yet re-measured with pairing)."""
     import cupy
-
-    from . import baselines
-    from .timing import paired
 
     if (spec.in_dtype, n) not in _input_cache:
         _input_cache[(spec.in_dtype, n)] = gemm.random_inputs(n, n, n, spec.in_dtype, 0, cupy)
-    A, B = _input_cache[(spec.in_dtype, n)]
-    C = cupy.zeros((n, n), dtype=spec.out_dtype)
-    launch = module.bind(spec.kernel, spec.grid(n, n, n), spec.block, [A, B, C, n, n, n],
-                         shared_mem=spec.shared_mem)
-    ws = A.nbytes + B.nbytes + C.nbytes
-    # cuBLAS is timed again beside every kernel, in alternating rounds: a baseline cached
-    # minutes earlier may have seen another clock state (the same kernel measured 323-375
-    # TFLOP/s at 8192^3 across runs; not yet re-measured with pairing).
-    p = paired(launch, baselines.make(f"cublas-{spec.library}", [A, B], {}), working_set_bytes=ws,
-               max_seconds=2 * max_seconds)
-    _library_cache[(spec.library, n)] = p.baseline  # the latest, for lessons that show it alone
-    flops = 2.0 * n ** 3
-    return dict(tflops=p.kernel.tflops(flops), lib_tflops=p.baseline.tflops(flops),
-                ratio=p.ratio, timing=str(p.kernel))
+    t = gemm.time_gemm(module, spec, n, n, n, max_seconds=max_seconds,
+                       inputs=_input_cache[(spec.in_dtype, n)])
+    _library_cache[(spec.library, n)] = t["library"]  # the latest, for lessons that show it alone
+    return dict(tflops=t["gflops"] / 1e3, lib_tflops=t["library_gflops"] / 1e3, ratio=t["ratio"],
+                timing=str(t["kernel"]))
 
 
 def _resources(module, kernel, source, options) -> str:

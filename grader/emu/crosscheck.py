@@ -193,10 +193,10 @@ def _one_tile_ld(rng):
 
 
 def _niter(rng, warps=4, niter=5):
+    from ..lessons.fast_gemm import niter_kernel_reference
+
     A, B = _u(rng, warps * 256, np.float16), _u(rng, warps * 256, np.float16)
-    a, b = A.astype(np.float64).reshape(warps, 16, 16), B.astype(np.float64).reshape(warps, 16, 16)
-    ref = niter * np.matmul(a, b)
-    bound = numerics.gemm_bound(niter * np.matmul(np.abs(a), np.abs(b)), niter * 16)
+    ref, bound = niter_kernel_reference(A, B, warps, niter)
     return [Case(f"{warps} warps, niter {niter}", [A, B, poisoned(warps * 256, np.float32), niter], [2],
                  (warps, 1, 1), (32, 1, 1), 0, {2: Expected(ref, bound)})]
 

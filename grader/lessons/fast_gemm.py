@@ -287,12 +287,16 @@ def check_niter_kernel(warps: int = 4, niter: int = 5, backend_name: str = "auto
     B = rng.uniform(-1, 1, warps * 256).astype(np.float16)
     C = xp.full(warps * 256, np.nan, dtype=np.float32)
     module.launch("wmma_peak_niter", (warps, 1, 1), (32, 1, 1), [xp.asarray(A), xp.asarray(B), C, niter])
+    host = C.get() if hasattr(C, "get") else C
+    return numerics.compare(host.reshape(warps, 16, 16), *niter_kernel_reference(A, B, warps, niter))
+
+
+def niter_kernel_reference(A: np.ndarray, B: np.ndarray, warps: int, niter: int):
+    """(float64 result, bound), each (warps, 16, 16), of wmma_peak_niter: C_w = niter A_w B_w."""
     a = A.astype(np.float64).reshape(warps, 16, 16)
     b = B.astype(np.float64).reshape(warps, 16, 16)
     ref = niter * np.matmul(a, b)
-    bound = numerics.gemm_bound(niter * np.matmul(np.abs(a), np.abs(b)), niter * 16)
-    host = C.get() if hasattr(C, "get") else C
-    return numerics.compare(host.reshape(warps, 16, 16), ref, bound)
+    return ref, numerics.gemm_bound(niter * np.matmul(np.abs(a), np.abs(b)), niter * 16)
 
 
 def measure_niter(niters=(1, 4, 16, 64, 256, 1024), threads: int = 256) -> list[tuple[int, float]]:
