@@ -5,7 +5,8 @@ functions the tests use to prove the workflow end to end.
 
 runs release -> autograde (the solution as one student, the untouched release as another)
 -> feedback -> export in a temporary course (or in DIR, kept for a look at feedback/ and
-grades.csv) and prints the scores next to what they should be. An ASSIGNMENT may be a unique
+grades.csv) and prints the scores next to what they should be, with any cell that raised
+where it should not (a solution: anywhere; a release: outside its test and "not yet" cells). An ASSIGNMENT may be a unique
 prefix ("03"); none means every assignment. Exit 0 when every score is as expected, 1 when
 one is not or nbgrader failed, 2 for an unknown assignment.
 """
@@ -121,6 +122,28 @@ def cpu_max_score(solution: Path) -> float:
     return total
 
 
+def cell_errors(course: Path, assignment: str, student: str, *, in_tests: bool) -> list[str]:
+    """Error outputs in the autograded notebooks of one submission, as "notebook cell N: Name".
+
+    A solution must run without any; an untouched release may fail only in its test cells and
+    in cells tagged raises-exception (its "not yet" cells), so `in_tests=False` skips those.
+    nbgrader records such errors and carries on, so a broken demo cell would otherwise pass
+    unnoticed as long as the test cells still award their points."""
+    out = []
+    for path in sorted((course / "autograded" / student / assignment).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            graded = cell.metadata.get("nbgrader", {}).get("grade", False)
+            if not in_tests and (graded or "raises-exception" in cell.metadata.get("tags", [])):
+                continue
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "error":
+                    out.append(f"{path.stem} cell {i}: {o.get('ename')}: {str(o.get('evalue', ''))[:80]}")
+    return out
+
+
 def export(course: Path) -> list[dict]:
     nbgrader(course, "export", "--to", "grades.csv")
     with open(course / "grades.csv") as f:
@@ -151,8 +174,8 @@ def dry_run(names: list[str], keep: Path | None = None) -> tuple[str, bool]:
     from .device import has_gpu
 
     gpu = has_gpu()
-    head = ("| assignment | solution score | expected | untouched release | autograde time (solution) |\n"
-            "|---|---|---|---|---|")
+    head = ("| assignment | solution score | expected | untouched release | autograde time (solution) "
+            "| cell errors |\n|---|---|---|---|---|---|")
     print(head, flush=True)
     rows, ok = [], True
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,10 +193,12 @@ def dry_run(names: list[str], keep: Path | None = None) -> tuple[str, bool]:
             got = scores(course, a)
             (s, m), (u, _) = got["solution"], got["untouched"]
             expected = m if gpu else sum(cpu_max_score(p) for p in solutions)
-            good = abs(s - expected) < 1e-6 and u == 0
+            errors = (cell_errors(course, a, "solution", in_tests=True)
+                      + cell_errors(course, a, "untouched", in_tests=False))
+            good = abs(s - expected) < 1e-6 and u == 0 and not errors
             ok &= good
-            rows.append(f"| {a} | {s:g} / {m:g} | {expected:g} | {u:g} | {seconds:.0f} s |"
-                        + ("" if good else " <- not as expected"))
+            rows.append(f"| {a} | {s:g} / {m:g} | {expected:g} | {u:g} | {seconds:.0f} s | "
+                        + ("; ".join(errors) or "none") + " |" + ("" if good else " <- not as expected"))
             print(rows[-1], flush=True)
         exported = export(course)
         notes = [f"export: {len(exported)} rows (grades.csv)"]

@@ -120,3 +120,30 @@ def test_threshold_commands_without_a_gpu_say_so(tmp_path):
     assert proc.returncode == 2 and "needs a GPU" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "out.md").exists()
     assert (classroom.ROOT / lines[2].split()[-1]).exists(), "the guide's pytest path is not relative to the root"
+
+
+def test_dry_run_flags_cells_that_raised_outside_the_tests(tmp_path):
+    """nbgrader records a cell's error and carries on: the dry run must still flag a demo cell
+    that crashed, in a solution anywhere, in a release outside its test and "not yet" cells."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    def cell(tags=(), graded=False, error=None):
+        c = new_code_cell("x = 1", metadata={"tags": list(tags)})
+        if graded:
+            c.metadata["nbgrader"] = {"grade": True, "grade_id": "t", "points": 1}
+        if error:
+            c.outputs = [new_output("error", ename=error, evalue="boom", traceback=[])]
+        return c
+
+    nb = new_notebook(cells=[cell(), cell(error="NameError"), cell(graded=True, error="AssertionError"),
+                             cell(tags=["raises-exception"], error="NotImplementedError")])
+    for student in ("solution", "untouched"):
+        d = tmp_path / "autograded" / student / "01-x"
+        d.mkdir(parents=True)
+        nbformat.write(nb, d / "lesson.ipynb")
+    in_release = classroom.cell_errors(tmp_path, "01-x", "untouched", in_tests=False)
+    assert in_release == ["lesson cell 1: NameError: boom"]
+    in_solution = classroom.cell_errors(tmp_path, "01-x", "solution", in_tests=True)
+    assert [e.split(":")[0] for e in in_solution] == ["lesson cell 1", "lesson cell 2", "lesson cell 3"]
+    assert classroom.cell_errors(tmp_path, "02-y", "solution", in_tests=True) == []
