@@ -119,8 +119,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # __pipeline_wait_prior that covers them)
         cpu_sizes=(_g(256, 256, 64), _g(128, 256, 320)),
         gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
+        # The reference: 55.8% (H200) and 46.7% (H100) of cuBLAS; 35% left the H100 a 1.33x
+        # margin, so 33% (1.42x / 1.69x). Notebook 04's naive kernel is at ~4%, below the floor.
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, launch_defaults=GEMM_FAST_LAUNCH,
-        floor=0.10, target=0.35, points_speed=2.0, race_check=True),
+        floor=0.10, target=0.33, points_speed=2.0, race_check=True),
     Exercise(
         "dmma-gemm", "FP64 tensor-core GEMM (DMMA)", "dmma_gemm",
         P.Gemm("float64", "float64", accumulate="fp64", launch_rule="warp8", baseline="cublas-fp64"),
@@ -152,8 +154,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(dict(N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1),),
         gpu_sizes=(dict(N=3, C=64, H=13, W=9, K=128, R=3, S=3, pad=1),
                    dict(N=16, C=128, H=14, W=14, K=256, R=3, S=3, pad=1)),
+        # The reference: 218% (H200) but 196-197% (H100) of the baseline; 1.6 left the H100 a
+        # 1.23x margin, so 1.45 (1.35x / 1.50x). Floor 1.0: only beating im2col + cuBLAS counts.
         perf_size=dict(N=256, C=256, H=14, W=14, K=512, R=3, S=3, pad=1), tensor_cores=True,
-        launch_defaults=CONV_LAUNCH, floor=1.0, target=1.6, points_speed=2.0, min_arch=80,
+        launch_defaults=CONV_LAUNCH, floor=1.0, target=1.45, points_speed=2.0, min_arch=80,
         race_check=True),
 ]}
 

@@ -12,6 +12,7 @@ from grader.check import check, grade
 from grader.verdict import FAIL, PASS, SKIP
 
 from adversarial.cases import CASES
+from grader.calibrate import PREVIOUS
 
 ROOT = kernels.KERNELS_DIR.parent
 IDS = list(exercises.EXERCISES)
@@ -152,6 +153,28 @@ def test_reference_full_points_on_gpu(exercise_id):
     assert v.passed and v.score == ex.points, v.text()
     if ex.target is not None:
         assert v.speed["ratio"] >= 1.3 * ex.target, f"margin below 1.3x: {v.speed}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exercise_id", sorted(PREVIOUS))
+def test_previous_lessons_kernel_misses_the_target_on_gpu(exercise_id):
+    """The other half of the calibration rule: what the student had before this lesson is
+    correct under the contract but earns no speed points (it stays under the floor)."""
+    name, launch = PREVIOUS[exercise_id]
+    v = check(exercise_id, kernels.source(name), backend="gpu", **launch)
+    print(v.text())
+    assert all(i.status == PASS for i in v.items if i.name.startswith("correct")), v.text()
+    assert v.speed["ratio"] < v.speed["floor"], f"{name} earns speed points: {v.speed}"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(PREVIOUS))
+def test_previous_lessons_kernel_is_correct_under_the_contract(exercise_id):
+    """On CPU: the calibration's stand-ins compile and are correct under the exercise's
+    contract, so on a GPU their speed is what separates them from the reference."""
+    name, launch = PREVIOUS[exercise_id]
+    v = check(exercise_id, kernels.source(name), backend="emu", **launch)
+    correct = [i.status for i in v.items if i.name.startswith("correct")]
+    assert correct and all(st == PASS for st in correct), v.text()
 
 
 @pytest.mark.gpu
