@@ -18,32 +18,7 @@
  * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [128], BLOCK_K [64],
  *   WARP_M [4], WARP_N [4], SMEM_PAD [8] (halves, a multiple of 8), STAGES [3] (>= 2),
  *   GROUP_M [16] (block rows per swizzle group),
- *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [128],
- *   LEAN_ADDR [0], FRAG_DB [0] (tuning variants below; 0 = the code measured above).
- * Tuning variants, NOT YET MEASURED ON A GPU (bench_wmma.SWEEP times them beside the default).
- * Why: in the default loop ptxas (sm_90 SASS) already overlaps the ldmatrix of step kk+16
- * with the HMMA of step kk inside a k-tile, but after each barrier a warp runs ~150
- * instructions (address arithmetic and its 16 cp.async), then waits on the ldmatrix of step
- * 0 with no HMMA to issue; with 2 warps per scheduler (2 blocks of 4 warps per SM) the tensor
- * cores idle whenever both warps are in that stretch (a hypothesis: no profile was taken).
- * Per k-tile a warp issues 128 HMMA + 32 LDSM + 16 LDGSTS + 190 other instructions.
- *   LEAN_ADDR=1: the same copies (same chunks, same shared layout) addressed from one
- *     per-thread base per matrix: chunk t + i*THREADS is row t/CPR + i*(THREADS/CPR), column
- *     t%CPR (CPR = 16-byte chunks per row; THREADS must be a multiple of it), instead of a
- *     division and a 64-bit multiply per chunk. sm_90: 89 other instructions per k-tile
- *     instead of 190; 204 registers instead of 249.
- *   FRAG_DB=1: A/B fragments double-buffered in registers across the 16-wide steps AND
- *     across the k-tile boundary (the multistage order CUTLASS uses): the wait and the
- *     barrier move to just before the last step's mma_sync, the fragments of step 0 of the
- *     next tile are loaded before those mma_sync run, and the copies of tile kt+STAGES go
- *     into the buffer of tile kt, which every warp has read into registers by then. ptxas
- *     then issues HMMAs right after the barrier and spreads the 16 copies between them.
- *     BLOCK_K a multiple of 32. Use it with LEAN_ADDR=1: alone it spills (255 registers,
- *     24 bytes spilled on sm_90); with it 246 registers, no spill (2 blocks per SM as now);
- *     with BLOCK_N=256 (8 warps of 64x64, 1 block per SM, a quarter less L2->SM traffic per
- *     flop; without FRAG_DB that tile measured 324 / 342) 240 registers, no spill.
- *   __launch_bounds__(THREADS, 2) was considered and left out: at 128 threads its register
- *     cap (65536 / 256) is the one __launch_bounds__(THREADS) already sets.
+ *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [128].
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M), as every rung of the ladder
  *         (the kernel remaps the block index itself).
  *         Dynamic shared memory:
@@ -51,6 +26,8 @@
  *           [107520]; it must also hold the epilogue strips, THREADS/32 * 16 * (16*WARP_N + 4) * 4
  *           bytes (a static_assert checks).
  *         M, N multiples of BLOCK_M, BLOCK_N; K a multiple of BLOCK_K.
+ * Its tuning variants LEAN_ADDR / FRAG_DB (session 3's sweep in kernels/RESULTS-wmma.md) became
+ * rung 6, wmma_gemm_fragdb.cu.
  * Check:  python -m grader.bench_wmma --only swizzle
  */
 #include <mma.h>
@@ -81,13 +58,6 @@ using namespace nvcuda;
 #endif
 #ifndef GROUP_M
 #define GROUP_M 16
-#endif
-// Tuning variants (see the header): fragments double-buffered in registers; lean copy addresses.
-#ifndef FRAG_DB
-#define FRAG_DB 0
-#endif
-#ifndef LEAN_ADDR
-#define LEAN_ADDR 0
 #endif
 #define LDS_C (16 * WARP_N + 4)  // row length (floats) of a warp's epilogue strip
 #define LDA (BLOCK_K + SMEM_PAD)
@@ -134,24 +104,6 @@ wmma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 
     // Start the copies of tile kt into buffer `stage` (16 bytes per cp.async).
     auto load_tile = [&](int stage, int kt) {
-#if LEAN_ADDR
-        // Same chunks as below, addressed from one base per matrix: with THREADS a multiple of
-        // the chunks per row, chunk t + i*THREADS is row t/CPR + i*(THREADS/CPR), column t%CPR.
-        constexpr int CPR_A = BLOCK_K / 8, ROWS_A = THREADS / CPR_A;
-        constexpr int CPR_B = BLOCK_N / 8, ROWS_B = THREADS / CPR_B;
-        static_assert(THREADS % CPR_A == 0 && THREADS % CPR_B == 0, "LEAN_ADDR: whole rows per pass");
-        const int t = threadIdx.x;
-        half* as = As + stage * A_STAGE + (t / CPR_A) * LDA + (t % CPR_A) * 8;
-        half* bs = Bs + stage * B_STAGE + (t / CPR_B) * LDB + (t % CPR_B) * 8;
-        const half* ga = A_blk + (size_t)(t / CPR_A) * K + kt * BLOCK_K + (t % CPR_A) * 8;
-        const half* gb = B_blk + (size_t)(kt * BLOCK_K + t / CPR_B) * N + (t % CPR_B) * 8;
-        #pragma unroll
-        for (int i = 0; i < BLOCK_M / ROWS_A; ++i, ga += (size_t)ROWS_A * K)
-            __pipeline_memcpy_async(as + i * ROWS_A * LDA, ga, 16);
-        #pragma unroll
-        for (int i = 0; i < BLOCK_K / ROWS_B; ++i, gb += (size_t)ROWS_B * N)
-            __pipeline_memcpy_async(bs + i * ROWS_B * LDB, gb, 16);
-#else
         half* as = As + stage * A_STAGE;
         half* bs = Bs + stage * B_STAGE;
         const int k0 = kt * BLOCK_K;
@@ -167,7 +119,6 @@ wmma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
             int r = c / (BLOCK_N / 8), col = (c % (BLOCK_N / 8)) * 8;
             __pipeline_memcpy_async(bs + r * LDB + col, B_blk + (size_t)(k0 + r) * N + col, 16);
         }
-#endif
     };
 
     wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a[WARP_M];
@@ -187,64 +138,6 @@ wmma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
         __pipeline_commit();
     }
 
-#if FRAG_DB
-    // Fragments double-buffered in registers (FRAG_DB=1): the fragments of step kk+16 are
-    // loaded before the mma_sync of step kk, and those of step 0 of the NEXT tile before the
-    // mma_sync of the last step of this one; so the wait and the barrier move up to just
-    // before that last step, and the copies of tile kt+STAGES go into the buffer of tile kt,
-    // which every warp has read completely (into registers) by then.
-    using FragsA = decltype(a);  // arrays of WARP_M (WARP_N) fragments
-    using FragsB = decltype(b);
-    FragsA a2;
-    FragsB b2;
-    static_assert(BLOCK_K % 32 == 0, "FRAG_DB: an even number of 16-wide steps per tile");
-    auto load_frags = [&](FragsA& fa, FragsB& fb, int stage, int kk) {
-        const half* as = As + stage * A_STAGE;
-        const half* bs = Bs + stage * B_STAGE;
-        #pragma unroll
-        for (int i = 0; i < WARP_M; ++i)
-            wmma::load_matrix_sync(fa[i], as + (warp_row + 16 * i) * LDA + kk, LDA);
-        #pragma unroll
-        for (int j = 0; j < WARP_N; ++j)
-            wmma::load_matrix_sync(fb[j], bs + kk * LDB + warp_col + 16 * j, LDB);
-    };
-    auto mma_all = [&](const FragsA& fa, const FragsB& fb) {
-        #pragma unroll
-        for (int i = 0; i < WARP_M; ++i)
-            #pragma unroll
-            for (int j = 0; j < WARP_N; ++j)
-                wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    };
-    // Commit groups: STAGES-1 in the prologue, one here (tile STAGES-1, into the buffer no
-    // tile used yet), one per kt (tile kt+STAGES): group g always holds tile g, so at the
-    // wait of iteration kt (STAGES+kt groups committed) STAGES-2 pending means tile kt+1 landed.
-    __pipeline_wait_prior(STAGES - 2);  // tile 0
-    __syncthreads();
-    if (STAGES - 1 < KT) load_tile(STAGES - 1, STAGES - 1);
-    __pipeline_commit();
-    load_frags(a, b, 0, 0);
-    int rs = 0;  // buffer of tile kt
-    for (int kt = 0; kt < KT; ++kt) {
-        const int rs_next = rs + 1 == STAGES ? 0 : rs + 1;
-        #pragma unroll
-        for (int kk = 0; kk < BLOCK_K; kk += 32) {
-            load_frags(a2, b2, rs, kk + 16);
-            mma_all(a, b);
-            if (kk + 32 < BLOCK_K) {
-                load_frags(a, b, rs, kk + 32);
-            } else {
-                __pipeline_wait_prior(STAGES - 2);  // my copies of tile kt+1 have landed ...
-                __syncthreads();                    // ... and everyone's; everyone has read tile kt
-                if (kt + STAGES < KT) load_tile(rs, kt + STAGES);
-                __pipeline_commit();
-                // step 0 of tile kt+1 (after the last tile: an unused read of an idle buffer)
-                load_frags(a, b, rs_next, 0);
-            }
-            mma_all(a2, b2);
-        }
-        rs = rs_next;
-    }
-#else
     for (int kt = 0; kt < KT; ++kt) {
         __pipeline_wait_prior(STAGES - 2);  // my copies of tile kt have landed ...
         __syncthreads();                    // ... and everyone's; buffer of kt-1 is free
@@ -269,7 +162,6 @@ wmma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
                     wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
     }
-#endif
     __pipeline_wait_prior(0);
     __syncthreads();  // every warp is done with the pipeline buffers: reuse them for C
 

@@ -17,9 +17,29 @@ def test_bank_model_matches_the_padded_rung_header():
 
 def test_recorded_numbers_parse():
     rows = F.recorded_ladder(4096)
-    assert [r["name"] for r in rows] == F.RUNGS
+    names = [r["name"] for r in rows]
+    assert names == [n for n in F.RUNGS if n in names]  # ladder order
     assert all(0 < r["ratio"] < 1 for r in rows)
     assert len(F.recorded_niter()) >= 4
+
+
+def test_recorded_ladder_is_the_newest_run_with_the_most_rungs():
+    """Without a GPU the notebook shows the newest recorded run that timed every rung of the
+    current ladder, else the newest with the most rungs; its label names that run's GPU."""
+    runs = F._runs()
+    assert len(runs) >= 2 and all(r.startswith(F.RUN_HEADING) for r in runs)
+    counts = [len(F._ladder_rows(r, 4096)) for r in runs]
+    full = [i for i, c in enumerate(counts) if c == len(F.RUNGS)]
+    chosen = full[-1] if full else max(i for i, c in enumerate(counts) if c == max(counts))
+    run = runs[chosen]
+    assert F.recorded_ladder(4096) == F._ladder_rows(run, 4096)
+    assert F.recorded_gpu() == run.splitlines()[0][len(F.RUN_HEADING):].strip()
+    gpu = F.recorded_gpu().split(" (")[0].split()
+    assert F.recorded_label(F.WMMA_RECORD).startswith(f"recorded on {' '.join(gpu[:2])}, ")
+    rows, source = F.ladder(4096)
+    assert rows == F.recorded_ladder(4096) and F.recorded_gpu() in source
+    missing = [n for n in F.RUNGS if n not in {r["name"] for r in rows}]
+    assert ("not in that run: " + ", ".join(missing) in source) == bool(missing)
 
 
 def test_sweep_rejects_impossible_configs():
@@ -97,24 +117,40 @@ def test_recorded_bank_table_parses_the_notebook_run():
 
 
 def test_recorded_sweep_parses_the_tuning_sweep():
+    import re
+
     rows = F.recorded_sweep(4096)
-    assert len(rows) == 7
-    assert rows[0]["defines"] == {} and rows[0]["tflops"] == 344.1  # the ladder's swizzle row, same run
-    assert rows[1]["defines"] == {"GROUP_M": 8} and rows[1]["tflops"] == 343.6
-    assert rows[4]["defines"] == dict(BLOCK_M=256, BLOCK_N=128, WARP_N=2, BLOCK_K=32, STAGES=4)
-    assert rows[4]["tflops"] == 242.9 and abs(rows[4]["ratio"] - 0.379) < 1e-9
-    assert all(r["lib_tflops"] == 640.1 and r["ok"] for r in rows)
-    assert "16 warps" in rows[2]["label"] and "GROUP_M 8" in rows[1]["label"]
-    assert F.recorded_label(F.WMMA_RECORD).startswith("recorded on NVIDIA H200, 2026-11-22 02:34 UTC")
+    run = F._sweep_run(4096)
+    swizzle = next(r for r in F._ladder_rows(run, 4096) if r["name"] == "wmma_gemm_swizzle")
+    assert rows[0]["defines"] == {} and rows[0]["tflops"] == swizzle["tflops"]  # the ladder's row, same run
+    # every swizzle[...] row at 4096^3 of that run's sweep whose defines the live sweep sets, in order
+    part = F._section(run, "### Tuning sweep")
+    recorded = re.findall(r"^\| swizzle\[([\w=,]+)\] \| 4096\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%",
+                          part, re.M)
+    plain = [(d, float(t), float(lib), float(pct)) for d, t, lib, pct in recorded
+             if "FRAG_DB" not in d and "LEAN_ADDR" not in d]
+    assert len(rows) == 1 + len(plain) >= 7
+    for r, (d, t, lib, pct) in zip(rows[1:], plain):
+        assert r["defines"] == {k: int(v) for k, v in (kv.split("=") for kv in d.split(","))}
+        assert r["tflops"] == t and r["lib_tflops"] == lib and r["ok"]
+        assert abs(r["ratio"] - pct / 100) < 1e-9  # the recorded % (paired rounds), not t / lib
+    assert rows[1]["defines"] == {"GROUP_M": 8} and "GROUP_M 8" in rows[1]["label"]
+    assert "16 warps" in rows[2]["label"]
+    assert not any("FRAG_DB" in r["defines"] or "LEAN_ADDR" in r["defines"] for r in rows)
+    assert F.recorded_sweep_label() == F._label_of(run, F.WMMA_RECORD)
 
 
 def test_cublas_spread_covers_every_recorded_run():
     vals = sorted(v for v, _ in F._cublas_fp16_4096_records())
-    for v in (640.1, 647.2, 680.391, 687.8, 688.0, 695.0, 702.5, 720.7, 747.0, 772.0):
+    # H200 ladder and history, RESULTS.md, notebooks 04-05 and 06-07, H100 ladder and sweep rows
+    for v in (640.1, 647.2, 680.391, 687.8, 688.0, 695.0, 702.5, 720.7, 747.0, 772.0, 764.64,
+              656.1, 678.2, 582.2, 586.6):
         assert v in vals
-    assert min(vals) == 640.1 and max(vals) == 772.0
+    for run in F._runs():  # every run's ladder cuBLAS figures
+        assert all(r["lib_tflops"] in vals for r in F._ladder_rows(run, 4096))
     text = F.cublas_spread()
-    assert "640-772 TFLOP/s" in text and "own run" in text and "own run" not in F.cublas_spread(ratios=False)
+    assert f"{min(vals):.0f}-{max(vals):.0f} TFLOP/s" in text and f"the {len(vals)} measurements" in text
+    assert "own run" in text and "own run" not in F.cublas_spread(ratios=False)
 
 
 def test_recorded_plots_and_limits_without_a_gpu(monkeypatch):

@@ -74,12 +74,26 @@ def test_header_shared_memory_formula(rung):
         assert eval(text, {}, dict(bw._DEFAULTS[rung.file])) == expected  # noqa: S307
 
 
-@pytest.mark.parametrize("file", ["wmma_gemm_async", "wmma_gemm_swizzle", "dmma_gemm_fast"])
+@pytest.mark.parametrize("file", ["wmma_gemm_async", "wmma_gemm_swizzle", "wmma_gemm_fragdb", "dmma_gemm_fast"])
 def test_async_rungs_use_pipeline_primitives_not_inline_ptx(file):
     src = kernels.source(file)
     for prim in ("__pipeline_memcpy_async", "__pipeline_commit", "__pipeline_wait_prior"):
         assert prim in src
     assert "asm(" not in src and "asm volatile" not in src
+
+
+def test_sweep_reports_a_variant_over_the_shared_memory_limit(monkeypatch):
+    """fragdb[STAGES=4] needs 208896 B: on an A100 (166912 B per block) the sweep says so and
+    goes on instead of failing to launch."""
+    from types import SimpleNamespace
+
+    big = next(r for r in bw.SWEEP if r.file == "wmma_gemm_fragdb" and r.defines == {"STAGES": 4})
+    assert big.shared_mem == 208896 and bw.LADDER[-1].shared_mem == 156672 <= 166912
+    monkeypatch.setattr(bw, "SWEEP", [big])
+    monkeypatch.setattr(bw, "device_info", lambda: SimpleNamespace(max_shared_optin=166912))
+    lines = []
+    bw.sweep_table((4096,), out=lines.append)
+    assert "fragdb[STAGES=4] | | SKIPPED: needs 208896 B of shared memory per block, this GPU allows 166912" in lines[-1]
 
 
 # ---------------------------------------------------------------- on a GPU
@@ -122,11 +136,14 @@ def test_dmma_correct(which):
 
 @pytest.mark.gpu
 def test_a_wrong_rung_fails_the_check():
-    """The check can fail: the fastest rung with its second k step dropped is caught."""
+    """The check can fail: the fastest rung with a k step dropped is caught."""
     from grader.gpu import GpuModule
 
     rung = next(r for r in bw.LADDER if r.file == bw.FASTEST)
-    src = kernels.source(rung.file).replace("kk < BLOCK_K; kk += 16", "kk < BLOCK_K - 16; kk += 16")
+    src = kernels.source(rung.file)
+    for step, fewer in [("kk < BLOCK_K; kk += 16", "kk < BLOCK_K - 16; kk += 16"),  # one set of fragments
+                        ("            mma_all(a2, b2);\n", "")]:  # fragments double-buffered
+        src = src.replace(step, fewer)
     assert src != kernels.source(rung.file)
     ok, _, _ = bw.check_sizes(GpuModule(src, rung.options), rung.spec(), (256,))
     assert not ok

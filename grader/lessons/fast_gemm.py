@@ -30,6 +30,7 @@ LABELS = {
     "wmma_gemm_padded": "padded\nrows",
     "wmma_gemm_async": "cp.async\n3 stages",
     "wmma_gemm_swizzle": "swizzle +\nepilogue",
+    "wmma_gemm_fragdb": "fragments\ndouble-buffered",
 }
 
 
@@ -103,26 +104,36 @@ def _section(text: str, heading: str) -> str:
     return text[start:start + len(heading) + nxt.start()] if nxt else text[start:]
 
 
-def recorded_label(name: str = WMMA_RECORD) -> str:
-    """'recorded on <GPU>, <date> (kernels/<file>)' for a record file (first GPU and date in it)."""
-    text = _record(name)
+RUN_HEADING = "## WMMA / DMMA kernels vs cuBLAS — "  # bench_wmma.header(): one per recorded run
+
+
+def _label_of(text: str, name: str) -> str:
     gpu = re.search(r"NVIDIA [A-Z]\d+\w*", text)
     date = re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", text)
     return (f"recorded on {gpu.group(0) if gpu else 'a GPU'}"
             f"{', ' + date.group(0) if date else ''} (kernels/{name})")
 
 
-def recorded_gpu() -> str:
-    m = re.search(r"^## WMMA / DMMA kernels vs cuBLAS — (.*?)$", _results(), flags=re.M)
-    return m.group(1) if m else "a GPU"
+def recorded_label(name: str = WMMA_RECORD) -> str:
+    """'recorded on <GPU>, <date> (kernels/<file>)' for a record file: for RESULTS-wmma.md the
+    run recorded_ladder() shows, for the others the first GPU and date in the file."""
+    return _label_of(_recorded_run()[0] if name == WMMA_RECORD else _record(name), name)
 
 
-def recorded_ladder(n: int = 4096) -> list[dict]:
-    """The final run's ladder rows from kernels/RESULTS-wmma.md (first occurrence of each)."""
+def _runs() -> list[str]:
+    """The recorded bench_wmma runs of kernels/RESULTS-wmma.md, oldest first: each from its
+    heading line to the next run's heading (notes between runs included)."""
+    text = _results()
+    starts = [m.start() for m in re.finditer("^" + re.escape(RUN_HEADING), text, flags=re.M)]
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def _ladder_rows(run: str, n: int) -> list[dict]:
+    """The ladder rows at n^3 of one run's ladder table (first occurrence of each rung)."""
     rows, seen = [], set()
     pat = re.compile(r"^\| (wmma_gemm_\w+) \| %d\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%%" % n,
                      flags=re.M)
-    for m in pat.finditer(_results()):
+    for m in pat.finditer(_section(run, "### fp16 in, fp32 out: the fast-GEMM ladder")):
         if m.group(1) in seen or m.group(1) not in RUNGS:
             continue
         seen.add(m.group(1))
@@ -131,8 +142,30 @@ def recorded_ladder(n: int = 4096) -> list[dict]:
     return rows
 
 
+def _recorded_run(n: int = 4096) -> tuple[str, list[dict]]:
+    """(run text, ladder rows) of the newest run whose ladder table has every rung of RUNGS;
+    if none has all, the newest run with the most of them."""
+    runs = [(run, _ladder_rows(run, n)) for run in _runs()]
+    if not runs:
+        return "", []
+    return max(reversed(runs), key=lambda r: len(r[1]))  # max keeps the first (newest) of ties
+
+
+def recorded_gpu(n: int = 4096) -> str:
+    """The heading of the run recorded_ladder() shows: GPU, driver, runtime, date."""
+    run = _recorded_run(n)[0]
+    return run.splitlines()[0][len(RUN_HEADING):].strip() if run else "a GPU"
+
+
+def recorded_ladder(n: int = 4096) -> list[dict]:
+    """Ladder rows recorded in kernels/RESULTS-wmma.md: those of the newest run that timed
+    every rung of the current ladder, else of the newest run with the most rungs."""
+    return _recorded_run(n)[1]
+
+
 def recorded_niter() -> list[tuple[int, float]]:
-    text = _results()
+    """The amortisation table of the run recorded_ladder() shows."""
+    text = _recorded_run()[0]
     part = text[text.find("### Amortisation"):]
     part = part[:part.find("\n### ", 5)]
     return [(int(a), float(b)) for a, b in re.findall(r"^\| (\d+) \| [\d.]+ us \| ([\d.]+) \|", part, re.M)]
@@ -159,26 +192,49 @@ def sweep_label(defines: dict) -> str:
     return label + (f"\nGROUP_M {d['GROUP_M']}" if d["GROUP_M"] != SWIZZLE_DEFAULTS["GROUP_M"] else "")
 
 
-def recorded_sweep(n: int = 4096) -> list[dict]:
-    """The tuning sweep of kernels/RESULTS-wmma.md (wmma_gemm_swizzle variants, same run as the
-    ladder), preceded by the default configuration's ladder row of that run. Rows as sweep():
-    dict(label, defines, ok, tflops, lib_tflops, ratio)."""
-    default = next(r for r in recorded_ladder(n) if r["name"] == "wmma_gemm_swizzle")
-    rows = [dict(label="default\n" + sweep_label({}), defines={}, ok=True, tflops=default["tflops"],
-                 lib_tflops=default["lib_tflops"], ratio=default["ratio"])]
-    part = _section(_results(), "### Tuning sweep")
+def _sweep_rows(run: str, n: int) -> list[dict]:
+    """The swizzle[...] rows of one run's tuning sweep whose defines the live sweep can set
+    (rows with other defines, e.g. session 3's FRAG_DB/LEAN_ADDR variants, now rung 6, are
+    left out: sweep_label cannot tell them from the plain shape)."""
+    rows = []
     pat = re.compile(r"^\| swizzle\[([\w=,]+)\] \| %d\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%%" % n,
                      flags=re.M)
-    for m in pat.finditer(part):
+    for m in pat.finditer(_section(run, "### Tuning sweep")):
         defines = {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split(","))}
-        rows.append(dict(label=sweep_label(defines), defines=defines, ok=True, tflops=float(m.group(2)),
-                         lib_tflops=float(m.group(3)), ratio=float(m.group(4)) / 100))
+        if set(defines) <= set(SWIZZLE_DEFAULTS):
+            rows.append(dict(label=sweep_label(defines), defines=defines, ok=True, tflops=float(m.group(2)),
+                             lib_tflops=float(m.group(3)), ratio=float(m.group(4)) / 100))
     return rows
+
+
+def _sweep_run(n: int = 4096) -> str:
+    """The run recorded_sweep() shows: the one recorded_ladder() shows if it has a tuning sweep
+    (and a swizzle row), else the newest run that has both."""
+    def usable(run):
+        return _sweep_rows(run, n) and any(r["name"] == "wmma_gemm_swizzle" for r in _ladder_rows(run, n))
+    first = _recorded_run(n)[0]
+    return first if usable(first) else next((r for r in reversed(_runs()) if usable(r)), first)
+
+
+def recorded_sweep_label(n: int = 4096) -> str:
+    """recorded_label() of the run recorded_sweep() shows."""
+    return _label_of(_sweep_run(n), WMMA_RECORD)
+
+
+def recorded_sweep(n: int = 4096) -> list[dict]:
+    """The tuning sweep of kernels/RESULTS-wmma.md (wmma_gemm_swizzle variants, see
+    _sweep_run for which run), preceded by the default configuration's ladder row of that same
+    run. Rows as sweep(): dict(label, defines, ok, tflops, lib_tflops, ratio)."""
+    run = _sweep_run(n)
+    default = next(r for r in _ladder_rows(run, n) if r["name"] == "wmma_gemm_swizzle")
+    return [dict(label="default\n" + sweep_label({}), defines={}, ok=True, tflops=default["tflops"],
+                 lib_tflops=default["lib_tflops"], ratio=default["ratio"])] + _sweep_rows(run, n)
 
 
 def _cublas_fp16_4096_records() -> list[tuple[float, str]]:
     """(TFLOP/s, file) of every cuBLAS fp16 4096^3 measurement recorded in kernels/ (the H200
-    runs of this course): one entry per run (a run's table repeats its cuBLAS figure)."""
+    and H100 runs of this course): one entry per distinct figure of a file (a table that
+    times cuBLAS once repeats its figure on every row)."""
     out: list[tuple[float, str]] = []
 
     def add(name, values):
@@ -188,9 +244,11 @@ def _cublas_fp16_4096_records() -> list[tuple[float, str]]:
     # RESULTS.md: grader.bench, GFLOP/s
     add("RESULTS.md", [int(g) / 1000 for g in
                        re.findall(r"^\| \w+ \| 4096\^3 \|[^\n]*cuBLAS fp16: (\d+)", _record("RESULTS.md"), re.M)])
-    # RESULTS-wmma.md: the final run's ladder table, then the tuning history's "cuBLAS a / b" (4096 / 8192)
+    # RESULTS-wmma.md: every fp16 row at 4096^3 of every run (ladder and tuning sweep; each
+    # row's own cuBLAS when the run paired them), then the tuning history's "cuBLAS a / b"
     text = _results()
-    add(WMMA_RECORD, [r["lib_tflops"] for r in recorded_ladder(4096)]
+    fp16_row = r"^\| (?:wmma_gemm_\w+|swizzle\[[\w=,]+\]|fragdb\[[\w=,]+\]) \| 4096\^3 \| yes[^|]*\| [\d.]+ \| ([\d.]+) \|"
+    add(WMMA_RECORD, [v for run in _runs() for v in re.findall(fp16_row, run, re.M)]
         + re.findall(r"cuBLAS ([\d.]+) / [\d.]+\)", _section(text, "## Tuning history")))
     # RESULTS-notebooks-04-05.md: the 4096 row of the sizes table (last column) and run 2's prose
     text = _record("RESULTS-notebooks-04-05.md")
@@ -218,7 +276,7 @@ def cublas_spread(ratios: bool = True) -> str:
     vals = [v for v, _ in recs]
     files = ", ".join(dict.fromkeys(f for _, f in recs))
     out = (f"cuBLAS fp16 at 4096³ measured {min(vals):.0f}-{max(vals):.0f} TFLOP/s in the {len(vals)} "
-           f"measurements recorded on H200s (kernels/: {files}).")
+           f"measurements recorded on this course's H200 and H100 runs (kernels/: {files}).")
     if ratios:
         out += (" Each % of cuBLAS divides by the cuBLAS figure of its own run, so the same kernel's % "
                 "differs from run to run.")
@@ -245,10 +303,14 @@ def measure_ladder(n: int = 4096, check_sizes=(256, 1024), names=None) -> list[d
 
 
 def ladder(n: int = 4096) -> tuple[list[dict], str]:
-    """(rows, source): measured now on a GPU, else recorded in kernels/RESULTS-wmma.md."""
+    """(rows, source): measured now on a GPU, else recorded in kernels/RESULTS-wmma.md (the
+    newest run with every rung, else the newest with the most; missing rungs are named)."""
     if has_gpu():
         return measure_ladder(n), f"measured now on {device_info().name}"
-    return recorded_ladder(n), f"recorded on {recorded_gpu()} (kernels/RESULTS-wmma.md); no GPU here"
+    rows = recorded_ladder(n)
+    missing = [r for r in RUNGS if r not in {row["name"] for row in rows}]
+    note = f"; not in that run: {', '.join(missing)}" if missing else ""
+    return rows, f"recorded on {recorded_gpu(n)} (kernels/RESULTS-wmma.md{note}); no GPU here"
 
 
 def plot_ladder(rows: list[dict], source: str, extra: dict | None = None):
@@ -525,7 +587,7 @@ def show_config(block_m=128, block_n=128, block_k=64, warp_m=4, warp_n=4, stages
                  WARP_M=warp_m, WARP_N=warp_n, STAGES=stages)
         print(f"{desc}: {r.threads} threads, {r.shared_mem} B shared memory. "
               "Timing needs a GPU: none here, so this shows the configuration only "
-              "(a sweep recorded on an H200 is plotted two cells below).")
+              f"(a sweep {recorded_sweep_label()} is plotted two cells below).")
         return None
     res = run_config(block_m, block_n, block_k, warp_m, warp_n, stages, n)
     if not res["ok"]:

@@ -152,11 +152,12 @@ def test_fast_gemm_ladder_on_emulator(rung):
     _check(C, A, B, K, 2.0**-52 if rung.kind == "dmma" else 2.0**-24)
 
 
-# ---------------------------------------------------------------- swizzle rung and its sweep
+# ---------------------------------------------------------------- swizzle and fragdb rungs, their sweep
 def _swizzle_variants():
     try:
         from grader import bench_wmma
-        return [r for r in [*bench_wmma.LADDER, *bench_wmma.SWEEP] if r.file == "wmma_gemm_swizzle"]
+        return [r for r in [*bench_wmma.LADDER, *bench_wmma.SWEEP]
+                if r.file in ("wmma_gemm_swizzle", "wmma_gemm_fragdb")]
     except Exception:  # noqa: BLE001 - the ladder module is not ours; skip if it changes
         return []
 
@@ -174,7 +175,7 @@ def _run_swizzle(rung, src, M, N, K, race_check=False):
 
 @pytest.mark.parametrize("rung", _swizzle_variants(), ids=lambda r: r.name)
 def test_swizzle_variants_on_emulator(rung):
-    """wmma_gemm_swizzle at its defaults and every variant the GPU sweep times
+    """wmma_gemm_swizzle and wmma_gemm_fragdb at their defaults and every variant the GPU sweep times
     (bench_wmma.SWEEP) is correct on the emulator: two block columns and two K tiles, and 7 K
     tiles (every pipeline buffer reused, KT not a multiple of STAGES). The emulator's cp.async
     copies land only at the __pipeline_wait_prior that covers them (reading one in flight is a
@@ -186,19 +187,20 @@ def test_swizzle_variants_on_emulator(rung):
         _check(C, A, B, K, 2.0**-24)
 
 
-@pytest.mark.parametrize("frag_db", [0, 1])
-def test_a_wait_that_is_too_loose_is_caught(frag_db):
+@pytest.mark.parametrize("file", ["wmma_gemm_swizzle", "wmma_gemm_fragdb"])
+def test_a_wait_that_is_too_loose_is_caught(file):
     """Calibration: waiting for one tile too few (__pipeline_wait_prior(STAGES - 1)) reads a
     tile whose copies have not landed; the emulator names the read, the copy and the wait."""
     from grader import bench_wmma
     from grader.errors import KernelFault
 
-    src = _need("wmma_gemm_swizzle.cu")
+    src = _need(file + ".cu")
     bad = src.replace("__pipeline_wait_prior(STAGES - 2)", "__pipeline_wait_prior(STAGES - 1)")
     assert bad != src
-    rung = bench_wmma._v("wmma_gemm_swizzle", FRAG_DB=frag_db, LEAN_ADDR=1)
+    rung = bench_wmma._v(file)
+    bm, bn, bk = rung.spec().multiple
     with pytest.raises(KernelFault) as ei:
-        _run_swizzle(rung, bad, 128, 128, 7 * 64)
+        _run_swizzle(rung, bad, bm, bn, 7 * bk)
     e = ei.value
     assert e.kind == "async-copy", str(e)
     assert "cp.async that has not been waited for (__pipeline_wait_prior)" in str(e)
