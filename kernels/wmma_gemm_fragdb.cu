@@ -21,12 +21,11 @@
  *    in the SASS; that this idles the tensor cores is a hypothesis, no profile was taken).
  * 3. Block tile 128 x 256: 8 warps of 64 x 64, 256 threads, one block per SM (156672 bytes of
  *    shared memory), a quarter less L2 -> SM traffic per flop than 128 x 128.
- * Measured (H100, kernels/RESULTS-wmma.md, session 3's "Tuning sweep", where this code ran as
- * rung 5's variant swizzle[FRAG_DB=1,LEAN_ADDR=1,BLOCK_N=256]; this file itself has not yet
- * run on a GPU): 358.6 / 342.7 TFLOP/s at 4096^3 / 8192^3 = 60.9% / 49.4% of cuBLAS fp16
- * (cuBLAS timed beside it: 586.6 / 695.5; it ranged 582-699 at 4096^3 within that run);
- * rung 5's defaults in the same run: 311.0 / 306.8 = 45.8% / 42.5%. With STAGES=4:
- * 357.8 / 347.0 = 60.7% / 51.1%.
+ * Measured (H100, kernels/RESULTS-wmma.md, session 3): as this file, 367.8 / 354.2 TFLOP/s at
+ * 4096^3 / 8192^3 = 52.3% / 48.5% of cuBLAS fp16 (rung 5 in the same run: 313.1 / 317.9 =
+ * 44.7% / 44.7%); STAGES=4: 353.9 / 356.9 = 56.5% / 50.0%. Earlier, as rung 5's variant
+ * swizzle[FRAG_DB=1,LEAN_ADDR=1,BLOCK_N=256] on another H100: 358.6 / 342.7. cuBLAS itself
+ * ranged 582-747 TFLOP/s between rows of these runs, so compare TFLOP/s between rungs.
  *
  * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [256], BLOCK_K [64] (a multiple
  *   of 32), WARP_M [4], WARP_N [4], SMEM_PAD [8] (halves, a multiple of 8), STAGES [3] (>= 2),
