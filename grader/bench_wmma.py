@@ -62,6 +62,12 @@ class Rung:
         return stages * (bm * (bk + pad) + bk * (bn + pad)) * elem
 
     @property
+    def launch(self) -> dict:
+        """The launch keywords of the wmma-gemm-fast exercise that build this rung as it is."""
+        return dict(block_m=self.value("BLOCK_M"), block_n=self.value("BLOCK_N"),
+                    block_k=self.value("BLOCK_K"), threads=self.threads, shared_mem=self.shared_mem)
+
+    @property
     def options(self) -> tuple[str, ...]:
         return tuple(f"-D{k}={v}" for k, v in sorted(self.defines.items()))
 
