@@ -11,10 +11,19 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from grader.nbgrader_ext import CudaClearSolutions
-from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
-                                    ComputeChecksums, IncludeHeaderFooter, InstantiateTests, LockCells,
-                                    SaveCells)
+from nbgrader.preprocessors import (
+    CheckCellMetadata,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    ComputeChecksums,
+    IncludeHeaderFooter,
+    InstantiateTests,
+    LockCells,
+    SaveCells,
+)
+
+from grader.classroom.nbgrader_ext import CudaClearSolutions
 
 HERE = Path(__file__).resolve().parent
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
@@ -49,7 +58,7 @@ if not _tag_file.exists():
     _tag_file.write_text(secrets.token_hex(16))
 c.Execute.skip_cells_with_tag = _tag_file.read_text().strip()
 
-# No one turns a dial during autograding: widgets render statically (grader/headless.py);
+# No one turns a dial during autograding: widgets render statically (grader/classroom/headless.py);
 # live Output widgets can leave a headless execution waiting forever (jupyter/nbclient#312).
 os.environ.setdefault("TC_HEADLESS", "1")
 

@@ -9,7 +9,7 @@ import sys
 
 
 def _doctor(args) -> int:
-    from .doctor import run
+    from grader.classroom.doctor import run
 
     rep = run()
     print(rep.text())
@@ -17,9 +17,9 @@ def _doctor(args) -> int:
 
 
 def _inspect(args) -> int:
-    from .compile import nvrtc_compile
-    from .errors import CompileError
-    from .ptx import summary
+    from grader.runtime.compile import nvrtc_compile
+    from grader.runtime.errors import CompileError
+    from grader.runtime.ptx import summary
 
     try:
         source = open(args.file).read()
@@ -44,7 +44,7 @@ def _inspect(args) -> int:
 
 
 def _list(args) -> int:
-    from .exercises import EXERCISES
+    from grader.checking.exercises import EXERCISES
 
     for ex in EXERCISES.values():
         speed = (f"speed: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}% of the library"
@@ -62,9 +62,9 @@ def _list(args) -> int:
 
 
 def _check(args) -> int:
-    from .check import check
-    from .errors import CourseError
-    from .exercises import EXERCISES
+    from grader.checking.check import check
+    from grader.checking.exercises import EXERCISES
+    from grader.runtime.errors import CourseError
 
     if args.exercise not in EXERCISES:
         print(f"no exercise '{args.exercise}'; see `python -m grader list`", file=sys.stderr)

@@ -3,10 +3,10 @@ import os
 import pytest
 
 # Notebook kernels started by the tests inherit this: widgets render statically headless
-# (grader/headless.py explains the hang it avoids).
+# (grader/classroom/headless.py explains the hang it avoids).
 os.environ.setdefault("TC_HEADLESS", "1")
 
-from grader.device import has_gpu
+from grader.runtime.device import has_gpu
 
 
 def pytest_collection_modifyitems(config, items):

@@ -11,7 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import classroom, exercises
+from grader.checking import exercises
+from grader.classroom import workflow as classroom
 
 pytestmark = pytest.mark.slow
 

@@ -3,9 +3,9 @@ import re
 
 import pytest
 
-from grader import kernels, ptx
-from grader.compile import nvrtc_compile, parse_log, parse_resources
-from grader.errors import CompileError
+from grader.runtime import kernels, ptx
+from grader.runtime.compile import nvrtc_compile, parse_log, parse_resources
+from grader.runtime.errors import CompileError
 
 ARCHS = (75, 80, 90)
 

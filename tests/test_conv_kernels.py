@@ -11,8 +11,9 @@ import secrets
 import numpy as np
 import pytest
 
-from grader import conv, fragments, kernels, numerics
-from grader.compile import nvrtc_compile
+from grader.problems import conv, fragments, numerics
+from grader.runtime import kernels
+from grader.runtime.compile import nvrtc_compile
 
 FILES = ["transpose_naive", "transpose_tiled", "fragment_probe", "im2col",
          "conv2d_direct_tiled", "conv2d_implicit_wmma"]
@@ -187,7 +188,7 @@ def test_measured_maps_file_if_recorded():
 # ----------------------------------------------------------------------------- GPU
 
 def _module(name, options=()):
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     return GpuModule(kernels.source(name), options)
 
@@ -243,7 +244,7 @@ def test_conv_wmma_gpu(cfg):
 @pytest.mark.gpu
 def test_conv_wmma_wrong_kernel_fails():
     """The check can fail: a kernel that drops the last K step is caught."""
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     src = kernels.source("conv2d_implicit_wmma")
     assert "const int KT = Kg / BLOCK_K;" in src
@@ -254,7 +255,7 @@ def test_conv_wmma_wrong_kernel_fails():
 
 @pytest.mark.gpu
 def test_fragment_maps_gpu():
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     mod = GpuModule(kernels.source("fragment_probe"))
     for kind in fragments.KINDS:
@@ -269,7 +270,7 @@ def test_fragment_maps_gpu():
 
 @pytest.mark.gpu
 def test_conv_wmma_beats_im2col_cublas_at_tvm_shape():
-    from grader import bench_conv
+    from grader.bench import conv as bench_conv
 
     r = bench_conv.time_conv(bench_conv.TVM_SHAPE, max_seconds=3.0, cudnn=False)
     assert r["speedup_vs_im2col_cublas"] >= bench_conv.SPEEDUP_TARGET, r
@@ -282,7 +283,7 @@ needs_gxx = pytest.mark.skipif(__import__("shutil").which("g++") is None,
 
 
 def _emu(name, options=()):
-    from grader.backend import EmuModule
+    from grader.runtime.backend import EmuModule
 
     return EmuModule(kernels.source(name), options)
 

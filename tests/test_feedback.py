@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from grader import kernels
-from grader.check import check
-from grader.compile import nvrtc_compile
-from grader.errors import CompileError
-from grader.verdict import FAIL, PASS, Item, Verdict
+from grader.checking.check import check
+from grader.checking.verdict import FAIL, PASS, Item, Verdict
+from grader.runtime import kernels
+from grader.runtime.compile import nvrtc_compile
+from grader.runtime.errors import CompileError
 
 
 def variant(base: str, old: str, new: str) -> str:
@@ -182,7 +182,7 @@ def test_compiler_warnings_are_listed():
 def test_many_warnings_are_capped():
     decls = "".join(f"    int unused{i} = {i};\n" for i in range(8))
     src = f'extern "C" __global__ void k(float* x)\n{{\n{decls}    x[0] = 1.0f;\n}}\n'
-    from grader.check import _compiled_item
+    from grader.checking.check import _compiled_item
 
     item = _compiled_item(nvrtc_compile(src, arch=90, resources=False).warnings)
     assert "8 warnings:" in item.message and "and 3 more" in item.message
@@ -222,7 +222,7 @@ def test_error_map_tiles_follow_the_launch_tile():
     """sgemm-tiled with TILE=32 maps errors per 32x32 block, not per 16x16."""
     import numpy as np
 
-    from grader import exercises
+    from grader.checking import exercises
 
     ex = exercises.get("sgemm-tiled")
     for t in (16, 32):
@@ -237,7 +237,7 @@ def notebook_stub(notebook: str, var: str) -> str:
     """The kernel source of a student copy's graded cell, as a student who has not started runs it."""
     import nbformat
 
-    from grader.notebooks import STUDENT
+    from grader.classroom.notebooks import STUDENT
 
     (path,) = STUDENT.glob(f"{notebook}*/*.ipynb")
     for c in nbformat.read(path, as_version=4).cells:
@@ -284,7 +284,7 @@ def test_half_written_stub_names_the_empty_part():
 
 def test_a_leftover_marker_never_fails_a_correct_kernel():
     src = kernels.source("sgemm_naive") + "\n__device__ void helper()\n{\n    // YOUR CODE HERE\n}\n"
-    from grader.stubs import unfilled
+    from grader.checking.stubs import unfilled
 
     assert [s.part for s in unfilled(src)] == ["helper"]
     v = check("sgemm-naive", src, backend="emu")
@@ -292,7 +292,7 @@ def test_a_leftover_marker_never_fails_a_correct_kernel():
 
 
 def test_a_marker_kept_above_written_code_is_not_empty():
-    from grader.stubs import unfilled
+    from grader.checking.stubs import unfilled
 
     src = kernels.source("sgemm_naive").replace("    float acc = 0.0f;\n",
                                                 "    // YOUR CODE HERE (about 7 lines)\n    float acc = 0.0f;\n")
@@ -306,7 +306,7 @@ def test_a_marker_kept_above_written_code_is_not_empty():
 # ------------------------------------------------------ 8. line numbers of the notebook cell
 def fake_notebook(monkeypatch, *cells):
     """IPython's input history (`In`): In[0] is empty, the last cell is the one running check."""
-    from grader import cells as cells_mod
+    from grader.checking import cells as cells_mod
 
     monkeypatch.setattr(cells_mod, "_history", lambda: ["", *cells])
 
@@ -351,7 +351,7 @@ def test_warnings_and_runtime_faults_use_cell_lines(monkeypatch):
 
 
 def test_outside_ipython_lines_stay_kernel_lines(monkeypatch):
-    from grader import cells as cells_mod
+    from grader.checking import cells as cells_mod
 
     assert cells_mod.find_cell(SEMI) is None  # pytest is no IPython
     fake_notebook(monkeypatch, "x = 1", 'check("sgemm-naive", open("k.cu").read())')
@@ -363,7 +363,7 @@ from IPython.core.interactiveshell import InteractiveShell
 sh = InteractiveShell.instance()
 cell = '# kernel: k\nSRC = r"""\nextern "C" __global__ void k(float* x)\n{\n    x[0] = 1.0f\n}\n"""'
 sh.run_cell(cell, store_history=True)
-sh.run_cell('from grader.check import check\nv = check("sgemm-naive", SRC, backend="emu")', store_history=True)
+sh.run_cell('from grader import check\nv = check("sgemm-naive", SRC, backend="emu")', store_history=True)
 print(sh.user_ns["v"].items[0].message)
 '''
 
@@ -434,7 +434,7 @@ def test_nan_without_shared_memory_does_not_mention_barriers():
 
 
 def test_shared_nan_hint_names_the_pipeline_wait_for_cp_async():
-    from grader.hints import shared_nan
+    from grader.checking.hints import shared_nan
 
     hint = shared_nan(kernels.source("wmma_gemm_swizzle"))
     assert "__pipeline_wait_prior" in hint and "__syncthreads()" in hint
@@ -464,7 +464,7 @@ def test_static_assert_from_a_launch_parameter_names_it(launch, param, flag, sai
 
 
 def test_ascii_error_map_legend_explains_every_character():
-    from grader.verdict import _ascii_map
+    from grader.checking.verdict import _ascii_map
 
     rows = _ascii_map(np.array([[0.0, 0.1, 0.3, 0.5], [0.7, 0.9, 1.0, 0.0]]), (16, 16))
     assert rows[1:] == [".:-=", "+*#."]

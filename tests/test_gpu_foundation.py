@@ -3,8 +3,9 @@ import secrets
 
 import pytest
 
-from grader import gemm, kernels
-from grader.errors import CompileError, LaunchArgumentError
+from grader.problems import gemm
+from grader.runtime import kernels
+from grader.runtime.errors import CompileError, LaunchArgumentError
 
 pytestmark = pytest.mark.gpu
 
@@ -16,7 +17,7 @@ LADDER = {
 
 
 def module_for(name):
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     return GpuModule(kernels.source(name), LADDER[name].options)
 
@@ -43,7 +44,7 @@ def test_a_wrong_kernel_fails_the_check():
     """The check can fail: a kernel that skips the last k step is caught."""
     import cupy
 
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     src = kernels.source("sgemm_naive").replace("k < K;", "k < K - 1;")
     run = gemm.run_once(GpuModule(src), LADDER["sgemm_naive"], 256, 256, 256, 7, xp=cupy)
@@ -60,7 +61,7 @@ def test_timing_is_stable(name):
 
 
 def test_gpu_compile_error_maps_line():
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     src = kernels.source("wmma_gemm_naive").replace("wmma::mma_sync(acc, a, b, acc);",
                                                     "wmma::mma_sync(acc, a, b, acc)")

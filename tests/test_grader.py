@@ -6,13 +6,13 @@ import subprocess
 import sys
 
 import pytest
-
-from grader import exercises, kernels
-from grader.check import check, grade
-from grader.verdict import FAIL, PASS, SKIP
-
 from adversarial.cases import CASES
-from grader.calibrate import PREVIOUS
+
+from grader.bench.calibrate import PREVIOUS
+from grader.checking import exercises
+from grader.checking.check import check, grade
+from grader.checking.verdict import FAIL, PASS, SKIP
+from grader.runtime import kernels
 
 ROOT = kernels.KERNELS_DIR.parent
 IDS = list(exercises.EXERCISES)

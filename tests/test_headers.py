@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.errors import HeadersNotFound
-from grader.headers import REQUIRED, candidate_dirs, resolve
+from grader.runtime.errors import HeadersNotFound
+from grader.runtime.headers import REQUIRED, candidate_dirs, resolve
 
 
 def make(root: Path, headers) -> Path:
@@ -63,7 +63,7 @@ def test_candidates_order(tmp_path):
 
 
 def test_this_machine_has_headers():
-    from grader.headers import include_dirs
+    from grader.runtime.headers import include_dirs
 
     dirs = include_dirs()
     assert any((Path(d) / "crt" / "mma.h").is_file() for d in dirs)

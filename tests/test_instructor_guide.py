@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import classroom
-from grader.device import has_gpu
+from grader.classroom import workflow as classroom
+from grader.runtime.device import has_gpu
 
 GUIDE = classroom.ROOT / "course" / "README.md"
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from grader.errors import LaunchArgumentError
-from grader.launch import Limits, check_geometry, prepare
-from grader.signature import parse_kernels
+from grader.runtime.errors import LaunchArgumentError
+from grader.runtime.launch import Limits, check_geometry, prepare
+from grader.runtime.signature import parse_kernels
 
 SRC = 'extern "C" __global__ void wmma_gemm(const half* A, const half* B, float* C, int M, int N, int K) {}'
 PARAMS = parse_kernels(SRC)["wmma_gemm"]

@@ -14,9 +14,10 @@ import pytest
 
 matplotlib.use("Agg")
 
-from grader import gemm, kernels  # noqa: E402
-from grader.compile import nvrtc_compile  # noqa: E402
-from grader.lessons import cuda_gemm, layout, precision  # noqa: E402
+from grader.lessons import cuda_gemm, layout, precision
+from grader.problems import gemm
+from grader.runtime import kernels
+from grader.runtime.compile import nvrtc_compile
 
 REGBLOCK = ["sgemm_regblock", "sgemm_regblock_db"]
 
@@ -112,10 +113,10 @@ def test_regblock_header_states_launch(file):
 @pytest.mark.parametrize("M,N,K", [(1, 1, 1), (130, 257, 33), (128, 128, 8), (127, 129, 12), (64, 200, 7),
                                    (256, 128, 40)])
 def test_regblock_correct_on_emulator(file, M, N, K):
-    from grader import backend
+    from grader.runtime import backend
 
     mod = backend.load(kernels.source(file), "emu")
-    spec = cuda_gemm.regblock_spec()
+    spec = gemm.regblock_spec()
     A, B = gemm.random_inputs(M, N, K, "float32", seed=M * N + K)
     C = np.full((M + 2, N), np.nan, dtype=np.float32)  # one canary row each side
     mod.launch("sgemm", spec.grid(M, N, K), spec.block, [A, B, C[1:-1], M, N, K], race_check=True)
@@ -164,11 +165,11 @@ def test_tile_widget_slider_follows_tile():
 def test_regblock_correct_on_gpu(file):
     import cupy
 
-    from grader import backend
+    from grader.runtime import backend
 
     mod = backend.load(kernels.source(file), "gpu")
     for (M, N, K) in [(1000, 777, 333), (1024, 1024, 1024), (129, 4099, 17), (4096, 4096, 4096)]:
-        r = gemm.run_once(mod, cuda_gemm.regblock_spec(), M, N, K, seed=M + K, xp=cupy)
+        r = gemm.run_once(mod, gemm.regblock_spec(), M, N, K, seed=M + K, xp=cupy)
         assert r.comparison.ok, (M, N, K, r.comparison)
 
 

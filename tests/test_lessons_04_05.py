@@ -8,10 +8,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from grader import fragments, notebooks
-from grader.check import check
+from grader.checking.check import check
+from grader.classroom import notebooks
 from grader.lessons import fragment_maps as fm
 from grader.lessons import wmma_basics as wb
+from grader.problems import fragments
 
 matplotlib.use("Agg")
 

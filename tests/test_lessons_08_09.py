@@ -9,9 +9,10 @@ import pytest
 
 matplotlib.use("Agg")
 
-from grader import conv, kernels  # noqa: E402
-from grader.lessons import capstone  # noqa: E402
-from grader.lessons import convolution as L  # noqa: E402
+from grader.lessons import capstone
+from grader.lessons import convolution as L
+from grader.problems import conv
+from grader.runtime import kernels
 
 
 def test_direct_kernel_correct_at_borders_on_odd_sizes():
@@ -116,7 +117,7 @@ def test_committed_capstone_results_load_and_plot():
 
 
 def test_capstone_run_refuses_without_gpu():
-    from grader.device import has_gpu
+    from grader.runtime.device import has_gpu
 
     if has_gpu():
         pytest.skip("a GPU is present")

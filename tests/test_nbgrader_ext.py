@@ -1,8 +1,8 @@
 """Kernel solution regions become compilable C++ stubs in the student copy."""
 import nbformat
 
-from grader.compile import nvrtc_compile
-from grader.nbgrader_ext import CudaClearSolutions
+from grader.classroom.nbgrader_ext import CudaClearSolutions
+from grader.runtime.compile import nvrtc_compile
 
 
 def cell(source, solution=True):
@@ -50,8 +50,8 @@ def test_python_regions_keep_nbgraders_stub():
 
 
 def test_the_grader_recognises_the_stub_it_leaves():
-    """grader.stubs looks for the very marker this preprocessor writes."""
-    from grader.stubs import unfilled
+    """grader.checking.stubs looks for the very marker this preprocessor writes."""
+    from grader.checking.stubs import unfilled
 
     (c,) = clear(cell(SRC))
     kernel = c.source.split('r"""')[1].rsplit('"""', 1)[0]

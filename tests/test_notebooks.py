@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebooks
+from grader.classroom import notebooks
 
 ALL = notebooks.sources() + [notebooks.STUDENT / p.relative_to(notebooks.SOLUTIONS)
                              for p in notebooks.sources()]
@@ -17,7 +17,7 @@ ALL = notebooks.sources() + [notebooks.STUDENT / p.relative_to(notebooks.SOLUTIO
 
 def test_student_copies_are_generated_and_fresh():
     assert notebooks.sources(), "no notebooks in solutions/"
-    assert notebooks.stale() == [], "run: python -m grader.notebooks sync"
+    assert notebooks.stale() == [], "run: python -m grader.classroom.notebooks sync"
 
 
 def test_stale_copy_is_detected(tmp_path, monkeypatch):
@@ -78,7 +78,7 @@ def _code_of(text: str) -> str:
 @pytest.mark.parametrize("path", notebooks.sources(), ids=lambda p: p.name)
 def test_kernel_cells_equal_their_kernels_file(path):
     """A solution cell that shows a reference kernel is a copy of kernels/NAME.cu (one home)."""
-    from grader import kernels
+    from grader.runtime import kernels
 
     for name, source in _kernel_cells(path):
         body = source.split('r"""', 1)[1].rsplit('"""', 1)[0]

@@ -1,8 +1,8 @@
-"""grader.timing.paired: kernel/baseline ratios that survive a drifting GPU clock (CPU test
+"""grader.runtime.timing.paired: kernel/baseline ratios that survive a drifting GPU clock (CPU test
 with a simulated clock; the real one is exercised by every GPU speed check)."""
 import numpy as np
 
-from grader.timing import Timing, paired
+from grader.runtime.timing import Timing, paired
 
 
 class DriftingGpu:

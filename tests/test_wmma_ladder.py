@@ -10,9 +10,10 @@ import re
 
 import pytest
 
-from grader import bench_wmma as bw
-from grader import gemm, kernels
-from grader.compile import nvrtc_compile
+from grader.bench import wmma as bw
+from grader.problems import gemm
+from grader.runtime import kernels
+from grader.runtime.compile import nvrtc_compile
 
 # (file, -D options, expected element type of the tensor-core instruction)
 BUILDS = [
@@ -53,7 +54,7 @@ def test_header_names_launch_and_check(file):
 
 @pytest.mark.parametrize("file", sorted(bw._DEFAULTS))
 def test_bench_defaults_match_the_sources(file):
-    """grader.bench_wmma computes THREADS and shared memory from the same defaults."""
+    """grader.bench.wmma computes THREADS and shared memory from the same defaults."""
     src = kernels.source(file)
     found = {k: int(v) for k, v in re.findall(r"#ifndef (\w+)\n#define \1 (\d+)\n", src)}
     for key, value in bw._DEFAULTS[file].items():
@@ -98,7 +99,7 @@ def test_sweep_reports_a_variant_over_the_shared_memory_limit(monkeypatch):
 
 # ---------------------------------------------------------------- on a GPU
 def _module(file, options=()):
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     return GpuModule(kernels.source(file), options)
 
@@ -137,7 +138,7 @@ def test_dmma_correct(which):
 @pytest.mark.gpu
 def test_a_wrong_rung_fails_the_check():
     """The check can fail: the fastest rung with a k step dropped is caught."""
-    from grader.gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     rung = next(r for r in bw.LADDER if r.file == bw.FASTEST)
     src = kernels.source(rung.file)

@@ -7,8 +7,9 @@ for CuPy on the CPU, slowly but faithfully, with friendlier diagnostics than a G
     res.stdout, res.seconds
 
 See README.md in this folder for how it works and what it does not support.
+May import grader.runtime only; runtime reaches it through `backend.load(..., "emu")`.
 """
-from .launch import EmuModule, EmuResult, compile_module
-from .translate import Param
+from grader.emu.launch import EmuModule, EmuResult, compile_module
+from grader.emu.translate import Param
 
 __all__ = ["compile_module", "EmuModule", "EmuResult", "Param"]

@@ -12,9 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from grader.errors import CompileError, Diagnostic
-
-from .translate import Translation, translate
+from grader.emu.translate import Translation, translate
+from grader.runtime.errors import CompileError, Diagnostic
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -174,7 +173,7 @@ def scan_kernels(source: str, flags: list[str]) -> dict | None:
         return None
     if r.returncode != 0:
         return None
-    from .translate import code_view, find_kernels
+    from grader.emu.translate import code_view, find_kernels
     try:
         kernels, _ = find_kernels(code_view(r.stdout))
     except Exception:  # noqa: BLE001 - fall back to scanning the raw source

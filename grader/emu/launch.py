@@ -14,10 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from grader.errors import FaultLocation, KernelFault, KernelTimeout, LaunchArgumentError
-
-from .compiler import Built, build_module, runner_path
-from .translate import Param
+from grader.emu.compiler import Built, build_module, runner_path
+from grader.emu.translate import Param
+from grader.runtime.errors import FaultLocation, KernelFault, KernelTimeout, LaunchArgumentError
 
 # pointer element type -> accepted numpy dtypes
 _DTYPES: dict[str, tuple[str, ...]] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from grader.errors import Unsupported
+from grader.runtime.errors import Unsupported
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import conv, gemm, kernels, numerics
+from grader.problems import conv, gemm, numerics
+from grader.runtime import kernels
 
 KERNELS_DIR = kernels.KERNELS_DIR
 SALERNO_SIZES = (1024, 2048, 4096, 8192, 16384)
@@ -73,7 +74,7 @@ def save(results: dict, path: Path | None = None) -> Path:
 def load(path=None) -> dict | None:
     """Results from `path`, else the file saved for this GPU, else the newest saved file."""
     if path is None:
-        from ..device import device_info
+        from grader.runtime.device import device_info
 
         info = device_info()
         mine = results_path(info.name) if info else None
@@ -128,11 +129,11 @@ class Progress:
 # ----------------------------------------------------------------------------- timing
 
 def _time_gpu(fn, budget_s: float = 0.6, ws_bytes: int | None = None) -> float:
-    """Median ms of `fn` (GPU work). Short kernels go through grader.timing.benchmark;
+    """Median ms of `fn` (GPU work). Short kernels go through grader.runtime.timing.benchmark;
     a long one (>= 20 ms) is timed a few times with CUDA events, at least once."""
     import cupy
 
-    from ..timing import benchmark
+    from grader.runtime.timing import benchmark
 
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
@@ -165,7 +166,7 @@ def _time_cpu(fn, reps: int) -> float:
 # ----------------------------------------------------------------------------- kernels
 
 def _module(name, options=()):
-    from ..bench_conv import module
+    from grader.bench.conv import module
 
     return module(name, tuple(options))
 
@@ -181,7 +182,7 @@ def sgemm_specs() -> dict:
 
 
 def wmma_specs() -> dict:
-    from ..bench_wmma import DMMA_FAST, LADDER, dmma_naive
+    from grader.bench.wmma import DMMA_FAST, LADDER, dmma_naive
 
     out = {"wmma_gemm_naive": (gemm.wmma_naive(), ())}
     for r in LADDER:
@@ -254,7 +255,7 @@ def cpu_sizes(sizes=SALERNO_SIZES, budget_s: float = 6.0) -> tuple[list[int], fl
 def _meta() -> dict:
     import cupy
 
-    from ..device import device_info
+    from grader.runtime.device import device_info
 
     info = device_info()
     cpu = platform.processor() or platform.machine()
@@ -278,7 +279,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     """Measure everything (GPU only); returns the results dict (see module docstring)."""
     import cupy
 
-    from ..device import has_gpu
+    from grader.runtime.device import has_gpu
 
     if not has_gpu():
         raise RuntimeError("capstone.run needs a GPU; use capstone.load() to see saved results")
@@ -375,7 +376,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
         "with tensor cores": {"wmma_gemm_swizzle (kernels/)": res["salerno"]["ms"].get("4096", {}).get("tensor_cores"),
                               "cuBLAS fp16": res["salerno"]["ms"].get("4096", {}).get("cublas_fp16")},
     }
-    from .convolution import time_layers
+    from grader.lessons.convolution import time_layers
 
     layer_rows = time_layers(max_seconds=budget_s) if conv_layers else time_layers(
         names=["TVM RFC b256 14x14 256->512"], max_seconds=budget_s)
@@ -412,7 +413,7 @@ def _fastest_sgemm(mods, specs, budget_s) -> str:
 def _wmma_ceiling(budget_s) -> float:
     import cupy
 
-    from ..device import device_info
+    from grader.runtime.device import device_info
 
     m = _module("wmma_peak_niter")
     blocks, threads = 16 * device_info().sm_count, 256
@@ -426,10 +427,10 @@ def _wmma_ceiling(budget_s) -> float:
 
 
 def _conv_points(budget_s) -> list[dict]:
-    """Roofline points of the non-GEMM kernels (checked by grader.bench_conv's checks)."""
+    """Roofline points of the non-GEMM kernels (checked by grader.bench.conv's checks)."""
     import cupy
 
-    from ..bench_conv import TVM_SHAPE, config_for
+    from grader.bench.conv import TVM_SHAPE, config_for
 
     pts = []
     # direct convolution, fp32, 4096^2, R = 5
@@ -486,7 +487,7 @@ def _conv_without_tensor_cores(budget_s) -> float:
     """ms of the TVM layer as fp32 im2col (CuPy gather, NHWC) + cuBLAS fp32 (CUDA cores)."""
     import cupy
 
-    from ..bench_conv import TVM_SHAPE
+    from grader.bench.conv import TVM_SHAPE
 
     N, C, H, W, K, R, S, pad = TVM_SHAPE
     x, w = conv.conv_inputs(N, C, H, W, K, R, S, 9, cupy)
@@ -545,7 +546,7 @@ def plot_salerno(res, y: str = "time"):
 
 
 def salerno_table(res):
-    from ..display import table
+    from grader.checking.display import table
 
     s = res["salerno"]
     labels = _labels(res)
@@ -593,7 +594,7 @@ def tvm_rows(res) -> list[dict]:
 
 
 def tvm_table(res):
-    from ..display import table
+    from grader.checking.display import table
 
     titan = TVM_RFC["titan_v_ms"]
     out = []
@@ -745,7 +746,7 @@ def cublas_context(res) -> str:
         out += f"; wmma_gemm_swizzle {mine:.0f} TFLOP/s = {100 * mine / lib:.1f}% of it"
     out += "."
     if res["meta"].get("loaded_from"):
-        from .fast_gemm import cublas_spread
+        from grader.lessons.fast_gemm import cublas_spread
 
         out += " " + cublas_spread()
     return out

@@ -2,7 +2,7 @@
 
 Everything runs on the backend `auto` picks (the GPU, or the course's CPU emulator with the
 same kernel source); references are float64 (grader.conv). Timings need a GPU and say so
-without one. Layer timings reuse grader.bench_conv (the measured reference kernels of
+without one. Layer timings reuse grader.bench.conv (the measured reference kernels of
 kernels/RESULTS-conv.md) so the notebook and the bench report the same thing.
 """
 from __future__ import annotations
@@ -11,7 +11,8 @@ import secrets
 
 import numpy as np
 
-from .. import conv, kernels, numerics
+from grader.problems import conv, numerics
+from grader.runtime import kernels
 
 TVM_SHAPE = (256, 256, 14, 14, 512, 3, 3, 1)  # N, C, H, W, K, R, S, pad (TVM RFC layer)
 
@@ -93,7 +94,7 @@ def plot_halo(R: int = 5, tile: int = 16, H: int = 40, W: int = 40, block=(1, 0)
 def run_direct(source: str, H: int, W: int, R: int, backend: str = "auto"):
     """Launch conv2d_direct (kernels/conv2d_direct_tiled.cu's contract) on fresh inputs,
     output poisoned; returns (out, ref, Comparison, module backend)."""
-    from ..backend import load
+    from grader.runtime.backend import load
 
     mod = load(source, backend)
     xp = mod.xp
@@ -126,9 +127,10 @@ def plot_error_map(out, ref, title=""):
 
 def time_direct(H: int = 4096, Rs=(3, 5, 7), max_seconds=1.0) -> list[dict]:
     """GFLOP/s of kernels/conv2d_direct_tiled.cu at H x H for several mask sizes (GPU)."""
-    from ..bench_conv import module
-    from ..timing import benchmark
     import cupy
+
+    from grader.bench.conv import module
+    from grader.runtime.timing import benchmark
 
     mod = module("conv2d_direct_tiled")
     img = conv.random_uniform((H, H), np.float32, 1, cupy)
@@ -234,7 +236,7 @@ def plot_im2col(H: int = 4, W: int = 5, R: int = 3, pad: int = 1):
 
 def run_im2col(source: str, N, C, H, W, R, S, pad, stride, backend: str = "auto"):
     """Launch an `im2col` kernel of the exercise's contract; returns (x, col) as NumPy."""
-    from ..backend import load
+    from grader.runtime.backend import load
 
     mod = load(source, backend)
     xp = mod.xp
@@ -250,7 +252,7 @@ def conv_by_im2col_wmma(im2col_source: str, N=2, C=8, H=8, W=8, K=16, R=3, pad=1
                         backend: str = "auto"):
     """conv2d = im2col (the given kernel) then a WMMA GEMM (kernels/wmma_gemm_any_size.cu)
     on the backend; compared with the direct float64 convolution. Returns a dict."""
-    from ..backend import load
+    from grader.runtime.backend import load
 
     gemm_mod = load(kernels.source("wmma_gemm_any_size"), backend)
     xp = gemm_mod.xp
@@ -307,7 +309,7 @@ def run_implicit(source: str, N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1, backe
                  cfg: conv.WmmaConfig | None = None):
     """Launch an implicit-GEMM conv2d (the conv2d-wmma contract) on fresh NHWC inputs;
     compare with the float64 reference. Returns (Comparison, backend)."""
-    from ..backend import load
+    from grader.runtime.backend import load
 
     cfg = cfg or conv.WmmaConfig()
     mod = load(source, backend, options=cfg.options)
@@ -324,7 +326,7 @@ def run_implicit(source: str, N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1, backe
 # ----------------------------------------------------------------------------- layer timings (GPU)
 
 def layers() -> dict:
-    from ..bench_conv import RESNET_LAYERS
+    from grader.bench.conv import RESNET_LAYERS
 
     return {"TVM RFC b256 14x14 256->512": TVM_SHAPE, **RESNET_LAYERS}
 
@@ -333,7 +335,7 @@ def time_layers(names=None, max_seconds=0.5, cudnn=True, progress=None) -> list[
     """conv2d (implicit WMMA, kernels/), im2col kernel + cuBLAS, CuPy gather + cuBLAS and
     cuDNN (when PyTorch sees the GPU) at the TVM RFC layer and ResNet-50 layers.
     `progress(i, n, label)` is called before each layer."""
-    from ..bench_conv import time_conv
+    from grader.bench.conv import time_conv
 
     todo = [(k, v) for k, v in layers().items() if names is None or k in names]
     rows = []
@@ -376,7 +378,7 @@ def plot_layers(rows, title: str):
 
 
 def layer_table(rows):
-    from ..display import table
+    from grader.checking.display import table
 
     out = []
     for r in rows:

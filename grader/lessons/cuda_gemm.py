@@ -8,13 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import gemm, kernels
-
-
-def regblock_spec() -> gemm.GemmSpec:
-    """Launch of kernels/sgemm_regblock*.cu: 256 threads per 128 x 128 tile of C."""
-    return gemm.GemmSpec("sgemm", "float32", "float32", (256, 1, 1),
-                         lambda M, N, K: (gemm.cdiv(N, 128), gemm.cdiv(M, 128), 1))
+from grader.problems import gemm
+from grader.runtime import kernels
 
 
 @dataclass(frozen=True)
@@ -29,13 +24,13 @@ LADDER = (
     Rung("naive", "sgemm_naive", gemm.sgemm_naive(), "one thread per element of C, operands from global memory"),
     Rung("tiled 16", "sgemm_tiled", gemm.sgemm_tiled(16), "16x16 tiles of A and B staged in shared memory"),
     Rung("tiled 32", "sgemm_tiled", gemm.sgemm_tiled(32), "32x32 tiles (Salerno listing 3)"),
-    Rung("regblock", "sgemm_regblock", regblock_spec(), "128x128 block tile, 8x8 outputs per thread in registers, float4"),
-    Rung("regblock+db", "sgemm_regblock_db", regblock_spec(), "plus double-buffered shared memory"),
+    Rung("regblock", "sgemm_regblock", gemm.regblock_spec(), "128x128 block tile, 8x8 outputs per thread in registers, float4"),
+    Rung("regblock+db", "sgemm_regblock_db", gemm.regblock_spec(), "plus double-buffered shared memory"),
 )
 
 
 def load(rung: Rung, backend: str = "auto", source: str | None = None):
-    from .. import backend as be
+    from grader.runtime import backend as be
 
     return be.load(source or kernels.source(rung.file), backend, rung.spec.options)
 
@@ -58,7 +53,7 @@ def measure_ladder(n: int = 4096, extra: dict | None = None, max_seconds: float 
     to (source, GemmSpec): e.g. the student's kernel; one that fails is reported, not timed."""
     import cupy
 
-    from ..timing import benchmark
+    from grader.runtime.timing import benchmark
 
     A, B = gemm.random_inputs(n, n, n, "float32", seed=0, xp=cupy)
     C = cupy.zeros((n, n), dtype=cupy.float32)
@@ -71,7 +66,7 @@ def measure_ladder(n: int = 4096, extra: dict | None = None, max_seconds: float 
     for label, src, spec in todo:
         row = dict(kernel=label, n=n)
         try:
-            from .. import backend as be
+            from grader.runtime import backend as be
 
             mod = be.load(src, "gpu", spec.options)
             r = gemm.run_once(mod, spec, 1000, 777, 333, seed=3)
@@ -90,7 +85,7 @@ def measure_ladder(n: int = 4096, extra: dict | None = None, max_seconds: float 
 def recorded_ladder() -> tuple[list[dict], str]:
     """(rows like measure_ladder's, provenance) from notebook 09's saved GPU run
     (kernels/capstone-results-*.json), for machines without a GPU; ([], "") if none."""
-    from .capstone import load
+    from grader.lessons.capstone import load
 
     res = load()
     if not res:

@@ -5,7 +5,7 @@ run) or, without a GPU, runs the kernel on the CPU emulator for correctness and 
 to the numbers recorded in kernels/RESULTS-wmma.md (ladder, niter, tuning sweep) and
 kernels/RESULTS-notebooks-06-07.md (bank-conflict padding table), always labelled as recorded;
 cublas_spread() says how far cuBLAS itself moved between the recorded runs.
-The kernels, their defaults and launch rules come from grader.bench_wmma (Rung, LADDER).
+The kernels, their defaults and launch rules come from grader.bench.wmma (Rung, LADDER).
 """
 from __future__ import annotations
 
@@ -18,8 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import backend, bench_wmma, gemm, kernels, numerics
-from ..device import device_info, has_gpu
+from grader.bench import wmma as bench_wmma
+from grader.problems import gemm, numerics
+from grader.problems.demos import bank_kernel_reference, niter_kernel_reference
+from grader.runtime import backend, kernels
+from grader.runtime.device import device_info, has_gpu
 
 NAIVE = "wmma_gemm_naive"
 RUNGS = [NAIVE] + [r.file for r in bench_wmma.LADDER]
@@ -353,19 +356,11 @@ def check_niter_kernel(warps: int = 4, niter: int = 5, backend_name: str = "auto
     return numerics.compare(host.reshape(warps, 16, 16), *niter_kernel_reference(A, B, warps, niter))
 
 
-def niter_kernel_reference(A: np.ndarray, B: np.ndarray, warps: int, niter: int):
-    """(float64 result, bound), each (warps, 16, 16), of wmma_peak_niter: C_w = niter A_w B_w."""
-    a = A.astype(np.float64).reshape(warps, 16, 16)
-    b = B.astype(np.float64).reshape(warps, 16, 16)
-    ref = niter * np.matmul(a, b)
-    return ref, numerics.gemm_bound(niter * np.matmul(np.abs(a), np.abs(b)), niter * 16)
-
-
 def measure_niter(niters=(1, 4, 16, 64, 256, 1024), threads: int = 256) -> list[tuple[int, float]]:
     """TFLOP/s of wmma_peak_niter (16 blocks per SM) for each niter, on the GPU."""
     import cupy
 
-    from ..timing import benchmark
+    from grader.runtime.timing import benchmark
 
     blocks = 16 * device_info().sm_count
     W = blocks * threads // 32
@@ -456,30 +451,12 @@ def check_bank_kernel(pad: int = 8, backend_name: str = "auto", warps: int = 2, 
     return numerics.compare(host, *bank_kernel_reference(M, warps, iters))
 
 
-def bank_kernel_reference(M: np.ndarray, warps: int, iters: int):
-    """(float64 result, bound), each (warps, 16, 16), of ldsm_pad on the 64x64 matrix M:
-    warp w sums the products of sub-tiles (i + w) % 16 and that + 5, for i < iters."""
-    m = M.astype(np.float64).reshape(64, 64)
-    tile = lambda t: m[(t >> 2) * 16:(t >> 2) * 16 + 16, (t & 3) * 16:(t & 3) * 16 + 16]  # noqa: E731
-    refs, bounds = [], []
-    for w in range(warps):
-        ref, ab = np.zeros((16, 16)), np.zeros((16, 16))
-        for i in range(iters):
-            ta = (i + w) & 15
-            tb = (ta + 5) & 15
-            ref += tile(ta) @ tile(tb)
-            ab += np.abs(tile(ta)) @ np.abs(tile(tb))
-        refs.append(ref)
-        bounds.append(numerics.gemm_bound(ab, 16 * iters))
-    return np.stack(refs), np.stack(bounds)
-
-
 def measure_bank_conflicts(pads=PADS, iters: int = 4096, threads: int = 256) -> list[dict]:
     """GPU: shared-memory fragment-load rate of ldsm_pad for each padding."""
     import cupy
 
-    from ..gpu import GpuModule
-    from ..timing import benchmark
+    from grader.runtime.gpu import GpuModule
+    from grader.runtime.timing import benchmark
 
     blocks = 8 * device_info().sm_count
     M = cupy.asarray(np.random.default_rng(0).uniform(-1, 1, 4096).astype(np.float16))
@@ -653,7 +630,7 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=128, block_k=6
                  shared_mem=107520) -> dict:
     """Compile a wmma-gemm-fast submission with the grader's -D values, check it at 512^3 and
     time it at n^3 beside cuBLAS fp16 (GPU only). Raises on failure."""
-    from ..gpu import GpuModule
+    from grader.runtime.gpu import GpuModule
 
     opts = (f"-DBLOCK_M={block_m}", f"-DBLOCK_N={block_n}", f"-DBLOCK_K={block_k}", f"-DTHREADS={threads}")
     spec = gemm.GemmSpec("wmma_gemm", "float16", "float32", (threads, 1, 1),
@@ -672,7 +649,7 @@ def cublas_fp16(n: int = 4096) -> tuple[float, str]:
     if has_gpu():
         import cupy
 
-        from ..timing import benchmark
+        from grader.runtime.timing import benchmark
 
         fn = bench_wmma._library_cache.get(("fp16", n))
         if fn is None:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import fragments
-from ..fragments import KINDS
+from grader.problems import fragments
+from grader.problems.fragments import KINDS
 
 # Kinds in the order a lecturer walks through them (the dropdown's order).
 ORDER = ["a_f16_row", "a_f16_col", "b_f16_row", "b_f16_col", "acc_f32", "acc_f16", "acc_f32_mma",
@@ -40,9 +40,9 @@ class MapSet:
 def measure_all(backend: str = "auto") -> MapSet:
     """Run the probe of every kind on `backend` ("auto": the GPU if there is one, else the
     course's CPU emulator) and return the maps."""
-    from .. import kernels
-    from ..backend import load
-    from ..device import device_info
+    from grader.runtime import kernels
+    from grader.runtime.backend import load
+    from grader.runtime.device import device_info
 
     module = load(kernels.source("fragment_probe"), backend)
     xp = module.xp
@@ -191,7 +191,7 @@ def widget(mapset: MapSet):
 
 
 def agreement(mapset: MapSet) -> list[dict]:
-    """Per kind: slots per lane, mismatches against the formulas of grader/fragments.py and,
+    """Per kind: slots per lane, mismatches against the formulas of grader/problems/fragments.py and,
     for maps measured now (GPU or emulator), against the maps recorded on an H200. Maps that ARE
     the recorded ones (no GPU) get no such column: it would compare them with themselves."""
     rec = fragments.measured_maps()
@@ -268,8 +268,8 @@ BIAS_KERNELS = [("add_bias_guess", "a guessed layout"), ("add_bias_positional", 
 def bias_demo(backend: str = "auto", plot: bool = True) -> dict:
     """Run kernels/fragment_illegal_op.cu: D = C + bias[col] three ways, and scale_relu.
     Returns kernel -> number of wrong elements (of 256); plots what each added to C."""
-    from .. import kernels
-    from ..backend import load
+    from grader.runtime import kernels
+    from grader.runtime.backend import load
 
     m = load(kernels.source("fragment_illegal_op"), backend)
     xp = m.xp

@@ -122,7 +122,7 @@ _COLORS = dict(sign="#cf222e", exponent="#0969da", fraction="#2da44e")
 def explore(x: float, formats=("fp64", "fp32", "tf32", "bf16", "fp16")):
     """HTML table: x in each format, its bits coloured by field, the rounding error and the
     neighbours (plain-text repr for static renders)."""
-    from ..display import HTML
+    from grader.checking.display import HTML
 
     rows, text = [], []
     for fmt in formats:

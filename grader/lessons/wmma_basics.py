@@ -8,13 +8,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import gemm, kernels, numerics
+from grader.problems import gemm, numerics
+from grader.runtime import kernels
 
 
 @lru_cache(maxsize=None)
 def module(name: str, backend: str = "auto", options: tuple[str, ...] = ()):
     """kernels/<name>.cu compiled for `backend` (cached)."""
-    from ..backend import load
+    from grader.runtime.backend import load
 
     return load(kernels.source(name), backend, options)
 
@@ -155,7 +156,7 @@ def colmajor(M: int, N: int, K: int, alpha: float, beta: float, backend: str = "
 def _student_ok(source: str) -> bool:
     """Does the student's wmma_gemm pass the wmma-gemm check? (It runs in a child process,
     so a crashing kernel cannot poison this notebook's GPU context.)"""
-    from ..check import check
+    from grader.checking.check import check
 
     try:
         return check("wmma-gemm", source).correct
@@ -170,8 +171,8 @@ def sweep(sizes=(256, 512, 1024, 2048, 4096), student_source: str | None = None,
     Every kernel is checked at 256^3 before it is timed."""
     import cupy
 
-    from ..backend import load
-    from ..timing import benchmark
+    from grader.runtime.backend import load
+    from grader.runtime.timing import benchmark
 
     entries = [("CUDA cores: naive fp32 (03)", "sgemm_naive", gemm.sgemm_naive()),
                ("CUDA cores: tiled fp32 (03)", "sgemm_tiled", gemm.sgemm_tiled(32)),
@@ -212,7 +213,7 @@ STYLE = {"CUDA cores: naive fp32 (03)": ("#8c959f", "o--"), "CUDA cores: tiled f
 def recorded_4096() -> tuple[dict, str]:
     """TFLOP/s at 4096^3 of the kernels `sweep` times, from notebook 09's saved GPU run
     (kernels/capstone-results-*.json), for machines without a GPU: ({label: TFLOP/s}, provenance)."""
-    from .capstone import load
+    from grader.lessons.capstone import load
 
     res = load()
     if not res:

@@ -8,7 +8,7 @@ same bug differently (an illegal address on a GPU is a named out-of-bounds on th
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import kernels
+from grader.runtime import kernels
 
 HERE = Path(__file__).parent
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.check import check
+from grader.checking.check import check
 from grader.emu import compile_module
-from grader.errors import KernelFault
+from grader.runtime.errors import KernelFault
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 RNG = np.random.default_rng(7)
@@ -192,7 +192,7 @@ def test_grader_catches_a_broken_pipeline_on_the_emulator(bug, why):
 def test_the_fast_gemm_exercise_runs_the_pipeline_on_a_cpu():
     """Some CPU size of wmma-gemm-fast runs more K tiles than its default launch has stages + 1
     (so every buffer is refilled while others are read), and it runs with race_check."""
-    from grader import exercises
+    from grader.checking import exercises
 
     ex = exercises.get("wmma-gemm-fast")
     d = ex.launch_defaults
@@ -207,9 +207,9 @@ def test_the_fast_gemm_exercise_runs_the_pipeline_on_a_cpu():
 
 def _rung(name):
     try:
-        from grader import bench_wmma
+        from grader.bench import wmma as bench_wmma
     except Exception:  # noqa: BLE001 - the ladder module is not ours
-        pytest.skip("grader.bench_wmma unavailable")
+        pytest.skip("grader.bench.wmma unavailable")
     for r in [*bench_wmma.LADDER, bench_wmma.DMMA_FAST]:
         if r.file == name:
             return r
@@ -241,7 +241,8 @@ def test_pipelined_references_over_many_k_tiles(name, stages):
 
 @pytest.mark.parametrize("exercise_id", ["wmma-gemm-fast", "conv2d-wmma"])
 def test_pipelined_references_pass_the_grader_on_the_emulator(exercise_id):
-    from grader import exercises, kernels
+    from grader.checking import exercises
+    from grader.runtime import kernels
 
     ex = exercises.get(exercise_id)
     v = check(ex.id, kernels.source(ex.reference), backend="emu", speed=False)

@@ -1,4 +1,4 @@
-"""grader.emu.crosscheck: the emulator-vs-GPU comparison of issue #4.
+"""grader.bench.crosscheck: the emulator-vs-GPU comparison of issue #4.
 
 On CPU: every case of every item is correct on the emulator (so a GPU run that disagrees
 points at a real fidelity gap, not at a broken case), every kernel file is covered, and the
@@ -6,9 +6,9 @@ comparison flags what it should. On a GPU: the comparison itself."""
 import numpy as np
 import pytest
 
-from grader import kernels
-from grader.emu import crosscheck as X
-from grader.problems import Expected
+from grader.bench import crosscheck as X
+from grader.problems.kinds import Expected
+from grader.runtime import kernels
 
 
 def test_every_kernel_file_is_cross_checked():

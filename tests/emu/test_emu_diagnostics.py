@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from grader.emu import compile_module
-from grader.errors import CompileError, KernelFault, KernelTimeout, Unsupported
+from grader.runtime.errors import CompileError, KernelFault, KernelTimeout, Unsupported
 
 SRC = r"""#include <cuda_fp16.h>
 #include <mma.h>

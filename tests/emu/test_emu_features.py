@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from grader.emu import compile_module
-from grader.errors import LaunchArgumentError
+from grader.runtime.errors import LaunchArgumentError
 
 SRC = r"""
 #include <cuda_fp16.h>

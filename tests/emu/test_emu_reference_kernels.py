@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grader.emu import compile_module
-from grader.errors import Unsupported
+from grader.runtime.errors import Unsupported
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 ALL = sorted(KERNELS.glob("*.cu"))
@@ -112,7 +112,7 @@ def test_fragment_probe_kernel_matches_facts():
     """kernels/fragment_probe.cu on the emulator shows the FACTS.md maps (the kinds whose
     formula FACTS.md gives; the others are compared on a GPU)."""
     src = _need("fragment_probe.cu")
-    fragments = pytest.importorskip("grader.fragments")
+    fragments = pytest.importorskip("grader.problems.fragments")
     mod = compile_module(src, name="fragment_probe")
     checked = 0
     for kind, k in fragments.KINDS.items():
@@ -129,7 +129,7 @@ def test_fragment_probe_kernel_matches_facts():
 
 def _ladder():
     try:
-        from grader import bench_wmma
+        from grader.bench import wmma as bench_wmma
         return [*bench_wmma.LADDER, bench_wmma.DMMA_FAST]
     except Exception:  # noqa: BLE001 - the ladder module is not ours; skip if it changes
         return []
@@ -155,7 +155,7 @@ def test_fast_gemm_ladder_on_emulator(rung):
 # ---------------------------------------------------------------- swizzle and fragdb rungs, their sweep
 def _swizzle_variants():
     try:
-        from grader import bench_wmma
+        from grader.bench import wmma as bench_wmma
         return [r for r in [*bench_wmma.LADDER, *bench_wmma.SWEEP]
                 if r.file in ("wmma_gemm_swizzle", "wmma_gemm_fragdb")]
     except Exception:  # noqa: BLE001 - the ladder module is not ours; skip if it changes
@@ -191,8 +191,8 @@ def test_swizzle_variants_on_emulator(rung):
 def test_a_wait_that_is_too_loose_is_caught(file):
     """Calibration: waiting for one tile too few (__pipeline_wait_prior(STAGES - 1)) reads a
     tile whose copies have not landed; the emulator names the read, the copy and the wait."""
-    from grader import bench_wmma
-    from grader.errors import KernelFault
+    from grader.bench import wmma as bench_wmma
+    from grader.runtime.errors import KernelFault
 
     src = _need(file + ".cu")
     bad = src.replace("__pipeline_wait_prior(STAGES - 2)", "__pipeline_wait_prior(STAGES - 1)")

@@ -3,11 +3,12 @@ where race checking is on, and race reports say where, what and which order."""
 import numpy as np
 import pytest
 
-from grader import exercises, kernels
-from grader.check import check
+from grader.checking import exercises
+from grader.checking.check import check
+from grader.checking.verdict import FAIL
 from grader.emu import compile_module
-from grader.errors import KernelFault
-from grader.verdict import FAIL
+from grader.runtime import kernels
+from grader.runtime.errors import KernelFault
 
 SRC = r"""#include <cuda_fp16.h>
 #include <mma.h>

@@ -1,11 +1,12 @@
 """The emulator's fragment layouts equal what an H200 (sm_90) measured for every fragment kind:
-kernels/fragment_maps_sm90.json was written by `python -m grader.bench_conv` on the GPU, and
+kernels/fragment_maps_sm90.json was written by `python -m grader.bench.conv` on the GPU, and
 here the same probe kernels (kernels/fragment_probe.cu) run on the emulator."""
 import numpy as np
 import pytest
 
-from grader import fragments, kernels
-from grader.backend import EmuModule
+from grader.problems import fragments
+from grader.runtime import kernels
+from grader.runtime.backend import EmuModule
 
 if not fragments.MEASURED_JSON.exists():  # pragma: no cover
     pytest.skip("no recorded sm_90 maps", allow_module_level=True)

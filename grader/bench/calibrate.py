@@ -1,0 +1,87 @@
+"""Check every speed threshold on this GPU: the reference must beat the target by 1.3x and
+the previous lesson's kernel must miss it (DESIGN.md, grading policy).
+
+    python -m grader.bench.calibrate [--out kernels/RESULTS-grader.md]
+
+Every exercise's reference goes through the same `check` a student's kernel does.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+
+from grader.bench.wmma import LADDER
+from grader.checking import exercises
+from grader.checking.check import check
+from grader.runtime import kernels
+from grader.runtime.device import device_info
+
+# exercise -> the previous lesson's kernel (and its launch), graded under the same contract where
+# it fits. Notebook 04's naive WMMA kernel has another grid orientation than wmma-gemm-fast, so
+# its stand-in is rung 1 of notebook 06 (one warp per 16x16 tile as in 04, tiles staged through
+# shared memory), which bench_wmma measures slower than the naive kernel (3.4% vs 4.3%, H100).
+PREVIOUS = {"transpose": ("transpose_naive", {}), "sgemm-tiled": ("sgemm_naive", {}),
+            "wmma-gemm-fast": ("wmma_gemm_smem",
+                               next(r for r in LADDER if r.file == "wmma_gemm_smem").launch)}
+
+
+def rows():
+    out = []
+    for ex in exercises.EXERCISES.values():
+        t0 = time.perf_counter()
+        v = check(ex.id, kernels.source(ex.reference), backend="gpu")
+        seconds = time.perf_counter() - t0
+        row = dict(id=ex.id, reference=ex.reference, score=v.score, points=ex.points, seconds=seconds,
+                   passed=v.passed, speed=v.speed, headline=v.headline)
+        if ex.id in PREVIOUS:
+            name, launch = PREVIOUS[ex.id]
+            p = check(ex.id, kernels.source(name), backend="gpu", **launch)
+            row["previous"] = (name, p.speed["ratio"] if p.speed else None, p.score)
+        out.append(row)
+        print(_line(row), flush=True)
+    return out
+
+
+def _line(r) -> str:
+    s = r["speed"]
+    speed = "correctness only"
+    if s:
+        speed = (f"{100 * s['ratio']:.1f}% of library (floor {100 * s['floor']:.0f}%, target "
+                 f"{100 * s['target']:.0f}%, margin {s['ratio'] / s['target']:.2f}x)")
+    prev = ""
+    if r.get("previous"):
+        name, ratio, score = r["previous"]
+        prev = f"{name}: {100 * ratio:.1f}%, {score:g} pts" if ratio is not None else f"{name}: not timed"
+    return (f"| {r['id']} | {r['reference']} | {r['score']:g}/{r['points']:g} | {speed} | {prev} | "
+            f"{r['seconds']:.1f} s |")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m grader.bench.calibrate")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    info = device_info()
+    if info is None:
+        print("calibrate needs a GPU: it times every reference solution against its library "
+              "baseline (CuPy sees no CUDA device here). Run it on the GPU machine you grade on.",
+              file=sys.stderr)
+        return 2
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = (f"## Grader calibration — {info.name} ({info.arch}), {now}\n\n"
+            "`python -m grader.bench.calibrate`: each reference solution through `grader.check` on the GPU "
+            "(fresh random inputs, isolated child process, speed vs the library in the same process).\n\n"
+            "| exercise | reference | points | speed | previous lesson's kernel | check took |\n"
+            "|---|---|---|---|---|---|\n")
+    body = "\n".join(_line(r) for r in rows())
+    text = head + body + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write("\n" + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,594 @@
+"""The one check path: notebook, CLI and nbgrader all call `check`.
+
+source -> compile (NVRTC, here) -> signature and tensor-core honesty -> run on fresh random
+inputs in a child process -> compare to the float64 reference (here) -> time against the
+library (GPU only) -> verdict.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+
+import numpy as np
+
+from grader.checking import exercises, isolate
+from grader.checking import hints as _hints
+from grader.checking.cells import SourceCell, find_cell, relabel
+from grader.checking.stubs import MARKER, Stub, unfilled
+from grader.checking.verdict import FAIL, PASS, SKIP, Item, Verdict
+from grader.problems.kinds import Case, FragmentProbe, is_poison
+from grader.runtime.compile import SUPPORTED_ARCHS, hint_for, nvrtc_compile
+from grader.runtime.errors import CompileError, CourseError, KernelFault, KernelTimeout
+from grader.runtime.signature import kernel_body, parse_kernels
+
+BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
+                  "copy": "a device-to-device copy",
+                  "im2col-cublas": "im2col (CuPy slicing) + cuBLAS"}
+
+SLOW_HINTS = {
+    "sgemm-tiled": "Each thread should read A and B from shared memory TILE times per load; "
+                   "check both __syncthreads() are there and that threadIdx.x runs along columns.",
+    "wmma-gemm-fast": "Stage A and B tiles in shared memory, let each warp compute several "
+                      "accumulator tiles, pad shared-memory rows, and overlap loads with math "
+                      "(cp.async, 2-4 stages). Notebook 06 walks the ladder.",
+    "transpose": "Go through a 32x33 shared-memory tile so both the read and the write are coalesced.",
+    "dmma-gemm": "Use several independent accumulators per warp, or stage tiles in shared memory.",
+    "conv2d-wmma": "Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the "
+                   "fast GEMM's warp tiling.",
+}
+
+
+def _arch_here(backend: str) -> int:
+    if backend == "gpu":
+        from grader.runtime.device import device_info
+
+        cc = device_info().cc
+        return cc if cc in SUPPORTED_ARCHS else 90
+    return 90
+
+
+def _signature_item(ex: exercises.Exercise, source: str) -> Item:
+    kernels = parse_kernels(source)
+    if ex.kernel not in kernels:
+        found = ", ".join(kernels) or "none"
+        return Item("signature", FAIL, f"no kernel named {ex.kernel} (found: {found})", kind="signature",
+                    hint=f"The grader launches exactly: {ex.signature}. Keep extern \"C\" so the name "
+                         "is not mangled.")
+    params = kernels[ex.kernel]
+    want = ex.problem.params
+    if len(params) != len(want):
+        return Item("signature", FAIL, f"{ex.kernel} has {len(params)} parameters; the grader passes "
+                                       f"{len(want)}", kind="signature", hint=f"Use exactly: {ex.signature}")
+    for pos, (p, (name, ctype)) in enumerate(zip(params, want), 1):
+        base = ctype.replace("const ", "").replace("*", "").strip()
+        if p.base != base or p.is_pointer != ctype.endswith("*"):
+            return Item("signature", FAIL,
+                        f"parameter {pos} is `{p.ctype} {p.name}`, but the grader passes `{ctype}` ({name})",
+                        kind="signature", hint=f"Use exactly: {ex.signature}")
+    return Item("signature", PASS, ex.signature)
+
+
+def _compile_item(e: CompileError, *, source: str = "", launch: dict | None = None, ex=None,
+                  cell: SourceCell | None = None, arch: int | None = None) -> Item:
+    for d in e.diagnostics:  # lines as the student sees them numbered
+        d.cell = cell
+    first = next((d for d in e.diagnostics if d.severity == "error"), None)
+    where = {"line": first.line, "source_line": first.source_line} if first else {}
+    if first and first.likely_line:
+        where["likely_line"] = first.likely_line
+    if first and first.line and cell is not None:
+        where.update(cell=cell.name, cell_line=cell.line(first.line))
+    msg = str(first) if first else e.message
+    hint = e.hint
+    if first is not None:
+        hint = (_static_assert_hint(first, source, launch or {}, ex) or hint_for(first, arch)
+                or e.hint)
+    return Item("compile", FAIL, msg, hint=hint, kind="compile-error", where=where)
+
+
+_STATIC_ASSERT = re.compile(r'static assertion failed(?: with "(.*)")?')
+_DEFINE = re.compile(r"^-D(\w+)=(.*)$")
+
+
+def _static_assert_hint(d, source: str, launch: dict, ex) -> str:
+    """A static_assert that fails because of the launch parameters (they reach the kernel as
+    -D macros): name the parameter, its macro and the assert's own message."""
+    m = _STATIC_ASSERT.search(d.message)
+    if not m or not d.line:
+        return ""
+    said = f': "{m[1]}"' if m[1] else ""
+    line = d.shown(d.line)
+    # the whole assert, which may span lines
+    lines = source.splitlines()[d.line - 1:d.line + 5] if source else [d.source_line or ""]
+    text = " ".join(lines)
+    text = text[:text.find(";") + 1] if ";" in text else text
+    macros = {}  # launch key -> (macro, value)
+    if ex is not None:
+        for opt in ex.problem.options(launch):
+            dm = _DEFINE.match(opt)
+            if dm and dm[1].lower() in launch:
+                macros[dm[1].lower()] = (dm[1], dm[2])
+    defaults = ex.launch_defaults if ex is not None else {}
+    changed = [k for k in macros if launch.get(k) != defaults.get(k)]
+    named = [k for k in macros if re.search(rf"\b{macros[k][0]}\b", text)]
+    keys = [k for k in named if k in changed] or changed or named
+    if not keys:
+        return (f"The static_assert on line {line} failed{said}. Its condition is false for the "
+                "constants it checks: change them (or the assert) so it holds.")
+    params = ", ".join(f"{k}={launch[k]}" for k in keys)
+    flags = ", ".join(f"-D{macros[k][0]}={macros[k][1]}" for k in keys)
+    one = len(keys) == 1
+    return (f"Your launch parameter{'' if one else 's'} {params} reach{'es' if one else ''} the kernel as "
+            f"{flags}; the static_assert on line {line} says what {'it' if one else 'they'} must "
+            f"satisfy{said}. Change the launch parameter{'' if one else 's'} (or the #defines "
+            f"{'it has' if one else 'they have'} to agree with).")
+
+
+MAX_WARNINGS = 5
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _compiled_item(warnings, cell: SourceCell | None = None) -> Item:
+    """compile PASS, listing the compiler's warnings (one may be the very bug)."""
+    if not warnings:
+        return Item("compile", PASS, "compiled")
+    for d in warnings:
+        d.cell = cell
+    lines = [f"compiled with {_plural(len(warnings), 'warning')}:"]
+    for d in warnings[:MAX_WARNINGS]:
+        lines.append(f"    {d.where() + ': ' if d.where() else ''}{d.message}")
+    if len(warnings) > MAX_WARNINGS:
+        lines.append(f"    and {len(warnings) - MAX_WARNINGS} more")
+    return Item("compile", PASS, "\n".join(lines),
+                where={"warnings": [dict(line=d.line, message=d.message,
+                                         **({"cell_line": cell.line(d.line)} if cell and d.line else {}))
+                                    for d in warnings]})
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _distinct_labels(cases: list[Case]) -> None:
+    """Two random inputs of the same size get told apart: "... (2nd random input)"."""
+    seen: dict[str, int] = {}
+    for c in cases:
+        seen[c.label] = seen.get(c.label, 0) + 1
+        if seen[c.label] > 1:
+            c.label = f"{c.label} ({_ordinal(seen[c.label])} random input)"
+
+
+def _is_empty_stub(ex, source: str) -> bool:
+    body = kernel_body(source, ex.kernel)
+    return body is not None and not body.strip()
+
+
+def _top_left_block(written: np.ndarray, tile) -> bool:
+    """Only a top-left rectangle of whole tiles was written: the pattern of blockIdx.x and
+    blockIdx.y swapped (the grid then covers min(rows, cols) tiles each way)."""
+    if written.ndim != 2 or not written.any() or written.all():
+        return False
+    r = int(np.flatnonzero(written.any(axis=1))[-1]) + 1
+    c = int(np.flatnonzero(written.any(axis=0))[-1]) + 1
+    if not written[:r, :c].all():
+        return False
+    (H, W), (th, tw) = written.shape, tile
+    return (r == H or r % th == 0) and (c == W or c % tw == 0)
+
+
+# The usual epilogue mistakes, tried in order: (what D equals, what went wrong).
+EPILOGUE_MISTAKES = (
+    ("A·B", "alpha and beta are not applied"),
+    ("alpha·A·B", "the beta·C term is missing"),
+    ("alpha·A·B + C", "C is added without beta"),
+    ("A·B + beta·C", "alpha is not applied"),
+    ("beta·A·B + alpha·C", "alpha and beta are swapped"),
+)
+
+
+def _epilogue_mistake(case: Case, vals: np.ndarray) -> str | None:
+    """Which of the usual wrong epilogues D matches, said in words (None: none of them)."""
+    A, B, C = (np.asarray(case.args[i], dtype=np.float64) for i in range(3))
+    alpha, beta = float(case.args[7]), float(case.args[8])
+    ab = A @ B
+    candidates = {"A·B": ab, "alpha·A·B": alpha * ab, "alpha·A·B + C": alpha * ab + C,
+                  "A·B + beta·C": ab + beta * C, "beta·A·B + alpha·C": beta * ab + alpha * C}
+    for name, what in EPILOGUE_MISTAKES:
+        cand = candidates[name]
+        if np.linalg.norm(vals - cand) <= 1e-3 * (np.linalg.norm(cand) or 1.0):
+            return f"D matches {name}: {what}"
+    return None
+
+
+def _tile_map(bad: np.ndarray, tile) -> np.ndarray | None:
+    if bad.ndim != 2:
+        return None
+    th, tw = tile
+    H, W = -(-bad.shape[0] // th), -(-bad.shape[1] // tw)
+    padded = np.zeros((H * th, W * tw), dtype=float)
+    mask = np.zeros_like(padded)
+    padded[:bad.shape[0], :bad.shape[1]] = bad
+    mask[:bad.shape[0], :bad.shape[1]] = 1
+    return padded.reshape(H, th, W, tw).sum(axis=(1, 3)) / mask.reshape(H, th, W, tw).sum(axis=(1, 3))
+
+
+def _judge_probe(ex, case: Case, pos: int, out: np.ndarray) -> Item | None:
+    """fragment-probe in its own terms: held[lane * 16 + i] is what x[i] of `lane` holds, and the
+    input M is the index matrix, so every value names an element of M (compared exactly)."""
+    from grader.problems.fragments import KINDS
+
+    exp = case.expected[pos]
+    ref = exp.ref.astype(np.int64)  # (32 lanes, 16 slots)
+    lanes, slots = ref.shape
+    rows, cols = KINDS[ex.problem.kind].rows, KINDS[ex.problem.kind].cols
+    out = out.reshape(ref.shape)
+    label = f"correct: {case.label}"
+
+    def slot(lane, i):
+        return f"lane {lane}, x[{i}]"
+
+    def element(v):
+        return f"element ({v // cols}, {v % cols})"
+
+    poison = is_poison(out)
+    if poison.any():
+        lane, i = (int(x) for x in np.argwhere(poison)[0])
+        return Item(label, FAIL, f"{int(poison.sum())} of {ref.size} values of held were never written, "
+                                 f"first {slot(lane, i)} (held[{lane * slots + i}])",
+                    kind="unwritten", where=dict(output="held", lane=lane, slot=i),
+                    hint=_hints.hint(ex, "unwritten"))
+    got_all = out.astype(np.int64)
+    bad = got_all != ref
+    if not bad.any():
+        return None
+    lane, i = (int(x) for x in np.argwhere(bad)[0])
+    want, got = int(ref[lane, i]), int(got_all[lane, i])
+    said = (f"{got} = {element(got)}" if 0 <= got < rows * cols
+            else f"{got}, which is no element of M (its values are 0..{rows * cols - 1})")
+    n_lanes = int(bad.any(axis=1).sum())
+    msg = (f"{int(bad.sum())} of {ref.size} values of held are wrong (in {n_lanes} of {lanes} lanes); "
+           f"first: {slot(lane, i)} should hold {element(want)} (value {want}); you wrote {said}")
+    if np.array_equal(got_all.ravel().reshape(slots, lanes).T, ref):
+        msg += (" — the values are right but laid out as held[i * 32 + lane]; the contract is "
+                "held[lane * 16 + i]")
+    return Item(label, FAIL, msg, kind="wrong-result", where=dict(output="held", lane=lane, slot=i),
+                hint=_hints.hint(ex, "wrong-exact"))
+
+
+def _judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") -> Item | None:
+    """None when the output is right; else a failed Item with its diagnosis."""
+    if isinstance(ex.problem, FragmentProbe):
+        return _judge_probe(ex, case, pos, out)
+    exp = case.expected[pos]
+    name = ex.problem.params[pos][0]
+    out = out.reshape(exp.ref.shape)
+    poison = is_poison(out)
+    vals = out.astype(np.float64)
+    err = np.abs(vals - exp.ref)
+    bad = ~(err <= exp.bound)  # NaN compares False: NaN is bad
+    if not bad.any():
+        return None
+    n, total = int(bad.sum()), bad.size
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    tile = exp.tile if len(exp.tile) == out.ndim else (1,) * out.ndim
+    where = dict(output=name, index=first, tile=tuple(f // t for f, t in zip(first, tile)))
+    emap = _tile_map(bad, exp.tile)
+    loc = f"{name}{list(first)} (tile {where['tile']})"
+    label = f"correct: {case.label}"
+    t = exp.tile[0]
+
+    def failed(message, kind, hint_kind=None, hint="", **extra):
+        return Item(label, FAIL, message, kind=kind, where=dict(where, **extra), error_map=emap,
+                    tile=exp.tile, hint=hint or _hints.hint(ex, hint_kind or kind, t))
+
+    n_poison = int(poison.sum())
+    if n_poison:
+        fp = tuple(int(i) for i in np.argwhere(poison)[0])
+        hint = _hints.hint(ex, "unwritten", t)
+        if _hints.family(ex) not in ("im2col", "probe") and _top_left_block(~poison, exp.tile):
+            hint += _hints.SWAPPED_BLOCKS
+        return failed(f"{n_poison} of {total} elements of {name} were never written, first {name}{list(fp)}",
+                      "unwritten", hint=hint, index=fp)
+    nonfinite = ~np.isfinite(vals)
+    if nonfinite.any():
+        fn = tuple(int(i) for i in np.argwhere(nonfinite)[0])
+        hint = _hints.hint(ex, "nan", t)
+        shared = _hints.shared_nan(source)  # the first suspect where tiles go through shared memory
+        if shared:
+            hint = f"{shared}Otherwise: {hint[0].lower()}{hint[1:]}"
+        return failed(f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",
+                      "nan", hint=hint, index=fn)
+    expected_v, got = exp.ref[first], vals[first]
+    detail = f"{n} of {total} elements of {name} are wrong; first {loc}: expected {expected_v:.6g}, got {got:.6g}"
+    if exp.exact:
+        return failed(detail, "wrong-result", "wrong-exact")
+    epilogue = getattr(ex.problem, "epilogue", False)
+    if epilogue:  # the scalars are part of the input: show them
+        detail += f" (alpha = {float(case.args[7]):.6g}, beta = {float(case.args[8]):.6g})"
+    # Errors only in the last, partial row or column of tiles: an edge bug.
+    if out.ndim == 2:
+        th, tw = exp.tile
+        full_r, full_c = (out.shape[0] // th) * th, (out.shape[1] // tw) * tw
+        rows, cols = np.nonzero(bad)
+        if (full_r < out.shape[0] or full_c < out.shape[1]) and np.all((rows >= full_r) | (cols >= full_c)):
+            return failed(detail + " — all in the partial tiles at the edge", "edge")
+    if epilogue:
+        mistake = _epilogue_mistake(case, vals)
+        if mistake:
+            return failed(f"{detail} — {mistake}", "wrong-result",
+                          hint="D = alpha·A·B + beta·C: after the K loop load C's tile into a second "
+                               "accumulator fragment c and set acc.x[i] = alpha * acc.x[i] + beta * c.x[i].")
+    ref_norm = np.linalg.norm(exp.ref) or 1.0
+    rel = float(np.linalg.norm(vals - exp.ref) / ref_norm)
+    if n > 0.05 * total and rel < 5e-2:
+        return failed(detail + f" — small errors everywhere (relative error {rel:.1e})", "precision")
+    return failed(detail, "wrong-result")
+
+
+def _judge_case(ex, case: Case, res: dict, source: str = "") -> Item:
+    names = [p[0] for p in ex.problem.params]
+    for pos, w in res["bands"].items():
+        if w["after"]:
+            return Item(f"correct: {case.label}", FAIL,
+                        f"wrote past the end of {names[pos]}: {w['after']} elements changed after it "
+                        f"(the first {w['first_after']} elements beyond the end)", kind="out-of-bounds",
+                        where=dict(output=names[pos]),
+                        hint=_hints.hint(ex, "write-out-of-bounds", case.expected[pos].tile[0]
+                                         if pos in case.expected else 16))
+        return Item(f"correct: {case.label}", FAIL,
+                    f"wrote before the start of {names[pos]} ({w['before']} elements)", kind="out-of-bounds",
+                    where=dict(output=names[pos]), hint="A negative index: check the arithmetic of your offsets.")
+    if res["changed_inputs"]:
+        return Item(f"correct: {case.label}", FAIL,
+                    f"your kernel wrote into its input {names[res['changed_inputs'][0]]}",
+                    kind="wrote-input", hint="Inputs are read-only: write only to the output.")
+    if res["nondeterministic"]:
+        return Item(f"correct: {case.label}", FAIL,
+                    "the result changed between two runs on the same inputs", kind="race",
+                    hint="A race: a missing __syncthreads() between writing shared memory and reading "
+                         "it (or before overwriting it), or two threads writing the same element.")
+    for pos in case.outputs:
+        item = _judge_output(ex, case, pos, res["outputs"][pos], source)
+        if item is not None:
+            return item
+    return Item(f"correct: {case.label}", PASS, ex.problem.passed)
+
+
+def _output_names(ex) -> set[str]:
+    return {n for n, t in ex.problem.params if t.endswith("*") and not t.startswith("const")}
+
+
+def _fault_item(e: CourseError, step_label: str, ex=None, cell: SourceCell | None = None) -> Item:
+    if isinstance(e, KernelTimeout):
+        return Item(step_label, FAIL, e.message, hint=e.hint, kind="timeout")
+    if isinstance(e, KernelFault):
+        w = e.where
+        where = {k: v for k, v in vars(w).items() if v not in (None, {})}
+        hints = {
+            "illegal-address": "An index out of range: check every load and store against the sizes. "
+                               "backend='emu' names the exact thread, array and index.",
+            "out-of-bounds": "Guard the access with a bounds check, or fix the index arithmetic.",
+            "divergent-barrier": "Every thread of the block must reach the same __syncthreads(): do not put "
+                                 "it inside an if that only some threads take, or after an early return.",
+            "race": "Add __syncthreads() between writing shared memory and reading it, and before "
+                    "overwriting it in the next iteration.",
+            "partial-warp-collective": "WMMA and shuffle calls need all 32 threads of the warp.",
+            "shared-out-of-bounds": "A shared-memory index past the array's size: check the tile "
+                                    "dimensions against blockDim.",
+            "uninitialized-shared": "Shared memory is read before any thread wrote it: load the tile "
+                                    "(and __syncthreads()) before using it.",
+            "assert": "Your own assert() failed: the message names the condition and line.",
+            "crash": "A memory access far outside every array (a wrong pointer or a huge index): "
+                     "print the index you compute for one thread, or check the offsets by hand.",
+            "misaligned-address": "A vector load/store (float4, 16-byte copy) needs an address that "
+                                  "is a multiple of its size: check the offsets and leading dimensions.",
+            "launch-resources": "Use fewer threads per block or fewer registers/shared memory per block.",
+        }
+        hint = e.hint or hints.get(e.kind, "")
+        if e.kind == "out-of-bounds" and ex is not None:  # in the exercise's own terms
+            hint = _hints.out_of_bounds(ex, w.argument, _output_names(ex)) or hint
+        if cell is not None and w.line:
+            where.update(cell=cell.name, cell_line=cell.line(w.line))
+        return Item(step_label, FAIL, relabel(e.message, cell), hint=hint, kind=e.kind, where=where)
+    if isinstance(e, CompileError):
+        return _compile_item(e, ex=ex, cell=cell)
+    return Item(step_label, FAIL, relabel(e.message, cell), hint=e.hint, kind=type(e).__name__)
+
+
+def _launch_item(ex, unknown: list[str], given: dict) -> Item:
+    """An unknown launch parameter: list the ones this exercise takes."""
+    bad = ", ".join(f"{k}={given[k]!r}" for k in unknown)
+    one = len(unknown) == 1
+    if ex.launch_defaults:
+        takes = ", ".join(f"{k}={v}" for k, v in ex.launch_defaults.items())
+        msg = (f"{ex.id} has no launch parameter{'' if one else 's'} {', '.join(unknown)} ({bad}); it "
+               f"takes {', '.join(ex.launch_defaults)} (defaults: {takes})")
+    else:
+        msg = (f"{ex.id} takes no launch parameters (its launch is fixed by the contract); got {bad}")
+    macros = ", ".join(k.upper() for k in unknown)
+    hint = ("Pass only the parameters above." if ex.launch_defaults else
+            f"Call check(\"{ex.id}\", source) with no launch parameters.")
+    hint += (f" A constant of your own ({macros}) is a #define in your kernel source: set it there, "
+             f"e.g. #define {unknown[0].upper()} {given[unknown[0]]!r}.")
+    return Item("launch", FAIL, msg, hint=hint, kind="launch-parameter",
+                where=dict(unknown=unknown, accepted=list(ex.launch_defaults)))
+
+
+def _unfilled(ex, v: Verdict, stubs: list[Stub], cell: SourceCell | None) -> Verdict:
+    """One message for the parts of the stub still empty, instead of all their symptoms:
+    compiler warnings held back, no per-case diagnoses, no other hints."""
+    parts = [f"{s.part} at line {cell.line(s.line) if cell else s.line}" for s in stubs]
+    if cell is not None:
+        parts[-1] += f" of {cell.name}"
+    one = len(stubs) == 1
+    msg = (f"the part{'' if one else 's'} marked YOUR CODE HERE ({', '.join(parts)}) "
+           f"{'is' if one else 'are'} still empty")
+    hint = (f"Write {'it' if one else 'them'} (the marker says about how many lines), then run that cell "
+            "again; compiler warnings and the other diagnoses wait until then. If you did write "
+            f"{'it' if one else 'them'}, delete the `{MARKER}` line{'' if one else 's'} and run the cell "
+            "again.")
+    kept = []
+    for i in v.items:
+        if i.name == "compile" and i.status == PASS:
+            kept.append(Item("compile", PASS, "compiled", where=i.where))  # warnings held back
+        elif i.name == "signature":
+            kept.append(i)
+    where = dict(stubs=[dict(part=s.part, line=s.line, note=s.note,
+                             **({"cell_line": cell.line(s.line)} if cell else {})) for s in stubs])
+    kept.append(Item("kernel", FAIL, msg, hint=hint, kind="unfilled-stub", where=where))
+    v.items, v.speed = kept, None
+    return _score(ex, v)
+
+
+def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout: float | None = None,
+          speed: bool = True, **launch) -> Verdict:
+    """Grade `source` for `exercise_id`. `launch` holds the launch parameters the exercise
+    takes (e.g. tile=32, or block_m/block_n/block_k/threads/shared_mem). `case_timeout`
+    (seconds) overrides how long one run of the kernel may take before it counts as hung."""
+    from grader.runtime.backend import pick
+    from grader.runtime.device import has_gpu
+
+    ex = exercises.get(exercise_id)
+    cell = find_cell(source)  # inside a notebook: the cell the kernel was written in
+    unknown = sorted(set(launch) - set(ex.launch_defaults))
+    if unknown:  # said as a verdict, like every other mistake
+        v = Verdict(ex.id, backend, max_score=ex.points)
+        v.items.append(_launch_item(ex, unknown, launch))
+        return v
+    launch = {**ex.launch_defaults, **launch}
+    try:
+        chosen = pick(backend)
+    except CourseError as e:
+        v = Verdict(ex.id, backend, max_score=ex.points)
+        v.items.append(Item("backend", FAIL, e.message, hint=e.hint, kind="environment"))
+        return v
+    v = Verdict(ex.id, chosen, max_score=ex.points)
+
+    # 1. compile here (no GPU needed): errors on the student's own line, PTX for honesty.
+    arch = max(_arch_here(chosen), ex.min_arch)
+    try:
+        compiled = nvrtc_compile(source, arch=arch, options=ex.problem.options(launch), resources=False)
+        v.items.append(_compiled_item(compiled.warnings, cell))
+    except CompileError as e:
+        v.items.append(_compile_item(e, source=source, launch=launch, ex=ex, cell=cell, arch=arch))
+        return v
+    sig = _signature_item(ex, source)
+    v.items.append(sig)
+    if sig.status == FAIL:
+        return v
+    if _is_empty_stub(ex, source):  # said once, not once per case
+        v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in "
+                            f"{cell.name if cell else 'the cell above'}", kind="empty-kernel",
+                            hint="If you did write it, run that cell again: the check sees the source as it "
+                                 "was when its cell last ran."))
+        return v
+    # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
+    # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
+    stubs = unfilled(source)
+    if ex.tensor_cores:
+        if compiled.uses_tensor_cores:
+            ops = ", ".join(str(o) for o in compiled.instructions)
+            v.items.append(Item("tensor cores", PASS, f"compiled code uses {ops}"))
+        else:
+            if stubs:
+                return _unfilled(ex, v, stubs, cell)
+            v.items.append(Item("tensor cores", FAIL, "the compiled code contains no tensor-core "
+                                "instruction (wmma.mma / mma.sync)", kind="no-tensor-cores",
+                                hint="This exercise must run on tensor cores: compute with "
+                                     "wmma::mma_sync on fragments, not with scalar multiply-adds."))
+
+    # 2. run on fresh random inputs in a child process; judge here.
+    if chosen == "emu":
+        from grader import emu
+
+        if not hasattr(emu, "compile_module"):
+            v.items.append(Item("correctness", FAIL, "no GPU here and the CPU emulator is not available: "
+                                "kernels cannot run on this machine", kind="environment"))
+            return _score(ex, v)
+    sizes = ex.gpu_sizes if chosen == "gpu" else ex.cpu_sizes
+    # a second random input of the first size, unless the input never changes (fragment-probe)
+    dims_list = list(sizes) + ([] if ex.problem.fixed_input else [sizes[0]])
+    seeds = [secrets.randbits(32) for _ in dims_list]  # unpredictable, never shown
+    cases = [ex.problem.make(d, np.random.default_rng(s), launch) for d, s in zip(dims_list, seeds)]
+    _distinct_labels(cases)
+    do_perf = speed and chosen == "gpu" and ex.perf_size is not None
+    # Reference kernels take about a second per case on the emulator; 20 s means "hung".
+    case_timeout = case_timeout or 20.0
+    job = dict(exercise=ex.id, source=source, backend=chosen, options=ex.problem.options(launch),
+               kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check,
+               launch=launch, perf=do_perf, perf_seed=secrets.randbits(32), case_timeout=case_timeout)
+    result = isolate.run(job, compile_timeout=120 if chosen == "gpu" else 240,
+                         case_timeout=case_timeout, perf_timeout=120)
+    v.stdout = result["stdout"]
+    for case, res in zip(cases, result["cases"]):
+        v.items.append(_judge_case(ex, case, res, source))
+    if result["error"] is not None:
+        step = result.get("error_step", 0)
+        label = "run" if not isinstance(step, int) else f"correct: {cases[min(step, len(cases) - 1)].label}"
+        if not result["compiled"]:
+            label = "load"
+        v.items.append(_fault_item(result["error"], label, ex, cell))
+    if stubs and any(i.status == FAIL for i in v.items):
+        return _unfilled(ex, v, stubs, cell)
+
+    # 3. speed, only for a correct kernel on a GPU.
+    if ex.target is not None:
+        correct = all(i.status == PASS for i in v.items)
+        if chosen != "gpu":
+            v.items.append(Item("speed", SKIP, "needs a GPU" + ("" if has_gpu() else " (none here)")))
+        elif not speed:
+            v.items.append(Item("speed", SKIP, "not measured (speed=False)"))
+        elif not correct:
+            v.items.append(Item("speed", SKIP, "not timed: make it correct first"))
+        elif result["perf"]:
+            v.items.append(_speed_item(ex, result["perf"], v))
+    return _score(ex, v)
+
+
+def _speed_item(ex, perf: dict, v: Verdict) -> Item:
+    # median of per-round ratios when the child timed both sides in alternating rounds
+    ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
+    frac = min(max((ratio - ex.floor) / (ex.target - ex.floor), 0.0), 1.0)
+    base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+    dims = ex.perf_size
+    flops = ex.problem.flops(dims)
+    if flops:
+        rate = (f"{flops / (perf['kernel_ms'] * 1e-3) / 1e9:.0f} GFLOPS vs "
+                f"{flops / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
+    else:
+        nbytes = ex.problem.bytes(dims)
+        rate = (f"{nbytes / (perf['kernel_ms'] * 1e-3) / 1e9:.0f} GB/s vs "
+                f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
+    v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
+                   baseline_ms=perf["baseline_ms"], fraction=frac)
+    msg = (f"{rate}: {100 * ratio:.1f}% of the library (floor {100 * ex.floor:.0f}%, target "
+           f"{100 * ex.target:.0f}%) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
+    status = PASS if ratio >= ex.target else FAIL
+    return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=SLOW_HINTS.get(ex.id, ""))
+
+
+def _score(ex, v: Verdict) -> Verdict:
+    correctness = [i for i in v.items if i.name != "speed"]
+    correct = bool(correctness) and all(i.status == PASS for i in correctness) and any(
+        i.name.startswith("correct") for i in correctness)
+    score = ex.points_correct if correct else 0.0
+    if correct and v.speed:
+        score += v.speed["fraction"] * ex.points_speed
+    v.score = score
+    return v
+
+
+def grade(exercise_id: str, source: str, points: float | None = None, **kwargs) -> float:
+    """For notebook and nbgrader test cells: show the verdict and return the points as a plain
+    float, scaled to `points` (the cell's points) and capped."""
+    v = check(exercise_id, source, **kwargs)
+    try:
+        from IPython.display import display
+
+        display(v)
+    except ImportError:  # pragma: no cover
+        print(v.text())
+    return v.points(points)

@@ -1,0 +1,249 @@
+"""Run a student's kernel in a child process, so a hang, an illegal address (which poisons
+the CUDA context for good) or a segfault costs that check only.
+
+The parent sends a job (source, backend, cases' arguments; never the reference) and waits
+for one message per step with a deadline; on a deadline it kills the child and reports
+which step hung. The child redirects its stdout/stderr (kernel printf, library warnings)
+into files whose text comes back in the result: nothing reaches the notebook's stderr,
+where nbgrader would zero the cell.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+from grader.runtime import errors
+
+BAND = 256  # elements of canary on each side of every GPU buffer
+CANARY_BITS = {np.dtype(np.float16): (np.uint16, 0x7E3C), np.dtype(np.float32): (np.uint32, 0x7FC0BEEF),
+               np.dtype(np.float64): (np.uint64, 0x7FF8BEEFBEEFBEEF), np.dtype(np.int32): (np.uint32, 0x5AFECAFE),
+               np.dtype(np.uint16): (np.uint16, 0x7E3C)}
+
+
+# ----------------------------------------------------------------------------- the child
+def _guarded(cupy, host: np.ndarray):
+    """Copy `host` into the middle of a GPU buffer whose bands hold a canary pattern."""
+    ubits, value = CANARY_BITS[host.dtype]
+    buf = cupy.empty(host.size + 2 * BAND, dtype=host.dtype)
+    buf.view(ubits).fill(value)
+    buf[BAND:BAND + host.size] = cupy.asarray(host.ravel())
+    return buf, buf[BAND:BAND + host.size].reshape(host.shape)
+
+
+def _band_writes(buf, n: int) -> dict | None:
+    ubits, value = CANARY_BITS[np.dtype(buf.dtype)]
+    bits = buf.view(ubits).get()
+    before = np.flatnonzero(bits[:BAND] != value)
+    after = np.flatnonzero(bits[BAND + n:] != value)
+    if before.size == 0 and after.size == 0:
+        return None
+    return dict(before=int(before.size), after=int(after.size),
+                first_after=int(after[0]) if after.size else None,
+                last_before=int(BAND - before[-1]) if before.size else None)
+
+
+def _run_case_gpu(module, kernel, case):
+    import cupy
+
+    buffers, args = {}, []
+    for i, a in enumerate(case["args"]):
+        if isinstance(a, np.ndarray):
+            buf, view = _guarded(cupy, a)
+            buffers[i] = (buf, view)
+            args.append(view)
+        else:
+            args.append(a)
+    launch = module.bind(kernel, case["grid"], case["block"], args, case["shared_mem"])
+    launch()
+    cupy.cuda.runtime.deviceSynchronize()
+    outputs = {i: buffers[i][1].get() for i in case["outputs"]}
+    bands = {i: w for i, (buf, view) in buffers.items() if (w := _band_writes(buf, view.size))}
+    changed_inputs = [i for i, (buf, view) in buffers.items()
+                      if i not in case["outputs"] and not np.array_equal(
+                          view.get().view(np.uint8), case["args"][i].view(np.uint8))]
+    # Same inputs again, outputs re-poisoned: different bits mean a race.
+    for i in case["outputs"]:
+        buffers[i][1][...] = cupy.asarray(case["args"][i])
+    launch()
+    cupy.cuda.runtime.deviceSynchronize()
+    differs = [i for i in case["outputs"] if not np.array_equal(
+        buffers[i][1].get().view(np.uint8), outputs[i].view(np.uint8))]
+    return dict(outputs=outputs, bands=bands, changed_inputs=changed_inputs, nondeterministic=differs)
+
+
+def _run_case_emu(module, kernel, case, race_check, timeout):
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
+    # The emulator's own limit fires first (it knows which thread hung); ours is the backstop.
+    result = module.launch(kernel, case["grid"], case["block"], args, case["shared_mem"],
+                           race_check=race_check, timeout=timeout)
+    changed = [i for i, a in enumerate(case["args"]) if isinstance(a, np.ndarray)
+               and i not in case["outputs"] and not np.array_equal(args[i].view(np.uint8), a.view(np.uint8))]
+    return dict(outputs={i: args[i] for i in case["outputs"]}, bands={}, changed_inputs=changed,
+                nondeterministic=[], stdout=getattr(result, "stdout", ""))
+
+
+def _perf(module, job):
+    """Time the kernel and the library baseline at the speed size, same process, same GPU."""
+    import cupy
+
+    from grader.checking import exercises
+    from grader.problems import baselines
+    from grader.runtime.timing import paired
+
+    ex = exercises.get(job["exercise"])
+    case = ex.problem.make(ex.perf_size, np.random.default_rng(job["perf_seed"]), job["launch"],
+                           reference=False)
+    args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case.args]
+    launch = module.bind(ex.kernel, case.grid, case.block, args, case.shared_mem)
+    ws = sum(a.nbytes for a in args if hasattr(a, "nbytes"))
+    base = baselines.make(ex.problem.baseline, args, ex.perf_size)
+    p = paired(launch, base, working_set_bytes=ws, max_seconds=8)  # alternating rounds
+    return dict(kernel_ms=p.kernel.median_ms, kernel_spread=p.kernel.spread,
+                baseline_ms=p.baseline.median_ms, baseline_spread=p.baseline.spread, ratio=p.ratio)
+
+
+def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
+    text = f"{type(exc).__name__}: {exc}"
+    for needle, kind, msg in (
+            ("ILLEGAL_ADDRESS", "illegal-address", "the GPU reported an illegal memory access"),
+            ("IllegalAddress", "illegal-address", "the GPU reported an illegal memory access"),
+            ("MISALIGNED", "misaligned-address", "the GPU reported a misaligned memory access"),
+            ("Misaligned", "misaligned-address", "the GPU reported a misaligned memory access"),
+            ("ASSERT", "assert", "a device-side assert failed"),
+            ("Assert", "assert", "a device-side assert failed"),
+            ("LAUNCH_FAILED", "crash", "the kernel crashed"),
+            ("LaunchFailure", "crash", "the kernel crashed"),
+            ("ILLEGAL_INSTRUCTION", "crash", "the kernel executed an illegal instruction"),
+            ("OUT_OF_RESOURCES", "launch-resources", "the launch asked for more registers or "
+                                                     "shared memory than a block may have")):
+        if needle in text:
+            return errors.KernelFault(kind, f"{msg} ({text.splitlines()[0]})")
+    return None
+
+
+def _child(conn, job):
+    try:
+        from grader.runtime.backend import load
+
+        module = load(job["source"], job["backend"], job["options"])
+        conn.send(("compiled", None))
+        for i, case in enumerate(job["cases"]):
+            if job["backend"] == "gpu":
+                res = _run_case_gpu(module, job["kernel"], case)
+            else:
+                res = _run_case_emu(module, job["kernel"], case, job["race_check"], 0.8 * job["case_timeout"])
+            conn.send(("case", i, res))
+        if job.get("perf"):
+            conn.send(("perf", _perf(module, job)))
+        status = ("done", None)
+    except errors.CourseError as e:
+        status = ("error", errors.to_dict(e))
+    except Exception as e:  # CUDA errors come as CuPy exceptions
+        fault = _gpu_fault(e) or errors.KernelFault("crash", f"{type(e).__name__}: {e}".splitlines()[0])
+        fault.extra_traceback = traceback.format_exc()
+        status = ("error", errors.to_dict(fault))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    conn.send(status)
+    conn.close()
+
+
+def _child_main(job_fd: int, result_fd: int):
+    from multiprocessing.connection import Connection
+
+    job = Connection(job_fd, writable=False).recv()
+    _child(Connection(result_fd, readable=False), job)
+
+
+# ---------------------------------------------------------------------------- the parent
+
+
+def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout: float = 120.0) -> dict:
+    """Run `job` in a fresh child process. Returns dict(compiled, cases=[...], perf, stdout,
+    error) where error is a CourseError (KernelTimeout/KernelFault/CompileError ...) or None.
+
+    The child is a new interpreter (`python -m grader.checking.isolate`), not a fork (a CUDA context
+    does not survive fork) nor multiprocessing's spawn (which re-imports the caller's main
+    script). Everything it prints, kernel printf included, goes to a file we read back."""
+    from multiprocessing.connection import Connection
+
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    printed = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-m", "grader.checking.isolate", str(job_r), str(res_w)],
+                            pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=printed,
+                            stderr=subprocess.STDOUT)
+    os.close(job_r)
+    os.close(res_w)
+    sender, parent = Connection(job_w, readable=False), Connection(res_r, writable=False)
+    result = dict(compiled=False, cases=[], perf=None, stdout="", error=None)
+    step, deadline = "compile", time.monotonic() + compile_timeout
+    try:
+        sender.send(job)
+        sender.close()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not parent.poll(min(remaining, 1.0)):
+                if remaining > 0:
+                    continue
+                limit = {"compile": compile_timeout, "perf": perf_timeout}.get(step, case_timeout)
+                result["error"] = errors.KernelTimeout(
+                    f"no answer after {limit:.0f} s while {_describe(step, job)}: stopped", seconds=limit)
+                break
+            try:
+                msg = parent.recv()
+            except EOFError:  # the child is gone without saying why
+                code = proc.wait(5)
+                result["error"] = errors.KernelFault(
+                    "crash", f"the process running your kernel died (exit code {code}) while "
+                             f"{_describe(step, job)}",
+                    hint="A crash outside the kernel's own checks; run the same check with "
+                         "backend='emu' for a named fault, or report it if it persists.")
+                break
+            kind = msg[0]
+            if kind == "compiled":
+                result["compiled"] = True
+                step, deadline = 0, time.monotonic() + case_timeout
+            elif kind == "case":
+                result["cases"].append(msg[2])
+                nxt = msg[1] + 1
+                if nxt < len(job["cases"]):
+                    step, deadline = nxt, time.monotonic() + case_timeout
+                else:
+                    step, deadline = "perf", time.monotonic() + perf_timeout
+            elif kind == "perf":
+                result["perf"] = msg[1]
+            elif kind in ("done", "error"):
+                if kind == "error":
+                    result["error"] = errors.from_dict(msg[1])
+                    result["error_step"] = step
+                break
+    except BrokenPipeError:  # the child died before reading its job
+        result["error"] = errors.KernelFault("crash", "the process that runs kernels could not start")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        parent.close()
+        printed.seek(0)
+        result["stdout"] = printed.read()[-20000:].decode(errors="replace")
+        printed.close()
+    return result
+
+
+def _describe(step, job) -> str:
+    if step == "compile":
+        return "compiling and loading your kernel"
+    if step == "perf":
+        return "timing your kernel"
+    return f"running case {step + 1} ({job['cases'][step]['label']})"
+
+
+if __name__ == "__main__":
+    _child_main(int(sys.argv[1]), int(sys.argv[2]))

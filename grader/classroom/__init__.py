@@ -1,0 +1,7 @@
+"""classroom: the course's files and nbgrader.
+
+`workflow` (release -> autograde -> feedback -> export; `python -m grader.classroom dry-run`),
+`nbgrader_ext` (the course's nbgrader preprocessors), `notebooks` (student notebooks generated
+from solutions/), `headless` (static widgets under autograde), `doctor` (is this machine ready).
+May import grader.checking and everything below it.
+"""

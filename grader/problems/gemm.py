@@ -1,0 +1,112 @@
+"""Run, check and time a GEMM kernel of the course's contract on any backend.
+
+Contract (issue #3): row-major contiguous A (M x K), B (K x N), C (M x N);
+`kernel(A, B, C, M, N, K)`; the grid follows from the block tile.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from grader.problems import numerics
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    kernel: str  # entry point name
+    in_dtype: str  # "float16" | "float32" | "float64"
+    out_dtype: str
+    block: tuple[int, int, int]
+    grid: Callable[[int, int, int], tuple[int, int, int]]  # (M, N, K) -> grid
+    accumulate: str = "fp32"
+    library: str = "fp32"  # which cuBLAS routine it is compared with
+    options: tuple[str, ...] = ()
+    multiple: tuple[int, int, int] = (1, 1, 1)  # M, N, K must be multiples of these
+    shared_mem: int = 0
+
+
+def _rows_along_y(tile: int):
+    return lambda M, N, K: (cdiv(N, tile), cdiv(M, tile), 1)
+
+
+def _rows_along_x(tm: int, tn: int):
+    return lambda M, N, K: (cdiv(M, tm), cdiv(N, tn), 1)
+
+
+def sgemm_naive() -> GemmSpec:
+    return GemmSpec("sgemm", "float32", "float32", (16, 16, 1), _rows_along_y(16))
+
+
+def sgemm_tiled(tile: int = 32) -> GemmSpec:
+    return GemmSpec("sgemm", "float32", "float32", (tile, tile, 1), _rows_along_y(tile),
+                    options=(f"-DTILE={tile}",))
+
+
+def wmma_naive() -> GemmSpec:
+    return GemmSpec("wmma_gemm", "float16", "float32", (32, 1, 1), _rows_along_x(16, 16),
+                    library="fp16", multiple=(16, 16, 16))
+
+
+def random_inputs(M: int, N: int, K: int, dtype: str, seed: int, xp=np):
+    """U(-1, 1) inputs rounded to `dtype`: zero-mean data exposes wrong indexing that
+    all-positive data can average away."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(-1, 1, (M, K)).astype(dtype)
+    B = rng.uniform(-1, 1, (K, N)).astype(dtype)
+    return xp.asarray(A), xp.asarray(B)
+
+
+@dataclass
+class GemmRun:
+    C: np.ndarray
+    comparison: numerics.Comparison
+    info: dict = field(default_factory=dict)
+
+
+def run_once(module, spec: GemmSpec, M: int, N: int, K: int, seed: int, xp=None) -> GemmRun:
+    """Launch once on fresh inputs with C poisoned (NaN) and compare to the fp64 reference."""
+    xp = module.xp if xp is None else xp
+    A, B = random_inputs(M, N, K, spec.in_dtype, seed, xp)
+    C = xp.full((M, N), np.nan, dtype=spec.out_dtype)
+    module.launch(spec.kernel, spec.grid(M, N, K), spec.block,
+                  [A, B, C, M, N, K], shared_mem=spec.shared_mem)
+    ref, abs_ab = numerics.gemm_reference(A, B)
+    bound = numerics.gemm_bound(abs_ab, K, accumulate=spec.accumulate,
+                                output="fp16" if spec.out_dtype == "float16" else "fp32")
+    C_host = C.get() if hasattr(C, "get") else C
+    return GemmRun(C_host, numerics.compare(C_host, ref, bound))
+
+
+def time_gemm(module, spec: GemmSpec, M: int, N: int, K: int, seed: int = 0, max_seconds=5.0,
+              inputs=None):
+    """GPU timing of the kernel and of cuBLAS at the same size in the same process, in
+    alternating rounds (grader.runtime.timing.paired); `inputs` = (A, B) on the GPU to reuse, else
+    fresh ones from `seed`. Returns dict(kernel=Timing, library=Timing, gflops,
+    library_gflops, ratio)."""
+    import cupy
+
+    from grader.problems import baselines
+    from grader.runtime.timing import paired
+
+    A, B = inputs if inputs is not None else random_inputs(M, N, K, spec.in_dtype, seed, cupy)
+    C = cupy.zeros((M, N), dtype=spec.out_dtype)
+    launch = module.bind(spec.kernel, spec.grid(M, N, K), spec.block, [A, B, C, M, N, K],
+                         shared_mem=spec.shared_mem)
+    ws = A.nbytes + B.nbytes + C.nbytes
+    p = paired(launch, baselines.make(f"cublas-{spec.library}", [A, B], {}), working_set_bytes=ws,
+               max_seconds=2 * max_seconds)
+    flops = 2.0 * M * N * K
+    return dict(kernel=p.kernel, library=p.baseline, gflops=p.kernel.gflops(flops),
+                library_gflops=p.baseline.gflops(flops), ratio=p.ratio)
+
+
+def regblock_spec() -> GemmSpec:
+    """Launch of kernels/sgemm_regblock*.cu: 256 threads per 128 x 128 tile of C."""
+    return GemmSpec("sgemm", "float32", "float32", (256, 1, 1),
+                    lambda M, N, K: (cdiv(N, 128), cdiv(M, 128), 1))

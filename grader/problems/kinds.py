@@ -1,0 +1,244 @@
+"""What each kind of exercise computes: inputs, launch geometry, reference and tolerance.
+
+A Problem builds `Case`s (positional kernel arguments with outputs poisoned) and knows the
+float64 reference of each output. The reference stays in the grading process: the child
+process that runs the student's kernel only ever sees the arguments.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grader.problems import numerics
+from grader.problems.conv import out_size
+from grader.problems.gemm import cdiv
+
+# Poison (what outputs hold before launch) per dtype: NaNs with a recognisable payload, so
+# "never written" can be told apart from "computed NaN". Integers get an unlikely value.
+POISON_BITS = {np.dtype(np.float16): (np.uint16, 0x7E5A), np.dtype(np.float32): (np.uint32, 0x7FC0DEAD),
+               np.dtype(np.float64): (np.uint64, 0x7FF8DEADDEADDEAD),
+               np.dtype(np.int32): (np.uint32, 0xF8A432EB)}
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    ubits, value = POISON_BITS[dtype]
+    return np.full(shape, value, dtype=ubits).view(dtype)
+
+
+def is_poison(a: np.ndarray) -> np.ndarray:
+    ubits, value = POISON_BITS[a.dtype]
+    return np.ascontiguousarray(a).view(ubits) == value
+
+
+@dataclass
+class Expected:
+    """Reference for one output argument: values (float64), allowed |error|, and the tile
+    size the feedback map groups errors by."""
+
+    ref: np.ndarray
+    bound: np.ndarray | float
+    tile: tuple[int, int] = (16, 16)
+    exact: bool = False  # integer outputs must match exactly
+
+
+@dataclass
+class Case:
+    label: str
+    args: list  # positional kernel arguments (NumPy arrays and Python numbers)
+    outputs: list[int]  # positions of output arrays
+    grid: tuple
+    block: tuple
+    shared_mem: int = 0
+    expected: dict[int, Expected] = field(default_factory=dict)  # never sent to the child
+
+    def job(self) -> dict:
+        """What the child process needs to run this case (no reference)."""
+        return dict(label=self.label, args=self.args, outputs=self.outputs, grid=self.grid,
+                    block=self.block, shared_mem=self.shared_mem)
+
+
+def _uniform(rng, shape, dtype, low=-1.0, high=1.0):
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+class Problem:
+    """Base: subclasses define params, make(), sizes and the speed baseline."""
+
+    params: tuple[tuple[str, str], ...]  # (name, C type) in order: the fixed contract
+    baseline: str | None = None  # what speed is compared with (see grader.baselines)
+    fixed_input = False  # the input is the same every time: one run says all (no 2nd random input)
+    passed = "matches the float64 reference"  # what a correct output is said to do
+
+    def signature(self, kernel: str) -> str:
+        return f'extern "C" __global__ void {kernel}({", ".join(f"{t} {n}" for n, t in self.params)})'
+
+    def options(self, launch: dict) -> tuple[str, ...]:
+        return ()
+
+    def make(self, dims: dict, rng, launch: dict, reference: bool = True) -> Case:
+        """A case on fresh random inputs; reference=False skips the float64 reference (speed runs)."""
+        raise NotImplementedError
+
+    def flops(self, dims: dict) -> float:
+        return 0.0
+
+
+# ---------------------------------------------------------------------------- GEMM family
+class Gemm(Problem):
+    """C = A B (fp16 in / fp32 out, fp32 in/out, or fp64), row-major, course launch rules."""
+
+    def __init__(self, in_dtype="float16", out_dtype="float32", accumulate="fp32",
+                 launch_rule="warp16", baseline="cublas-fp16", epilogue=False):
+        self.in_dtype, self.out_dtype, self.accumulate = in_dtype, out_dtype, accumulate
+        self.launch_rule, self.baseline, self.epilogue = launch_rule, baseline, epilogue
+        ct = {"float16": "half", "float32": "float", "float64": "double"}
+        a, o = ct[in_dtype], ct[out_dtype]
+        if epilogue:
+            self.params = (("A", f"const {a}*"), ("B", f"const {a}*"), ("C", f"const {o}*"),
+                           ("D", f"{o}*"), ("M", "int"), ("N", "int"), ("K", "int"),
+                           ("alpha", "float"), ("beta", "float"))
+        else:
+            self.params = (("A", f"const {a}*"), ("B", f"const {a}*"), ("C", f"{o}*"),
+                           ("M", "int"), ("N", "int"), ("K", "int"))
+
+    def options(self, launch):
+        if self.launch_rule == "tile":
+            return (f"-DTILE={launch['tile']}",)
+        if self.launch_rule == "block":
+            return tuple(f"-D{k.upper()}={v}" for k, v in launch.items() if k != "shared_mem")
+        return ()
+
+    def geometry(self, M, N, K, launch):
+        rule = self.launch_rule
+        if rule == "naive16":
+            return (cdiv(N, 16), cdiv(M, 16), 1), (16, 16, 1), 0
+        if rule == "tile":
+            t = launch["tile"]
+            return (cdiv(N, t), cdiv(M, t), 1), (t, t, 1), 0
+        if rule == "warp16":
+            return (cdiv(M, 16), cdiv(N, 16), 1), (32, 1, 1), 0
+        if rule == "warp8":
+            return (cdiv(M, 8), cdiv(N, 8), 1), (32, 1, 1), 0
+        if rule == "block":
+            return ((cdiv(N, launch["block_n"]), cdiv(M, launch["block_m"]), 1),
+                    (launch["threads"], 1, 1), launch.get("shared_mem", 0))
+        raise ValueError(rule)
+
+    def make(self, dims, rng, launch, reference=True):
+        M, N, K = dims["M"], dims["N"], dims["K"]
+        A = _uniform(rng, (M, K), self.in_dtype)
+        B = _uniform(rng, (K, N), self.in_dtype)
+        ref, abs_ab = numerics.gemm_reference(A, B) if reference else (None, None)
+        grid, block, smem = self.geometry(M, N, K, launch)
+        if self.epilogue:
+            alpha, beta = float(np.float32(rng.uniform(0.5, 2))), float(np.float32(rng.uniform(-2, -0.5)))
+            C = _uniform(rng, (M, N), self.out_dtype)
+            D = poisoned((M, N), self.out_dtype)
+            if reference:
+                ref = alpha * ref + beta * C.astype(np.float64)
+                bound = numerics.gemm_bound(abs(alpha) * abs_ab + abs(beta) * np.abs(C), K + 2,
+                                            accumulate=self.accumulate)
+            args, outputs = [A, B, C, D, M, N, K, alpha, beta], [3]
+        else:
+            C = poisoned((M, N), self.out_dtype)
+            if reference:
+                bound = numerics.gemm_bound(abs_ab, K, accumulate=self.accumulate)
+            args, outputs = [A, B, C, M, N, K], [2]
+        # the feedback map groups errors by what one block (or warp) computes
+        t = launch.get("tile", 16) if self.launch_rule == "tile" else 8 if self.launch_rule == "warp8" else 16
+        tile = (t, t)
+        expected = {outputs[0]: Expected(ref, bound, tile)} if reference else {}
+        return Case(f"M={M} N={N} K={K}", args, outputs, grid, block, smem, expected)
+
+    def flops(self, dims):
+        return 2.0 * dims["M"] * dims["N"] * dims["K"]
+
+
+# ------------------------------------------------------------------------------ transpose
+class Transpose(Problem):
+    params = (("in", "const float*"), ("out", "float*"), ("rows", "int"), ("cols", "int"))
+    baseline = "copy"
+
+    def make(self, dims, rng, launch, reference=True):
+        rows, cols = dims["rows"], dims["cols"]
+        x = _uniform(rng, (rows, cols), np.float32)
+        out = poisoned((cols, rows), np.float32)
+        return Case(f"rows={rows} cols={cols}", [x, out, rows, cols], [1],
+                    (cdiv(cols, 32), cdiv(rows, 32), 1), (32, 8, 1), 0,
+                    {1: Expected(x.T.astype(np.float64), 0.0, (32, 32), exact=True)})
+
+    def bytes(self, dims):
+        return 2 * 4 * dims["rows"] * dims["cols"]
+
+
+# ------------------------------------------------------------------------- fragment probe
+class FragmentProbe(Problem):
+    """matrix_a, m16n16k16, half, row_major: which lane holds element (r, c) at which x[i]."""
+
+    params = (("M", "const half*"), ("held", "int*"))
+    kind = "a_f16_row"  # grader.fragments' name for this fragment kind
+    fixed_input = True  # M is the index matrix M[r][c] = 16 r + c, never random
+    passed = "every lane holds the right element of M in every x[i]"
+
+    def make(self, dims, rng, launch, reference=True):
+        from grader.problems.fragments import expected_map, probe_input
+
+        M = probe_input(self.kind).reshape(16, 16)
+        held = poisoned((32, 16), np.int32)
+        ref = expected_map(self.kind).astype(np.float64)  # sm_80/sm_90 layout (FACTS.md)
+        return Case("matrix_a 16x16x16 half row_major", [M, held], [1], (1, 1, 1), (32, 1, 1), 0,
+                    {1: Expected(ref, 0.0, (8, 16), exact=True)})
+
+
+# --------------------------------------------------------------------------------- im2col
+class Im2col(Problem):
+    params = (("x", "const half*"), ("col", "half*"), ("N", "int"), ("C", "int"), ("H", "int"),
+              ("W", "int"), ("R", "int"), ("S", "int"), ("pad", "int"), ("stride", "int"))
+
+    def make(self, dims, rng, launch, reference=True):
+        from grader.problems.conv import im2col_nchw
+
+        N, C, H, W, R, S, pad, stride = (dims[k] for k in ("N", "C", "H", "W", "R", "S", "pad", "stride"))
+        x = _uniform(rng, (N, C, H, W), np.float16)
+        ref = im2col_nchw(x, R, S, pad, stride).astype(np.float64)
+        col = poisoned(ref.shape, np.float16)
+        total = ref.size
+        return Case(f"N={N} C={C} H={H} W={W} R={R} S={S} pad={pad} stride={stride}",
+                    [x, col, N, C, H, W, R, S, pad, stride], [1], (cdiv(total, 256), 1, 1), (256, 1, 1), 0,
+                    {1: Expected(ref, 0.0, (16, 16), exact=True)})
+
+
+# ------------------------------------------------------------------------ conv2d on WMMA
+class Conv2dWmma(Problem):
+    params = (("x", "const half*"), ("w", "const half*"), ("y", "float*"), ("N", "int"), ("C", "int"),
+              ("H", "int"), ("W", "int"), ("K", "int"), ("R", "int"), ("S", "int"), ("pad", "int"))
+    baseline = "im2col-cublas"
+
+    def options(self, launch):
+        return tuple(f"-D{k.upper()}={v}" for k, v in launch.items() if k != "shared_mem")
+
+    def make(self, dims, rng, launch, reference=True):
+        N, C, H, W, K, R, S, pad = (dims[k] for k in ("N", "C", "H", "W", "K", "R", "S", "pad"))
+        x = _uniform(rng, (N, H, W, C), np.float16)
+        w = _uniform(rng, (K, R, S, C), np.float16)
+        P, Q = out_size(H, R, pad), out_size(W, S, pad)
+        y = poisoned((N, P, Q, K), np.float32)
+        expected = {}
+        if reference:
+            from grader.problems.conv import conv2d_nhwc_reference
+
+            ref, abs_ref = conv2d_nhwc_reference(x, w, pad)  # float64 y and (|x| * |w|)
+            bound = numerics.gemm_bound(abs_ref, R * S * C)
+            expected = {2: Expected(ref.reshape(N * P * Q, K), bound.reshape(N * P * Q, K), (16, 16))}
+        grid = (cdiv(K, launch["block_n"]), cdiv(N * P * Q, launch["block_m"]), 1)
+        return Case(f"N={N} C={C} H={H} W={W} K={K} {R}x{S} pad={pad}",
+                    [x, w, y, N, C, H, W, K, R, S, pad], [2], grid, (launch["threads"], 1, 1),
+                    launch.get("shared_mem", 0), expected)
+
+    def flops(self, dims):
+        P, Q = out_size(dims["H"], dims["R"], dims["pad"]), out_size(dims["W"], dims["S"], dims["pad"])
+        return 2.0 * dims["N"] * P * Q * dims["K"] * dims["R"] * dims["S"] * dims["C"]
+
+

@@ -1,0 +1,65 @@
+"""One way to load and launch a kernel, whichever backend runs it.
+
+`gpu` is CuPy on a CUDA device; `emu` is the course's CPU emulator (grader.emu), which runs
+the same source unchanged; `auto` picks `gpu` when a device is present.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from grader.runtime.device import has_gpu
+from grader.runtime.errors import NoGPU
+
+BACKENDS = ("auto", "gpu", "emu")
+
+
+def pick(backend: str = "auto") -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+    if backend == "auto":
+        return "gpu" if has_gpu() else "emu"
+    if backend == "gpu" and not has_gpu():
+        raise NoGPU("backend='gpu' was asked for, but CuPy sees no CUDA device here.")
+    return backend
+
+
+class EmuModule:
+    """The emulator behind the same interface as GpuModule (NumPy arrays instead of CuPy)."""
+
+    backend = "emu"
+    xp = np
+
+    def __init__(self, source: str, options: Sequence[str] = ()):
+        from grader import emu
+
+        self.source = source
+        self._module = emu.compile_module(source, options=list(options))
+        from grader.runtime.signature import parse_kernels
+
+        self.kernels = parse_kernels(source)
+        self.last_stdout = ""
+
+    def launch(self, kernel: str, grid, block, args: Sequence, shared_mem: int = 0,
+               timeout: float = 60.0, race_check: bool = False):
+        from grader.runtime.launch import Limits, check_geometry, params_of, prepare
+
+        params = params_of(self.kernels, kernel)
+        g, b = check_geometry(grid, block, shared_mem, Limits())
+        converted = prepare(kernel, params, args, array_module="numpy")
+        result = self._module.launch(kernel, g, b, converted, shared_mem=shared_mem,
+                                     timeout=timeout, race_check=race_check)
+        self.last_stdout = result.stdout
+        return result
+
+
+def load(source: str, backend: str = "auto", options: Sequence[str] = ()):
+    """Compile `source` for `backend` and return a module with `.kernels` and
+    `.launch(kernel, grid, block, args, shared_mem=0)`."""
+    chosen = pick(backend)
+    if chosen == "gpu":
+        from grader.runtime.gpu import GpuModule
+
+        return GpuModule(source, options)
+    return EmuModule(source, options)

@@ -1,0 +1,323 @@
+"""Compile CUDA C++ kernels: NVRTC alone (no GPU needed) or CuPy RawModule (on a GPU).
+
+Both paths report errors the same way: a CompileError whose diagnostics carry the line of
+the source the user wrote, so a notebook can point at the student's own line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from grader.runtime import ptx as ptx_tools
+from grader.runtime.errors import CompileError, Diagnostic
+from grader.runtime.headers import include_options
+from grader.runtime.signature import Param, parse_kernels
+
+FILENAME = "kernel.cu"
+# c++17 for `if constexpr` and friends students meet in samples.
+BASE_OPTIONS = ("--std=c++17",)
+# NVRTC 13 compiles sm_75 and newer (CUDA 13 dropped offline compilation below 7.5, FACTS.md).
+SUPPORTED_ARCHS = (75, 80, 86, 89, 90)
+
+# NVRTC: `kernel.cu(13): error: identifier "x" is undefined`, also `warning #177-D:` and
+# `catastrophic error:`. The caret lines that follow belong to the message before.
+_DIAG = re.compile(
+    r"^(?P<file>[^\n(]+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark)"
+    r"(?: #[\w-]+)?: (?P<msg>.*)$", re.M)
+
+
+def parse_log(log: str, source: str, *, filename: str = FILENAME,
+              line_offset: int = 0) -> list[Diagnostic]:
+    """Turn an NVRTC log into diagnostics. Lines in `filename` are shifted by `line_offset`
+    (lines the grader put before the user's code) and paired with the user's text; messages
+    from other files (headers) keep their file name in the message and no line."""
+    lines = source.splitlines()
+    diagnostics = []
+    matches = list(_DIAG.finditer(log))
+    for n, m in enumerate(matches):
+        severity = "warning" if m["sev"] in ("warning", "remark") else "error"
+        message = m["msg"].strip()
+        file = m["file"].strip()
+        if file.endswith(filename):
+            line = int(m["line"]) - line_offset
+            text = lines[line - 1] if 1 <= line <= len(lines) else None
+            if line < 1:
+                line, text = None, None
+            likely = _likely_line(message, line, lines)
+            body = log[m.end():matches[n + 1].start() if n + 1 < len(matches) else len(log)]
+            args = _ARGS.search(body)
+            diagnostics.append(Diagnostic(severity, message, line, text, likely,
+                                          lines[likely - 1] if likely else None,
+                                          arguments=args[1] if args else None))
+        else:
+            diagnostics.append(Diagnostic(severity, f"{message} (in {file}:{m['line']})"))
+    if not diagnostics and log.strip():
+        diagnostics.append(Diagnostic("error", log.strip().splitlines()[0]))
+    return diagnostics
+
+
+# The line after "no instance of overloaded function ..." naming what the call passed.
+_ARGS = re.compile(r"^\s*argument types are: \((.*)\)\s*$", re.M)
+
+_CLEAN_END = (";", "{", "}", ":", ",", "(", "[")
+
+
+def _likely_line(message: str, line: int | None, lines: list[str]) -> int | None:
+    """NVRTC reports a missing `;` at the next token, often the next line. When the previous
+    code line (blank and comment lines skipped) does not end a statement, return it."""
+    if not line or 'expected a ";"' not in message:
+        return None
+    for n in range(line - 1, 0, -1):
+        code = re.sub(r"//.*", "", lines[n - 1]).strip()
+        if not code or code.startswith(("/*", "*")):
+            continue
+        if code.startswith("#") or code.endswith(_CLEAN_END) or code.endswith("*/"):
+            return None
+        if re.match(r"^(?:}\s*)?(?:if|for|while|switch|else|do)\b", code) and not code.endswith(";"):
+            return None  # `if (c)` / `else` heads a statement: the mistake is on the reported line
+        return n
+    return None
+
+
+def compile_error(log: str, source: str, *, filename: str = FILENAME,
+                  line_offset: int = 0, arch: int | None = None) -> CompileError:
+    diagnostics = parse_log(log, source, filename=filename, line_offset=line_offset)
+    errors = [d for d in diagnostics if d.severity == "error"] or diagnostics
+    first = errors[0] if errors else Diagnostic("error", "compilation failed")
+    return CompileError(f"Compilation failed: {first}", log=log, diagnostics=diagnostics,
+                        hint=hint_for(first, arch))
+
+
+# WMMA fragments that exist (CUDA's crt/mma.hpp): element type -> shapes (m, n, k) and the
+# accumulator types that go with them. bf16, tf32 and double need sm_80.
+_WMMA_SHAPES = {
+    "half": ((16, 16, 16), (32, 8, 16), (8, 32, 16)),
+    "bf16": ((16, 16, 16), (32, 8, 16), (8, 32, 16)),
+    "tf32": ((16, 16, 8),),
+    "double": ((8, 8, 4),),
+}
+_ELEMENT = {"half": "half", "__half": "half", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16",
+            "precision::bf16": "bf16", "precision::tf32": "tf32", "double": "double", "float": "float",
+            "int": "int", "signed char": "int8", "unsigned char": "int8"}
+_FRAGMENT = re.compile(r"fragment<(?:nvcuda::)?(?:wmma::)?(matrix_a|matrix_b|accumulator),\s*(\d+),\s*(\d+),"
+                       r"\s*(\d+),\s*([^,>]+?),\s*([^,>]+)>")
+
+
+def _shape(mnk) -> str:
+    return ", ".join(str(x) for x in mnk)
+
+
+def fragment_hint(message: str, arch: int | None = None) -> str:
+    """What is wrong with a WMMA fragment type NVRTC calls incomplete: its shape does not
+    exist for its element type (read off the message's template arguments), or, only when
+    compiling below sm_80, the type needs a newer architecture."""
+    m = _FRAGMENT.search(message.split("(aka")[0])
+    if not m:
+        return ""
+    use, mnk, raw_elem = m[1], tuple(int(x) for x in m.group(2, 3, 4)), m[5].strip()
+    elem = _ELEMENT.get(re.sub(r"^(?:nvcuda::)?(?:wmma::)?", "", raw_elem), raw_elem)
+    double = ("double fragments exist only as m8n8k4 (wmma::fragment<..., 8, 8, 4, double, ...>), "
+              "and the accumulator must be double too.")
+    tf32 = ("tf32 fragments exist only as m16n16k8 (wmma::fragment<..., 16, 16, 8, "
+            "wmma::precision::tf32, ...>), with a float accumulator (fragment<wmma::accumulator, "
+            "16, 16, 8, float>).")
+    bf16 = ("bf16 fragments exist as m16n16k16, m32n8k16 or m8n32k16 (wmma::fragment<..., 16, 16, 16, "
+            "__nv_bfloat16, ...>), with a float accumulator.")
+    half = ("half fragments exist as m16n16k16, m32n8k16 or m8n32k16 (wmma::fragment<..., 16, 16, 16, "
+            "half, ...>); their accumulator is float or half.")
+    shape_ok = elem in _WMMA_SHAPES and mnk in _WMMA_SHAPES[elem]
+    if elem == "double":
+        what = "" if shape_ok else double
+    elif elem == "tf32":
+        what = ("The accumulator of a tf32 product is float: " + tf32) if use == "accumulator" else (
+            "" if shape_ok else tf32)
+    elif elem == "bf16":
+        what = ("The accumulator of a bf16 product is float: " + bf16) if use == "accumulator" else (
+            "" if shape_ok else bf16)
+    elif mnk == (8, 8, 4):  # the double shape with another element type (a float accumulator)
+        what = double if use == "accumulator" else "m8n8k4 is the double shape: " + double
+        what += (" H" + half[1:]) if elem == "half" else ""
+    elif mnk == (16, 16, 8):  # the tf32 shape
+        what = tf32 if use == "accumulator" else "m16n16k8 is the tf32 shape: " + tf32
+        what += (" H" + half[1:]) if elem == "half" and use != "accumulator" else ""
+    elif elem == "half" and not shape_ok:
+        what = half
+    elif use == "accumulator" and elem not in ("float", "half", "int"):
+        what = (f"An accumulator fragment holds float (or half, int, double), not {raw_elem}: "
+                f"wmma::fragment<wmma::accumulator, {_shape(mnk)}, float>.")
+    else:
+        what = ""
+    # The architecture only matters below sm_80 (bf16, tf32, double and their shapes need it).
+    if arch is not None and arch < 80 and (elem in ("bf16", "tf32", "double") or mnk in ((8, 8, 4), (16, 16, 8))):
+        what = (what + " " if what else "") + (
+            f"bf16, tf32 and double WMMA fragments need sm_80 or newer; this compile targets sm_{arch}.")
+    return what
+
+
+def _top_level_args(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _overload_hint(message: str, arguments: str | None) -> str:
+    """load_matrix_sync/store_matrix_sync on an accumulator without the layout_t argument,
+    or with a fragment layout (wmma::row_major) where a memory layout belongs."""
+    call = re.search(r'"nvcuda::wmma::(store_matrix_sync|load_matrix_sync)"', message)
+    if not call or not arguments:
+        return ""
+    args = _top_level_args(arguments)
+    fragment = args[0] if call[1] == "load_matrix_sync" else (args[1] if len(args) > 1 else "")
+    if "accumulator" not in fragment:
+        return ""
+    verb = "store" if call[1] == "store_matrix_sync" else "load"
+    if len(args) == 3:
+        example = "store_matrix_sync(ptr, acc, ldm, " if verb == "store" else "load_matrix_sync(acc, ptr, ldm, "
+        return (f"An accumulator {verb} needs the memory layout as its 4th argument: wmma::{example}"
+                "wmma::mem_row_major) (or wmma::mem_col_major). Only matrix_a/matrix_b fragments carry "
+                "their layout in the type.")
+    if len(args) == 4 and "layout_t" not in args[3]:
+        return (f"The 4th argument of an accumulator {verb} is a memory layout, wmma::mem_row_major or "
+                f"wmma::mem_col_major (not {args[3]}).")
+    return ""
+
+
+def hint_for(d: Diagnostic, arch: int | None = None) -> str:
+    """One thing to try for compiler diagnostic `d` (its line numbers as the student sees them)."""
+    message = d.message
+    if "crt/mma.h" in message or "cannot open source file" in message:
+        return ("A CUDA header is missing: run `python -m grader doctor` to see which "
+                "include folders were found and what to install.")
+    if "is undefined" in message:
+        return "Check the spelling, and that it is declared before this line (or included)."
+    no_layout = re.search(r"fragment<[\w:]*(matrix_[ab]),[^>]*,\s*void>", message)
+    if "incomplete type" in message and no_layout:
+        return (f"matrix_a/matrix_b fragments need a 6th template argument, the layout "
+                f"wmma::row_major or wmma::col_major: wmma::fragment<wmma::{no_layout[1]}, 16, 16, 16, "
+                "half, wmma::row_major>. Only accumulator fragments have no layout.")
+    if "incomplete type" in message and "fragment" in message:
+        return fragment_hint(message, arch) or (
+            "This fragment type does not exist: check its shape (m, n, k) and element type against "
+            "the WMMA shapes (half/bf16 m16n16k16, m32n8k16, m8n32k16; tf32 m16n16k8; double m8n8k4).")
+    if ('name followed by "::" must be a class or namespace name' in message and arch is not None
+            and arch < 80 and d.source_line and "precision::" in d.source_line):
+        return f"wmma::precision::tf32 and bf16 need sm_80 or newer; this compile targets sm_{arch}."
+    if "no instance of overloaded function" in message and "wmma::" in message:
+        return _overload_hint(message, d.arguments) or (
+            "The fragment types do not fit this call: a float accumulator stores to float*, a half "
+            "one to half*; matrix_a/matrix_b need a layout; shapes must match.")
+    if 'expected a ";"' in message and d.likely_line:
+        return f"A missing `;` at the end of line {d.shown(d.likely_line)} is the usual cause."
+    if "expected a" in message:
+        return "A missing `;`, `)` or `}` just before this line is the usual cause."
+    return CompileError.hint
+
+
+@dataclass
+class KernelResources:
+    """What ptxas reports for one kernel: a spill or a large stack frame costs speed."""
+
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_stores: int
+    spill_loads: int
+
+
+_RES_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_RES_REGS = re.compile(r"Used (\d+) registers")
+_RES_SMEM = re.compile(r"(\d+) bytes smem")
+_RES_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def parse_resources(log: str) -> dict[str, KernelResources]:
+    """Read `ptxas -v` output (one block per entry function)."""
+    out: dict[str, KernelResources] = {}
+    blocks = _RES_ENTRY.split(log)
+    for name, body in zip(blocks[1::2], blocks[2::2]):
+        regs = _RES_REGS.search(body)
+        smem = _RES_SMEM.search(body)
+        stack = _RES_STACK.search(body)
+        out[name] = KernelResources(
+            registers=int(regs[1]) if regs else 0,
+            shared_bytes=int(smem[1]) if smem else 0,
+            stack_bytes=int(stack[1]) if stack else 0,
+            spill_stores=int(stack[2]) if stack else 0,
+            spill_loads=int(stack[3]) if stack else 0)
+    return out
+
+
+@dataclass
+class Compiled:
+    """The result of an NVRTC compile: PTX for inspection, the log, per-kernel resources."""
+
+    source: str
+    arch: int
+    ptx: str
+    log: str
+    warnings: list[Diagnostic] = field(default_factory=list)
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+
+    @cached_property
+    def kernels(self) -> dict[str, list[Param]]:
+        return parse_kernels(self.source)
+
+    @cached_property
+    def instructions(self):
+        """Matrix (tensor-core) instructions in the PTX, see grader.runtime.ptx."""
+        return ptx_tools.matrix_instructions(self.ptx)
+
+    @property
+    def uses_tensor_cores(self) -> bool:
+        return bool(self.instructions)
+
+
+def _nvrtc_run(source: str, options: list[str], filename: str, arch: int | None = None):
+    """Compile once with NVRTC; returns (program, log) or raises CompileError."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    prog = nvrtc.createProgram(source, filename, [], [])
+    try:
+        nvrtc.compileProgram(prog, options)
+    except nvrtc.NVRTCError:
+        log = nvrtc.getProgramLog(prog).rstrip("\x00")
+        nvrtc.destroyProgram(prog)
+        raise compile_error(log, source, filename=filename, arch=arch) from None
+    return prog, nvrtc.getProgramLog(prog).rstrip("\x00")
+
+
+def nvrtc_compile(source: str, *, arch: int = 90, options: tuple[str, ...] | list[str] = (),
+                  resources: bool = True, filename: str = FILENAME) -> Compiled:
+    """Compile with NVRTC for `arch` (75, 80, 90 ...) without needing a GPU or a driver.
+
+    Returns PTX (for instruction inspection) and, with resources=True, the registers,
+    shared memory and spills ptxas reports for each kernel (a second compile to SASS).
+    """
+    from cupy_backends.cuda.libs import nvrtc
+
+    if arch not in SUPPORTED_ARCHS:
+        raise ValueError(f"arch must be one of {SUPPORTED_ARCHS} for NVRTC 13, not {arch}")
+    opts = [*BASE_OPTIONS, *include_options(), *options]
+    prog, log = _nvrtc_run(source, [f"-arch=compute_{arch}", *opts], filename, arch)
+    try:
+        ptx = nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    ptx = ptx.rstrip("\x00")
+    found: dict[str, KernelResources] = {}
+    if resources:
+        prog2, log2 = _nvrtc_run(source, [f"-arch=sm_{arch}", "-Xptxas=-v", *opts], filename, arch)
+        nvrtc.destroyProgram(prog2)
+        found = parse_resources(log2)
+    warnings = [d for d in parse_log(log, source, filename=filename) if d.severity == "warning"]
+    return Compiled(source=source, arch=arch, ptx=ptx, log=log, warnings=warnings,
+                    resources=found)

@@ -1,0 +1,165 @@
+"""Time GPU work the way the best graders do: CUDA events, warm-up, median over many
+repeats until the standard error is under ~1%, and an L2 flush when the data fits in cache
+(FACTS.md, "Timing"). Built on cupyx.profiler.benchmark for the common case."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Timing:
+    times_ms: np.ndarray  # one sample per repeat, GPU time from CUDA events
+    flushed: bool  # L2 flushed before every sample
+
+    @property
+    def median_ms(self) -> float:
+        return float(np.median(self.times_ms))
+
+    @property
+    def mean_ms(self) -> float:
+        return float(np.mean(self.times_ms))
+
+    @property
+    def stderr_ms(self) -> float:
+        n = len(self.times_ms)
+        return float(np.std(self.times_ms, ddof=1) / np.sqrt(n)) if n > 1 else float("inf")
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over median: the run-to-run noise, as a fraction."""
+        q1, q3 = np.percentile(self.times_ms, [25, 75])
+        return float((q3 - q1) / self.median_ms)
+
+    def gflops(self, flops: float) -> float:
+        return flops / (self.median_ms * 1e-3) / 1e9
+
+    def tflops(self, flops: float) -> float:
+        return self.gflops(flops) / 1e3
+
+    def __str__(self) -> str:
+        return (f"{self.median_ms:.4f} ms median over {len(self.times_ms)} runs "
+                f"(IQR {100 * self.spread:.1f}%{', L2 flushed' if self.flushed else ''})")
+
+
+_flush_buffer = None
+
+
+def _flush_l2():
+    """Overwrite a buffer twice the L2 size so the next kernel starts with a cold cache."""
+    global _flush_buffer
+    import cupy
+
+    from grader.runtime.device import device_info
+
+    if _flush_buffer is None:
+        info = device_info()
+        _flush_buffer = cupy.empty(max(2 * info.l2_bytes, 64 << 20) // 4, dtype=cupy.int32)
+    _flush_buffer.fill(0)
+
+
+def _stable(samples: list[float], rel_stderr: float, min_repeat: int) -> bool:
+    if len(samples) < min_repeat:
+        return False
+    s = np.asarray(samples)
+    return np.std(s, ddof=1) / np.sqrt(len(s)) <= rel_stderr * np.mean(s)
+
+
+def benchmark(fn: Callable[[], object], *, working_set_bytes: int | None = None,
+              max_seconds: float = 5.0, min_repeat: int = 10, rel_stderr: float = 0.01,
+              warmup: int = 3) -> Timing:
+    """Time `fn` (which launches GPU work) and return per-run GPU times.
+
+    When `working_set_bytes` fits in twice the L2 cache, every run starts after an L2 flush
+    (our own event loop, so the flush is not timed); otherwise rounds of
+    cupyx.profiler.benchmark run until the standard error of the mean is under
+    `rel_stderr` of the mean or `max_seconds` have passed."""
+    import cupy
+    from cupyx.profiler import benchmark as cupy_benchmark
+
+    from grader.runtime.device import device_info
+
+    info = device_info()
+    flush = working_set_bytes is not None and info is not None and working_set_bytes < 2 * info.l2_bytes
+    start_wall = time.perf_counter()
+    samples: list[float] = []
+    if flush:
+        for _ in range(warmup):
+            fn()
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        while not (_stable(samples, rel_stderr, min_repeat)
+                   or (time.perf_counter() - start_wall > max_seconds and len(samples) >= 3)):
+            _flush_l2()
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(cupy.cuda.get_elapsed_time(start, end))
+    else:
+        n_warmup = warmup
+        while not (_stable(samples, rel_stderr, min_repeat)
+                   or (time.perf_counter() - start_wall > max_seconds and len(samples) >= 3)):
+            result = cupy_benchmark(fn, (), n_repeat=max(min_repeat, 10), n_warmup=n_warmup)
+            samples.extend((result.gpu_times[0] * 1e3).tolist())
+            n_warmup = 0
+    return Timing(np.asarray(samples), flushed=flush)
+
+
+@dataclass
+class Paired:
+    """A kernel and its baseline timed in alternating rounds (see `paired`)."""
+
+    kernel: Timing  # all rounds' samples together
+    baseline: Timing
+    round_ratios: np.ndarray  # baseline median / kernel median, one per round
+
+    @property
+    def ratio(self) -> float:
+        """How many times faster than the baseline (> 1: faster): median of the rounds."""
+        return float(np.median(self.round_ratios))
+
+
+def paired(fn: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 4,
+           max_seconds: float = 4.0, bench: Callable[..., Timing] | None = None, **kwargs) -> Paired:
+    """Time `fn` and `baseline` alternately, `rounds` times, in the order A B, B A, A B, ...
+
+    A GPU's clock follows its temperature and power: over a long benchmark run the same
+    kernel measured 323-375 TFLOP/s at 8192^3 on an H200 (kernels/RESULTS-wmma.md), so a
+    baseline timed once, minutes earlier, biases every ratio. Here each round times both
+    sides back to back and the ratio is the median of the per-round ratios; reversing the
+    order every round cancels a steady drift within a round too. `kwargs` go to `bench`
+    (default `benchmark`), e.g. working_set_bytes."""
+    bench = bench or benchmark
+    per_call = max_seconds / (2 * rounds)
+    k_samples, b_samples, ratios = [], [], []
+    flushed = False
+    for r in range(rounds):
+        order = ((fn, k_samples), (baseline, b_samples))
+        got = {}
+        for f, sink in (order if r % 2 == 0 else order[::-1]):
+            t = bench(f, max_seconds=per_call, **kwargs)
+            sink.extend(np.asarray(t.times_ms).tolist())
+            got[id(sink)] = t
+            flushed = t.flushed
+        ratios.append(got[id(b_samples)].median_ms / got[id(k_samples)].median_ms)
+    return Paired(Timing(np.asarray(k_samples), flushed), Timing(np.asarray(b_samples), flushed),
+                  np.asarray(ratios))
+
+
+def cublas_ceilings(n: int = 4096) -> dict[str, float]:
+    """Measured TFLOP/s of cuBLAS (through cupy.matmul) at n^3 for fp16, fp32 and fp64 on
+    this GPU. Takes a few seconds; needs a GPU."""
+    import cupy
+
+    out = {}
+    for label, dtype in (("fp16", cupy.float16), ("fp32", cupy.float32), ("fp64", cupy.float64)):
+        a = cupy.random.random((n, n)).astype(dtype)
+        b = cupy.random.random((n, n)).astype(dtype)
+        c = cupy.empty((n, n), dtype)
+        t = benchmark(lambda: cupy.matmul(a, b, out=c), max_seconds=3)
+        out[label] = t.tflops(2 * n**3)
+        del a, b, c
+    return out

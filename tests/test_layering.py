@@ -1,0 +1,115 @@
+"""The package's rooms and the one direction imports run (grader/__init__.py):
+
+    lessons -> bench, classroom -> checking -> problems, emu -> runtime
+
+A module may import its own room and any room below it, never one above or beside it at the
+same level. The one sanctioned arrow out of runtime is backend.load's lazy import of the CPU
+backend (grader.emu), asked for by name. Every import statement counts, also those inside
+functions: a lazy upward import is still an upward import.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "grader"
+
+LEVEL = {"runtime": 0, "problems": 1, "emu": 1, "checking": 2, "bench": 3, "classroom": 3, "lessons": 4}
+ALLOWED = {("runtime.backend", "emu")}  # backend.load(source, "emu") loads the CPU backend
+
+
+def _modules():
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG).with_suffix("")
+        parts = list(rel.parts)
+        if "include" in parts:
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), p
+
+
+def _imports(name: str, path: Path):
+    """Every grader module `path` imports, as dotted names under grader (relative resolved)."""
+    is_pkg = path.name == "__init__.py"
+    package = ["grader", *name.split(".")] if is_pkg else ["grader", *name.split(".")[:-1]]
+    package = [p for p in package if p]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod == "grader" or mod.startswith("grader."):
+                subs = [s for s in (f"{mod}.{a.name}" for a in node.names) if _is_module(s)]
+                yield from subs or ([mod] if mod != "grader" else [])
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("grader."):
+                    yield a.name
+
+
+def _is_module(dotted: str) -> bool:
+    p = PKG.joinpath(*dotted.split(".")[1:])
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def _room(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LEVEL else None
+
+
+def test_every_module_lives_in_a_room():
+    loose = [n for n, p in _modules() if n and "." not in n and n not in LEVEL and n not in ("__main__",)]
+    assert not loose, f"modules outside the rooms: {loose} (see grader/__init__.py)"
+
+
+def test_every_room_says_what_it_holds_and_may_import():
+    for room in LEVEL:
+        doc = ast.get_docstring(ast.parse((PKG / room / "__init__.py").read_text())) or ""
+        assert "import" in doc, f"grader/{room}/__init__.py should say what it may import"
+
+
+def _violations():
+    out = []
+    for name, path in _modules():
+        here = _room(f"grader.{name}")
+        if here is None:
+            continue  # the package face (grader/__init__.py, grader/__main__.py) may import anything
+        for target in _imports(name, path):
+            there = _room(target)
+            if there is None or there == here:
+                continue
+            key = (".".join(name.split(".")[:2]), there)
+            if LEVEL[there] >= LEVEL[here] and key not in ALLOWED:
+                out.append(f"grader.{name} imports {target} ({here} may not import {there})")
+    return out
+
+
+def test_imports_run_down_the_rooms():
+    bad = _violations()
+    assert not bad, "upward or sideways imports:\n  " + "\n  ".join(bad)
+
+
+def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
+    """The rule above can fail: a runtime module importing checking is reported."""
+    fake = tmp_path / "grader"
+    for room in LEVEL:
+        (fake / room).mkdir(parents=True)
+        (fake / room / "__init__.py").write_text(f'"""{room}: may import nothing."""\n')
+    (fake / "runtime" / "timing.py").write_text("def f():\n    from grader.checking import verdict\n")
+    (fake / "checking" / "verdict.py").write_text("from ..runtime import timing\n")
+    monkeypatch.setattr(__import__(__name__), "PKG", fake)
+    assert _violations() == ["grader.runtime.timing imports grader.checking.verdict "
+                             "(runtime may not import checking)"]
+
+
+@pytest.mark.parametrize("face", ["check", "grade"])
+def test_the_face_for_notebooks(face):
+    import grader
+    from grader.checking import check as check_module
+
+    assert getattr(grader, face) is getattr(check_module, face)
