@@ -11,18 +11,24 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (
+    AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
     ComputeChecksums,
+    IgnorePattern,
     IncludeHeaderFooter,
     InstantiateTests,
+    LimitOutput,
     LockCells,
+    SaveAutoGrades,
     SaveCells,
 )
 
+from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.nbgrader_ext import CudaClearSolutions
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +43,16 @@ c.CourseDirectory.source_directory = os.environ.get("TC_SOURCE_DIR", str(HERE.pa
 c.GenerateAssignment.preprocessors = [
     IncludeHeaderFooter, InstantiateTests, LockCells, CudaClearSolutions, ClearOutput, CheckCellMetadata,
     ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums, CheckCellMetadata,
+]
+
+# What is trusted (course/README.md, "What is trusted"): the notebook runs in a sandboxed kernel
+# (CourseExecute; bubblewrap, or autograde stops naming the package; TC_NO_SANDBOX=1 opts out
+# with a warning on every feedback page), then TrustedGrade replaces every graded cell's output
+# by the verdict of a fresh interpreter that reads the submission as text. nbgrader's own list,
+# with those two in place of Execute and just before SaveAutoGrades.
+c.Autograde.autograde_preprocessors = [
+    CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata,
 ]
 
 # A graded kernel cell compiles, runs several cases in a child process and, on a GPU, times the

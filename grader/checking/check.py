@@ -6,6 +6,7 @@ library (GPU only) -> verdict.
 """
 from __future__ import annotations
 
+import os
 import re
 import secrets
 
@@ -515,11 +516,15 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     cases = [ex.problem.make(d, np.random.default_rng(s), launch) for d, s in zip(dims_list, seeds)]
     _distinct_labels(cases)
     do_perf = speed and chosen == "gpu" and ex.perf_size is not None
+    perf_seed = secrets.randbits(32)
+    # which output elements of the timed launches are checked: unpredictable, never shown
+    perf_samples = _perf_samples(ex, launch, perf_seed) if do_perf else []
     # Reference kernels take about a second per case on the emulator; 20 s means "hung".
     case_timeout = case_timeout or 20.0
     job = dict(exercise=ex.id, source=source, backend=chosen, options=ex.problem.options(launch),
                kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check,
-               launch=launch, perf=do_perf, perf_seed=secrets.randbits(32), case_timeout=case_timeout)
+               launch=launch, perf=do_perf, perf_seed=perf_seed, perf_samples=perf_samples,
+               case_timeout=case_timeout)
     result = isolate.run(job, compile_timeout=120 if chosen == "gpu" else 240,
                          case_timeout=case_timeout, perf_timeout=120)
     v.stdout = result["stdout"]
@@ -544,8 +549,58 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         elif not correct:
             v.items.append(Item("speed", SKIP, "not timed: make it correct first"))
         elif result["perf"]:
-            v.items.append(_speed_item(ex, result["perf"], v))
+            timed = _timed_output_item(ex, launch, perf_seed, perf_samples, result["perf"])
+            v.items.append(timed)
+            if timed.status == PASS:
+                v.items.append(_speed_item(ex, result["perf"], v))
     return _score(ex, v)
+
+
+TIMED_SAMPLES = 2048
+
+
+def _perf_samples(ex, launch, seed) -> list[int]:
+    case = ex.problem.make(ex.perf_size, np.random.default_rng(seed), launch, reference=False)
+    n = case.args[case.outputs[0]].size
+    rng = np.random.default_rng(secrets.randbits(64))
+    return sorted(int(i) for i in rng.choice(n, size=min(TIMED_SAMPLES, n), replace=False))
+
+
+def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
+    """The launches that were timed must have computed the answer too, at the timed size: sampled
+    elements of what they left, and of one more launch into a poisoned output, against a float64
+    reference of those elements (the timed size is too large for a full one on the CPU)."""
+    dims = ", ".join(f"{k}={v}" for k, v in ex.perf_size.items())
+    label = f"correct: timed size ({dims})"
+    case = ex.problem.make(ex.perf_size, np.random.default_rng(seed), launch, reference=False)
+    ref, bound = ex.problem.sample(case, np.asarray(flat, dtype=np.int64))
+    bound = np.broadcast_to(bound, ref.shape)
+    shape = case.args[case.outputs[0]].shape
+    hint = ("Your kernel is right at the small sizes but not at the size it is timed at: it must not "
+            "depend on the size (or on how often it is launched) beyond the exercise's contract.")
+    if perf.get("unwritten"):
+        return Item(label, FAIL, f"{perf['unwritten']} of {perf['size']} output elements were never written "
+                    "by a launch at the timed size", kind="unwritten", hint=hint)
+    if perf.get("nonfinite"):
+        return Item(label, FAIL, f"{perf['nonfinite']} output elements are NaN or infinite at the timed size",
+                    kind="nan", hint=hint)
+    for when, got in (("after the timed launches", perf["timed_samples"]),
+                      ("after one more launch", perf["again_samples"])):
+        got = np.asarray(got, dtype=np.float64)
+        bad = ~(np.abs(got - ref) <= bound)  # NaN counts as bad
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            where = np.unravel_index(flat[k], shape)
+            return Item(label, FAIL, f"wrong {when}: {int(bad.sum())} of {len(flat)} checked elements; first at "
+                        f"{tuple(int(x) for x in where)}: got {got[k]:.6g}, expected {ref[k]:.6g}",
+                        kind="wrong-when-timed", hint=hint)
+    ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
+    if ratio > ex.ceiling:
+        return Item(label, FAIL, f"{100 * ratio:.0f}% of the library's speed is more than this GPU can do "
+                    f"(the library runs near its peak; above {100 * ex.ceiling:.0f}% is refused as impossible)",
+                    kind="impossible-speed",
+                    hint="A correct kernel cannot be this fast: the timed launches must do the whole computation.")
+    return Item(label, PASS, f"{len(flat)} sampled elements of the timed launches match the float64 reference")
 
 
 def _speed_item(ex, perf: dict, v: Verdict) -> Item:
@@ -583,7 +638,13 @@ def _score(ex, v: Verdict) -> Verdict:
 
 def grade(exercise_id: str, source: str, points: float | None = None, **kwargs) -> float:
     """For notebook and nbgrader test cells: show the verdict and return the points as a plain
-    float, scaled to `points` (the cell's points) and capped."""
+    float, scaled to `points` (the cell's points) and capped.
+
+    Under `nbgrader autograde` this copy, which runs beside the student's code, grades nothing:
+    the course's trusted grader (grader.checking.trusted) replaces this cell's output."""
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        print(f"{exercise_id}: graded outside this notebook by the course's trusted grader.")
+        return 0.0
     v = check(exercise_id, source, **kwargs)
     try:
         from IPython.display import display

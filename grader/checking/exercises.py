@@ -31,6 +31,9 @@ class Exercise:
     points_speed: float = 0.0
     min_arch: int = 75
     race_check: bool = False  # uses shared memory: the emulator runs threads in two orders
+    # A ratio above this is refused as impossible: the library runs near this GPU's peak for
+    # the precision, so beating it by this much means the timed launches skipped work.
+    ceiling: float = 1.2
 
     @property
     def signature(self) -> str:
@@ -60,7 +63,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(dict(rows=33, cols=70), dict(rows=64, cols=32)),
         gpu_sizes=(dict(rows=1000, cols=517), dict(rows=2048, cols=4096)),
         perf_size=dict(rows=8192, cols=8192), floor=0.3, target=0.6, points_speed=1.0,
-        race_check=True),
+        race_check=True, ceiling=1.3),
     Exercise(
         "sgemm-naive", "Naive SGEMM on CUDA cores", "sgemm", P.Gemm("float32", "float32", launch_rule="naive16",
                                                                   baseline=None),
@@ -160,7 +163,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # 1.23x margin, so 1.45 (1.35x / 1.50x). Floor 1.0: only beating im2col + cuBLAS counts.
         perf_size=dict(N=256, C=256, H=14, W=14, K=512, R=3, S=3, pad=1), tensor_cores=True,
         launch_defaults=CONV_LAUNCH, floor=1.0, target=1.45, points_speed=2.0, min_arch=80,
-        race_check=True),
+        # cuDNN ran 2.1x faster than this reference, i.e. ~4.5x the baseline (RESULTS-conv.md):
+        # 6x the baseline is past what the library itself reaches.
+        race_check=True, ceiling=6.0),
 ]}
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from grader.emu.compiler import Built, build_module, runner_path
 from grader.emu.translate import Param
+from grader.runtime import sandbox
 from grader.runtime.errors import FaultLocation, KernelFault, KernelTimeout, LaunchArgumentError
 
 # pointer element type -> accepted numpy dtypes
@@ -173,7 +174,11 @@ class EmuModule:
             with open(inp, "wb") as f:
                 f.write(b"".join(hdr))
             t0 = time.perf_counter()
-            proc = subprocess.Popen([str(runner_path()), str(self._built.so), inp, out, rep],
+            # the runner executes the student's code natively: sandboxed when grading (TC_SANDBOX)
+            runner = runner_path()
+            cmd = sandbox.maybe_wrap([str(runner), str(self._built.so), inp, out, rep], writable=[tmp],
+                                     readable=[str(runner.parent), str(Path(self._built.so).parent)])
+            proc = subprocess.Popen(cmd,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             try:
                 so, se = proc.communicate(timeout=timeout)

@@ -84,6 +84,12 @@ class Problem:
     def flops(self, dims: dict) -> float:
         return 0.0
 
+    def sample(self, case: Case, flat) -> tuple[np.ndarray, np.ndarray | float]:
+        """float64 reference and allowed |error| of the output elements at `flat` (indices into
+        the raveled output) of a case made with reference=False: how the output of timed
+        launches at full size is checked without a full-size float64 reference."""
+        raise NotImplementedError(f"{type(self).__name__} has no sampled reference")
+
 
 # ---------------------------------------------------------------------------- GEMM family
 class Gemm(Problem):
@@ -155,6 +161,19 @@ class Gemm(Problem):
     def flops(self, dims):
         return 2.0 * dims["M"] * dims["N"] * dims["K"]
 
+    def sample(self, case, flat):
+        A, B = case.args[0], case.args[1]
+        M, N, K = A.shape[0], B.shape[1], A.shape[1]
+        i, j = np.divmod(np.asarray(flat), N)
+        a, b = A[i].astype(np.float64), B[:, j].T.astype(np.float64)  # one row of A, one column of B each
+        ref, abs_ab = np.einsum("sk,sk->s", a, b), np.einsum("sk,sk->s", np.abs(a), np.abs(b))
+        if self.epilogue:
+            alpha, beta = case.args[7], case.args[8]
+            c = case.args[2][i, j].astype(np.float64)
+            return alpha * ref + beta * c, numerics.gemm_bound(abs(alpha) * abs_ab + abs(beta) * np.abs(c), K + 2,
+                                                               accumulate=self.accumulate)
+        return ref, numerics.gemm_bound(abs_ab, K, accumulate=self.accumulate)
+
 
 # ------------------------------------------------------------------------------ transpose
 class Transpose(Problem):
@@ -171,6 +190,11 @@ class Transpose(Problem):
 
     def bytes(self, dims):
         return 2 * 4 * dims["rows"] * dims["cols"]
+
+    def sample(self, case, flat):
+        x, rows = case.args[0], case.args[2]
+        c, r = np.divmod(np.asarray(flat), rows)  # out is (cols x rows): out[c, r] = in[r, c]
+        return x[r, c].astype(np.float64), 0.0
 
 
 # ------------------------------------------------------------------------- fragment probe
@@ -240,5 +264,21 @@ class Conv2dWmma(Problem):
     def flops(self, dims):
         P, Q = out_size(dims["H"], dims["R"], dims["pad"]), out_size(dims["W"], dims["S"], dims["pad"])
         return 2.0 * dims["N"] * P * Q * dims["K"] * dims["R"] * dims["S"] * dims["C"]
+
+    def sample(self, case, flat):
+        x, w = case.args[0], case.args[1]
+        N, H, W, C = x.shape
+        K, R, S = w.shape[0], w.shape[1], w.shape[2]
+        pad = case.args[10]
+        P, Q = out_size(H, R, pad), out_size(W, S, pad)
+        row, k = np.divmod(np.asarray(flat), K)  # y is (N*P*Q, K), NHWC
+        n, pq = np.divmod(row, P * Q)
+        p, q = np.divmod(pq, Q)
+        xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        rr, ss = np.arange(R)[:, None], np.arange(S)[None, :]
+        win = xp[n[:, None, None], p[:, None, None] + rr, q[:, None, None] + ss].astype(np.float64)  # (s, R, S, C)
+        wk = w[k].astype(np.float64)
+        ref = np.einsum("srtc,srtc->s", win, wk)
+        return ref, numerics.gemm_bound(np.einsum("srtc,srtc->s", np.abs(win), np.abs(wk)), R * S * C)
 
 

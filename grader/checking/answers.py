@@ -1,0 +1,195 @@
+"""Python answers (index functions, fp16 decoding, predictions, owner maps) evaluated where they
+can do no harm: a separate interpreter, sandboxed under autograde, that runs the student's
+answer cells and answers calls with plain JSON. The comparison with the expected answers
+happens in the trusted process; nothing but data comes back from here.
+
+    parent                                   child (python -I -m grader.checking.answers)
+    {"preamble": [...], "cells": [...]}  ->  runs them        <- {"ready": true} | {"error": ...}
+    {"call": "f", "args": [...]}         ->  f(*args)         <- {"ok": value}   | {"error": ...}
+One JSON document per line, on a pipe of its own (fd 3 in the child), so nothing the student
+prints can be mistaken for an answer.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+from grader.runtime import sandbox
+
+CALL_TIMEOUT = 10.0  # seconds for one call of a student function
+START_TIMEOUT = 60.0  # seconds to run the answer cells (imports of NumPy etc. included)
+
+
+class AnswerError(Exception):
+    """A student function failed: raised inside the trusted test as that function's error."""
+
+
+def plain(value, depth: int = 0):
+    """`value` as JSON-able plain data, or TypeError naming what is not plain."""
+    import numbers
+
+    if depth > 20:
+        raise TypeError("data nested too deeply")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # arrays and scalars
+        return plain(value.tolist(), depth + 1)
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"a dict key {k!r} that is not a string")
+            out[k] = plain(v, depth + 1)
+        return out
+    raise TypeError(f"a {type(value).__name__}, not plain data (int, float, str, list, dict)")
+
+
+# ------------------------------------------------------------------------------- the child
+def _child(fd: int) -> None:
+    out = os.fdopen(fd, "w", buffering=1)
+    sys.stdout = sys.stderr  # the student's prints go to stderr, never into the answer pipe
+    ns: dict = {"__name__": "__main__"}
+
+    def reply(obj):
+        try:
+            line = json.dumps(obj, allow_nan=True)
+        except (TypeError, ValueError) as e:
+            line = json.dumps({"error": f"TypeError: {e}"})
+        out.write(line + "\n")
+        out.flush()
+
+    first = json.loads(sys.stdin.readline())
+    try:
+        for src in first["preamble"]:
+            exec(compile(src, "<course>", "exec"), ns)
+        for i, src in enumerate(first["cells"]):
+            exec(compile(src, f"<your answer cell {i + 1}>", "exec"), ns)
+    except BaseException as e:  # SystemExit too: it ends nothing here but this answer
+        reply({"error": f"running your answer cell raised {type(e).__name__}: {e}"})
+        return
+    reply({"ready": True})
+    for line in sys.stdin:
+        req = json.loads(line)
+        fn = ns.get(req["call"])
+        if not callable(fn):
+            reply({"error": f"NameError: name '{req['call']}' is not defined as a function"})
+            continue
+        try:
+            reply({"ok": plain(fn(*req["args"]))})
+        except BaseException as e:
+            reply({"error": f"{type(e).__name__}: {e}", "type": type(e).__name__, "message": str(e)})
+
+
+# ------------------------------------------------------------------------------ the parent
+def _as_exception(msg: dict) -> Exception:
+    """The student's exception, rebuilt from its name when it is a built-in one (the test's own
+    `except NotImplementedError:` then says "not yet" as in the notebook), else AnswerError."""
+    import builtins
+
+    cls = getattr(builtins, str(msg.get("type", "")), None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, (OSError, UnicodeError)):
+        try:
+            return cls(str(msg.get("message", "")))
+        except Exception:
+            pass
+    return AnswerError(str(msg["error"]))
+
+
+class Answers:
+    """The student's answer cells, running in a sandboxed child; call(name, *args) -> data."""
+
+    def __init__(self, preamble: list[str], cells: list[str]):
+        self.preamble, self.cells = preamble, cells
+        self.proc = None
+        self.dead: str | None = None
+        self.scratch = tempfile.mkdtemp(prefix="tc-answers-")
+
+    def _start(self):
+        r, w = os.pipe()
+        cmd = [sys.executable, "-I", "-m", "grader.checking.answers", str(w)]
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": self.scratch, "MPLBACKEND": "Agg",
+               "MPLCONFIGDIR": self.scratch, "TC_HEADLESS": "1"}
+        cmd = sandbox.maybe_wrap(cmd, writable=[self.scratch])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, pass_fds=(w,), env=env, cwd=self.scratch,
+                                     text=True, start_new_session=True)
+        os.close(w)
+        self.reader = os.fdopen(r, "r")
+        self._send({"preamble": self.preamble, "cells": self.cells})
+        first = self._read(START_TIMEOUT, "running your answer cells")
+        if "error" in first:
+            self.dead = first["error"]
+
+    def _send(self, obj):
+        self.proc.stdin.write(json.dumps(obj) + "\n")
+        self.proc.stdin.flush()
+
+    def _read(self, timeout: float, doing: str) -> dict:
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                self.close()
+                self.dead = f"no answer after {timeout:.0f} s while {doing}: stopped"
+                raise AnswerError(self.dead)
+            ready, _, _ = select.select([self.reader], [], [], min(left, 1.0))
+            if ready:
+                line = self.reader.readline()
+                if not line:
+                    code = self.proc.wait(5)
+                    self.dead = f"the process running your code ended (exit code {code}) while {doing}"
+                    raise AnswerError(self.dead)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    msg = None
+                if not isinstance(msg, dict):
+                    self.close()
+                    self.dead = f"the process running your code sent something that is not an answer while {doing}"
+                    raise AnswerError(self.dead)
+                return msg
+
+    def call(self, name: str, *args):
+        if self.proc is None and self.dead is None:
+            self._start()
+        if self.dead:
+            raise AnswerError(self.dead)
+        try:
+            self._send({"call": name, "args": plain(list(args))})
+        except (BrokenPipeError, OSError):
+            self.dead = "the process running your code is gone"
+            raise AnswerError(self.dead) from None
+        msg = self._read(CALL_TIMEOUT, f"calling {name}{tuple(args)!r}")
+        if "error" in msg:
+            raise _as_exception(msg)
+        return msg.get("ok")
+
+    def proxy(self, name: str):
+        def call(*args):
+            return self.call(name, *args)
+
+        call.__name__ = name
+        return call
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait(5)
+
+
+if __name__ == "__main__":
+    _child(int(sys.argv[1]))

@@ -1,0 +1,193 @@
+"""The course's two steps in nbgrader's Autograde pipeline (course/nbgrader_config.py):
+
+CourseExecute   runs the submission as nbgrader's Execute does, in a sandboxed kernel
+                (grader.classroom.sandbox_kernel); a kernel that dies (os._exit, a crash) ends
+                the execution of that notebook but not its grading.
+TrustedGrade    after execution, before SaveAutoGrades: replaces every graded cell's output by
+                the verdict of the trusted grader (python -I -m grader.checking.trusted, in the
+                sandbox, fed the submission's text and the course's own test cells), so what the
+                notebook computed never becomes a grade. Graded cells are restored from the
+                gradebook (points, id, source); a deleted one is put back; a cell claiming a grade
+                it does not have loses the claim.
+
+Opt-out (no bubblewrap, knowingly): TC_NO_SANDBOX=1. Every feedback page then says so.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nbclient.exceptions import DeadKernelError
+from nbformat.v4 import new_code_cell, new_output
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets import Float, List, Unicode
+
+from grader.classroom.sandbox_kernel import private_paths
+from grader.runtime import sandbox
+
+BANNER_UNSANDBOXED = ("WARNING: this notebook was autograded WITHOUT the sandbox (TC_NO_SANDBOX=1): student code "
+                      "ran with the grader's rights. Scores still come from the trusted grader.")
+
+
+def sandbox_opted_out() -> bool:
+    return os.environ.get("TC_NO_SANDBOX", "") not in ("", "0")
+
+
+class CourseExecute(Execute):
+    """nbgrader's Execute with the course's sandboxed kernel; survives a dead kernel."""
+
+    def __init__(self, *args, **kwargs):
+        if not sandbox_opted_out():
+            from grader.classroom.sandbox_kernel import SandboxedKernelManager
+
+            sandbox.require()  # stops autograde here, naming the package, if bwrap is missing
+            kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        try:
+            return super().preprocess(nb, resources, km=km)
+        except DeadKernelError as e:
+            # The grade does not depend on the execution (TrustedGrade): grading goes on.
+            self.log.warning("the notebook's kernel died (%s); grading continues with the trusted grader", e)
+            return nb, resources
+
+
+class TrustedGrade(NbGraderPreprocessor):
+    timeout = Float(3600.0, help="seconds for the trusted grading of one notebook").tag(config=True)
+    python = Unicode(sys.executable, help="the interpreter that runs the trusted grader").tag(config=True)
+    extra_hidden = List(Unicode(), help="more paths to hide from graded code").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=self.config)
+        with Gradebook(info["db_url"]) as gb:
+            cells = gb.find_notebook(info["notebook"], info["assignment"])
+            graded = {c.name: float(c.max_score) for c in cells.grade_cells}
+            sources = {c.name: c.source for c in cells.source_cells}
+        source_nb = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / (
+            info["notebook"] + ".ipynb")
+        release = self._release(source_nb, graded, sources)
+        submission = [c.source for c in nb.cells if c.cell_type == "code"]
+        t0 = time.monotonic()
+        results = self._run(dict(release=release, submission=submission), coursedir)
+        self.log.info("trusted grading of %s: %.1f s", info["notebook"], time.monotonic() - t0)
+        self._apply(nb, release, results)
+        return nb, resources
+
+    # -------------------------------------------------------------- what the course says
+    def _release(self, path: Path, graded: dict, sources: dict) -> list[dict]:
+        """The course's cells in order: tests (source and points from the gradebook, what was
+        released), locked cells, answers. A graded cell the source no longer has is kept."""
+        from nbformat import read
+
+        out, seen = [], set()
+        src = read(str(path), as_version=4)
+        for c in src.cells:
+            if c.cell_type != "code":
+                continue
+            meta = c.metadata.get("nbgrader", {})
+            gid = meta.get("grade_id")
+            if gid in graded and not meta.get("solution"):
+                out.append(dict(kind="test", grade_id=gid, points=graded[gid], source=sources.get(gid, c.source)))
+                seen.add(gid)
+            elif meta.get("solution"):
+                out.append(dict(kind="answer", grade_id=gid, points=0, source=c.source))
+            else:
+                out.append(dict(kind="locked" if meta.get("locked") else "plain", grade_id=gid, points=0,
+                                source=c.source))
+        for gid, pts in graded.items():
+            if gid not in seen and gid in sources:
+                out.append(dict(kind="test", grade_id=gid, points=pts, source=sources[gid]))
+        return out
+
+    # -------------------------------------------------------------- the trusted process
+    def _run(self, request: dict, coursedir) -> dict:
+        scratch = tempfile.mkdtemp(prefix="tc-trusted-")
+        cmd = [self.python, "-I", "-m", "grader.checking.trusted"]
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch,
+               "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
+               "LANG": os.environ.get("LANG", "C.UTF-8")}
+        for k in ("TC_ARCH", "TC_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        if not sandbox_opted_out():
+            hidden = private_paths(coursedir) + list(self.extra_hidden)
+            env.update(TC_SANDBOX="1", TC_SANDBOX_HIDE=os.pathsep.join(hidden))
+            # its own scratch and the emulator's compile cache stay writable (the cache holds
+            # only what the grader's compiler wrote; the code that runs student kernels gets a
+            # read-only view of it, sandboxed again)
+            from grader.emu.compiler import cache_root
+
+            env["TC_CACHE_DIR"] = str(cache_root().parent)
+            cmd = sandbox.wrap(cmd, writable=[scratch, str(cache_root())], hide=hidden)
+        try:
+            r = subprocess.run(cmd, input=json.dumps(request), capture_output=True, text=True,
+                               timeout=self.timeout, env=env, cwd=scratch)
+        except subprocess.TimeoutExpired:
+            return dict(failed=f"the trusted grader took more than {self.timeout:.0f} s")
+        if r.returncode != 0:
+            self.log.error("trusted grader failed:\n%s", r.stderr[-4000:])
+            return dict(failed=f"the trusted grader failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return dict(failed="the trusted grader's answer could not be read")
+
+    # -------------------------------------------------------------- into the notebook
+    def _apply(self, nb, release: list[dict], results: dict):
+        tests = {c["grade_id"]: c for c in release if c["kind"] == "test"}
+        by_id = {g["grade_id"]: g for g in results.get("grades", [])}
+        placed = set()
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader")
+            if not meta:
+                continue
+            gid = meta.get("grade_id")
+            if gid in tests and gid not in placed and cell.cell_type == "code" and meta.get("grade"):
+                self._fill(cell, tests[gid], by_id.get(gid), results.get("failed"))
+                placed.add(gid)
+            elif meta.get("grade") and not (meta.get("solution") and gid not in tests):
+                meta["grade"] = False  # a second copy, or a grade the gradebook never gave
+        for gid, test in tests.items():
+            if gid not in placed:  # deleted or renamed by the student: graded all the same
+                cell = new_code_cell()
+                self._fill(cell, test, by_id.get(gid), results.get("failed"))
+                nb.cells.append(cell)
+
+    def _fill(self, cell, test: dict, result: dict | None, failed: str | None):
+        cell.source = test["source"]
+        cell.metadata["nbgrader"] = dict(grade=True, solution=False, locked=True, grade_id=test["grade_id"],
+                                         points=test["points"], schema_version=3)
+        cell.metadata["editable"], cell.metadata["deletable"] = False, False
+        score, parts, text = 0.0, [], []
+        if sandbox_opted_out():
+            parts.append(f'<p style="color:#b00;font-weight:bold">{html.escape(BANNER_UNSANDBOXED)}</p>')
+            text.append(BANNER_UNSANDBOXED)
+        if result is None:
+            msg = failed or "the trusted grader returned no result for this cell"
+            parts.append(f"<p><b>FAIL</b>: {html.escape(msg)}</p>")
+            text.append(f"FAIL: {msg}")
+        else:
+            score = float(min(max(result["score"], 0.0), test["points"]))
+            for v in result["verdicts"]:
+                parts.append(v["html"])
+                text.append(v["text"])
+            if result["printed"].strip():
+                parts.append(f"<pre>{html.escape(result['printed'])}</pre>")
+                text.append(result["printed"])
+            if result["error"]:
+                parts.append(f"<p><b>FAIL</b>: {html.escape(result['error'])}</p>")
+                text.append(f"FAIL: {result['error']}")
+        parts.append(f"<p><i>Graded by the course's trusted grader: {score:g} of {test['points']:g} points.</i></p>")
+        cell.outputs = [new_output("display_data", data={"text/html": "\n".join(parts), "text/plain": "\n".join(text)}),
+                        new_output("execute_result", data={"text/plain": repr(score)}, execution_count=1)]
+        cell.execution_count = 1

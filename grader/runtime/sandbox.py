@@ -1,0 +1,93 @@
+"""Run untrusted code under bubblewrap: the whole file system read-only, nothing written but
+the folders named, chosen paths hidden, no network, its own process and IPC namespaces.
+
+Why bubblewrap: a maintained, setuid-free sandbox packaged by Debian/Ubuntu/Fedora (the tool
+Flatpak is built on), one small binary, no daemon, and it keeps /dev/nvidia* usable, so the
+same wrapper serves CPU and GPU machines (checked on the lent H100 with `--dev-bind /dev /dev`).
+Containers (otter-grader's route) would need a daemon and GPU passthrough on every grading
+machine; seccomp-only tools cannot hide the gradebook from reads.
+
+Policy, from the environment so every child of a sandboxed grader inherits it:
+  TC_SANDBOX=1        wrap untrusted children (the emulator's runner, Python answers);
+                      set by the trusted grader and in nbgrader autograde
+  TC_SANDBOX_HIDE     os.pathsep-separated paths made unreadable inside (gradebook, other
+                      students' folders, the instructor's sources)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+from grader.runtime.errors import CourseError
+
+PACKAGE = "bubblewrap"  # Debian/Ubuntu/Fedora package name: what to install
+
+
+class SandboxUnavailable(CourseError):
+    pass
+
+
+def tool() -> str | None:
+    return shutil.which("bwrap")
+
+
+def wanted() -> bool:
+    return os.environ.get("TC_SANDBOX", "") not in ("", "0")
+
+
+def hidden_from_env() -> list[str]:
+    return [p for p in os.environ.get("TC_SANDBOX_HIDE", "").split(os.pathsep) if p]
+
+
+def require() -> str:
+    exe = tool()
+    if exe is None:
+        raise SandboxUnavailable(
+            f"grading untrusted code needs the sandbox tool bwrap, which is not installed here",
+            hint=f"Install the '{PACKAGE}' package (Debian/Ubuntu: sudo apt-get install {PACKAGE}), "
+                 "or, knowing every student's code then runs with your rights, opt out: "
+                 "TC_NO_SANDBOX=1 (course/README.md, 'What is trusted').")
+    return exe
+
+
+def wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (), hide: Sequence[str] = (),
+         env: dict[str, str] | None = None, unset: Sequence[str] = (), dirs: Sequence[str] = (),
+         readable: Sequence[str] = (), network: bool = False) -> list[str]:
+    """The argv that runs `cmd` inside the sandbox. `writable` folders stay writable (they must
+    exist); `hide` paths (files or folders) read as empty; /tmp is a private, empty tmpfs in
+    which `dirs` are created and `readable` files shown read-only; `env` is set and `unset`
+    removed inside."""
+    # /dev stays (GPU device files) but /dev/shm, shared by every process, becomes private
+    args = [require(), "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
+            "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+            "--new-session"]
+    if not network:
+        args.append("--unshare-net")
+    for p in hide:  # before the writable binds: a writable folder inside a hidden one reappears
+        q = Path(p)
+        if q.is_dir():
+            args += ["--tmpfs", str(q)]
+        elif q.exists():
+            args += ["--ro-bind", "/dev/null", str(q)]
+    for w in writable:
+        w = os.fspath(w)
+        args += ["--bind", w, w]
+    for r in readable:
+        args += ["--ro-bind", os.fspath(r), os.fspath(r)]
+    for d in dirs:
+        args += ["--dir", d]
+    for k, v in (env or {}).items():
+        args += ["--setenv", k, v]
+    for k in unset:
+        args += ["--unsetenv", k]
+    return args + ["--", *cmd]
+
+
+def maybe_wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (),
+               readable: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """`cmd` wrapped when the policy asks for it (TC_SANDBOX=1), else unchanged."""
+    if not wanted():
+        return list(cmd)
+    return wrap(cmd, writable=writable, readable=readable, hide=hidden_from_env())
