@@ -48,6 +48,34 @@ def _arch_here(backend: str) -> int:
     return 90
 
 
+# Macros a kernel may test: the CUDA compiler's own (the emulator defines them alike) and those it
+# defines itself or gets as launch options. A test of any other (__x86_64__, __GNUC__, ...)
+# tells the emulator from a GPU: the tensor-core check reads the GPU's branch while the CPU
+# would run another, so such a kernel is refused.
+_CUDA_MACROS = {"__CUDA_ARCH__", "__CUDACC__", "__CUDACC_RTC__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
+                "__cplusplus", "__CUDA_NO_HALF_CONVERSIONS__"}
+_PP_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$", re.M)
+_PP_DEFINE = re.compile(r"^[ \t]*#[ \t]*define\s+([A-Za-z_]\w*)", re.M)
+
+
+def _same_everywhere_item(source: str, options) -> Item | None:
+    # comments out, newlines kept (line numbers stay the source's)
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n") or " ", source, flags=re.S)
+    own = set(_PP_DEFINE.findall(text)) | {o[2:].split("=")[0] for o in options if o.startswith("-D")}
+    for m in _PP_LINE.finditer(text):
+        names = set(re.findall(r"[A-Za-z_]\w*", m.group(2))) - {"defined", "__has_include"}
+        foreign = sorted(n for n in names - own - _CUDA_MACROS if n.startswith("_") or n.isupper())
+        if foreign:
+            line = text[:m.start()].count("\n") + 1
+            return Item("same on every backend", FAIL,
+                        f"line {line}: `#{m.group(1)}` tests {', '.join(foreign)}, which tells one compiler or "
+                        "machine from another; the grader must see the code that runs",
+                        kind="backend-detection",
+                        hint="Write one kernel for every backend: test only macros you #define yourself, the "
+                             "launch parameters, or __CUDA_ARCH__.")
+    return None
+
+
 def _signature_item(ex: exercises.Exercise, source: str) -> Item:
     kernels = parse_kernels(source)
     if ex.kernel not in kernels:
@@ -453,6 +481,11 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     from grader.runtime.device import has_gpu
 
     ex = exercises.get(exercise_id)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # nobody reads it; the trusted pass grades
+        v = Verdict(ex.id, backend, max_score=ex.points)
+        v.items.append(Item("check", SKIP, "not run while autograding: the graded cell shows the trusted "
+                            "grader's verdict"))
+        return v
     cell = find_cell(source)  # inside a notebook: the cell the kernel was written in
     unknown = sorted(set(launch) - set(ex.launch_defaults))
     if unknown:  # said as a verdict, like every other mistake
@@ -480,6 +513,10 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     v.items.append(sig)
     if sig.status == FAIL:
         return v
+    same = _same_everywhere_item(source, ex.problem.options(launch))
+    if same is not None:
+        v.items.append(same)
+        return _score(ex, v)
     if _is_empty_stub(ex, source):  # said once, not once per case
         v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in "
                             f"{cell.name if cell else 'the cell above'}", kind="empty-kernel",

@@ -52,6 +52,20 @@ def require() -> str:
     return exe
 
 
+_EMPTY: str | None = None
+
+
+def _empty_file() -> str:
+    global _EMPTY
+    if _EMPTY is None or not os.path.isfile(_EMPTY):
+        import tempfile
+
+        fd, _EMPTY = tempfile.mkstemp(prefix="tc-hidden-")
+        os.close(fd)
+        os.chmod(_EMPTY, 0o444)
+    return _EMPTY
+
+
 def wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (), hide: Sequence[str] = (),
          env: dict[str, str] | None = None, unset: Sequence[str] = (), dirs: Sequence[str] = (),
          readable: Sequence[str] = (), network: bool = False) -> list[str]:
@@ -69,8 +83,8 @@ def wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (), hide
         q = Path(p)
         if q.is_dir():
             args += ["--tmpfs", str(q)]
-        elif q.exists():
-            args += ["--ro-bind", "/dev/null", str(q)]
+        elif q.exists():  # an empty regular file (/dev/null would not open on a nodev mount)
+            args += ["--ro-bind", _empty_file(), str(q)]
     for w in writable:
         w = os.fspath(w)
         args += ["--bind", w, w]

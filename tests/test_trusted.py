@@ -1,0 +1,238 @@
+"""The pieces of trusted grading, one by one (the whole pipeline: tests/test_cheats.py)."""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.checking import static
+from grader.checking.answers import Answers, plain
+from grader.checking.trusted import grade_notebook
+from grader.runtime import sandbox
+
+needs_bwrap = pytest.mark.skipif(sandbox.tool() is None and not os.environ.get("TC_REQUIRE_SANDBOX"),
+                                 reason="needs bubblewrap (apt-get install bubblewrap)")
+
+
+# ---------------------------------------------------------------- static reading
+def test_last_literal_binding_wins():
+    cells = ['SRC = r"""old"""', "x = 1\nSRC = r'''new'''", "LAUNCH = dict(block_m=64, threads=2 ** 7)"]
+    assert static.last_binding("SRC", cells).value == "new"
+    assert static.last_binding("LAUNCH", cells).value == {"block_m": 64, "threads": 128}
+
+
+@pytest.mark.parametrize("code, why", [
+    ('SRC = open("k.cu").read()', "computed when the cell runs"),
+    ('SRC = r"""a""" + PART', "computed when the cell runs"),
+    ('SRC = f"{x}"', "computed when the cell runs"),
+    ('SRC = r"""a"""\nSRC += "b"', "augmented assignment"),
+    ('for SRC in ["a"]:\n    pass', "loop variable"),
+    ('import os as SRC', "an import"),
+    ('SRC, X = "a", "b"', "unpacking"),
+])
+def test_anything_computed_is_unreadable(code, why):
+    b = static.last_binding("SRC", ['SRC = r"""fine"""', code])
+    assert b.kind == "other" and why in static.describe_unreadable("SRC", b)
+
+
+def test_missing_name_and_magics():
+    assert static.last_binding("SRC", ["%matplotlib inline\nY = 2"]) is None
+    assert "not defined" in static.describe_unreadable("SRC", None)
+
+
+def test_constant_refuses_code():
+    import ast
+
+    for expr in ("__import__('os').system('x')", "dict(**x)", "10 ** 100000", "[1, y]"):
+        with pytest.raises(static.NotConstant):
+            static.constant(ast.parse(expr, mode="eval").body)
+
+
+# ---------------------------------------------------------------- the answers child
+def test_plain_data_only():
+    assert plain((np.int64(3), np.float32(0.5), {"a": [1, 2]})) == [3, 0.5, {"a": [1, 2]}]
+    with pytest.raises(TypeError):
+        plain(object())
+    with pytest.raises(TypeError):
+        plain({1: 2})
+
+
+def test_answers_child_returns_data_and_student_errors():
+    a = Answers(["import math"], ["def f(x):\n    return math.sqrt(x)\n",
+                                  "def g():\n    raise NotImplementedError\n",
+                                  "def h():\n    return object()\n",
+                                  "def spy():\n    print('{\"ok\": 99}')\n    return 1\n"])
+    try:
+        assert a.call("f", 16) == 4.0
+        with pytest.raises(NotImplementedError):  # the test's own `except NotImplementedError` still works
+            a.call("g")
+        with pytest.raises(Exception, match="not plain data"):
+            a.call("h")
+        assert a.call("spy") == 1  # what the student prints never becomes an answer
+    finally:
+        a.close()
+
+
+def test_answers_child_that_exits_costs_only_its_calls():
+    from grader.checking.answers import AnswerError
+
+    a = Answers([], ["import os\ndef f():\n    os._exit(3)\n"])
+    try:
+        with pytest.raises(AnswerError, match="ended"):
+            a.call("f")
+        with pytest.raises(AnswerError):
+            a.call("f")
+    finally:
+        a.close()
+
+
+def test_answers_child_that_hangs_is_stopped(monkeypatch):
+    from grader.checking import answers
+
+    monkeypatch.setattr(answers, "CALL_TIMEOUT", 1.0)
+    a = Answers([], ["def f():\n    while True:\n        pass\n"])
+    try:
+        with pytest.raises(answers.AnswerError, match="no answer after"):
+            a.call("f")
+    finally:
+        a.close()
+
+
+# ---------------------------------------------------------------- one notebook, trusted
+RELEASE = [
+    dict(kind="locked", grade_id="setup", points=0, source="import math\nCASES = {'a': 2 ** 3}"),
+    dict(kind="answer", grade_id="ans", points=0, source="def double(x):\n    raise NotImplementedError"),
+    dict(kind="test", grade_id="t1", points=2, source=(
+        "score = 0.0\ntry:\n    assert double(CASES['a']) == 16\n    score = 2.0\n"
+        "except NotImplementedError:\n    print('not yet')\nexcept Exception as e:\n    print(e)\nscore")),
+]
+
+
+def test_course_constants_come_from_the_course_not_the_submission():
+    honest = grade_notebook(dict(release=RELEASE, submission=["def double(x):\n    return 2 * x"]))
+    assert honest["grades"][0]["score"] == 2.0
+    # the student redefines the course's table so that a wrong function passes
+    forged = grade_notebook(dict(release=RELEASE, submission=[
+        "CASES = {'a': 0}\ndef double(x):\n    return 16 if x == 8 else 0", "def double(x):\n    return x"]))
+    assert forged["grades"][0]["score"] == 0.0
+
+
+def test_score_is_capped_and_must_be_a_number():
+    rel = [dict(kind="test", grade_id="t", points=1, source="100.0"),
+           dict(kind="test", grade_id="u", points=1, source="x = 1")]
+    got = {g["grade_id"]: g for g in grade_notebook(dict(release=rel, submission=[]))["grades"]}
+    assert got["t"]["score"] == 1.0
+    assert got["u"]["score"] == 0.0 and "no score" in got["u"]["error"]
+
+
+def test_kernel_read_statically_and_unreadable_one_explained():
+    rel = [dict(kind="locked", grade_id="imp", points=0, source="from grader import check, grade"),
+           dict(kind="test", grade_id="k", points=1, source='grade("sgemm-naive", SRC_NAIVE, points=1)')]
+    ref = (Path(__file__).resolve().parents[1] / "kernels" / "sgemm_naive.cu").read_text()
+    ok = grade_notebook(dict(release=rel, submission=[f'SRC_NAIVE = r"""{ref}"""']))["grades"][0]
+    assert ok["score"] == 1.0, ok
+    bad = grade_notebook(dict(release=rel, submission=[f'SRC_NAIVE = open("sgemm_naive.cu").read()']))["grades"][0]
+    assert bad["score"] == 0.0 and "computed when the cell runs" in bad["error"] and "literal" in bad["error"]
+
+
+# ---------------------------------------------------------------- the sandbox
+@needs_bwrap
+def test_sandbox_hides_and_protects(tmp_path):
+    secret, own, other = tmp_path / "gradebook.db", tmp_path / "mine", tmp_path / "others"
+    secret.write_text("grades")
+    own.mkdir()
+    other.mkdir()
+    (other / "nb.ipynb").write_text("theirs")
+    script = (f"import pathlib\n"
+              f"print(repr(pathlib.Path({str(secret)!r}).read_text()))\n"
+              f"pathlib.Path({str(own)!r}, 'out').write_text('ok')\n"
+              f"for p in [{str(secret)!r}, {str(other / 'nb.ipynb')!r}, '/etc/passwd-tc']:\n"
+              f"    try:\n        open(p, 'w').write('x')\n        print('WROTE', p)\n"
+              f"    except OSError as e:\n        print('refused', e.errno)\n"
+              f"import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('NET')\n"
+              f"except OSError:\n    print('no network')\n")
+    cmd = sandbox.wrap([sys.executable, "-I", "-c", script], writable=[own], hide=[str(secret)])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    assert "'grades'" not in out and "''" in out  # hidden: reads as empty
+    assert "WROTE" not in out and out.count("refused") == 3
+    assert "no network" in out
+    assert (own / "out").read_text() == "ok"
+    assert secret.read_text() == "grades" and (other / "nb.ipynb").read_text() == "theirs"
+
+
+def test_missing_sandbox_names_the_package(monkeypatch):
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    with pytest.raises(sandbox.SandboxUnavailable) as e:
+        sandbox.wrap(["true"])
+    assert "bubblewrap" in str(e.value) and "TC_NO_SANDBOX" in str(e.value)
+
+
+@needs_bwrap
+def test_emulated_native_code_cannot_write_outside_under_grading(tmp_path, monkeypatch):
+    """Native code of an emulated kernel (here a constructor that opens a file) writes nothing
+    when the grader sandboxes the runner."""
+    from grader import check
+
+    target = tmp_path / "written-by-the-kernel"
+    src = (Path(__file__).with_name("test_cheats.py").read_text().split("EVIL_KERNEL = r'''")[1].split("'''")[0]
+           .replace("TARGET_GRADEBOOK", str(target)).replace("TARGET_GRADER", str(target)))
+    monkeypatch.setenv("TC_SANDBOX", "1")
+    check("wmma-gemm", src, backend="emu")
+    assert not target.exists()
+    monkeypatch.setenv("TC_SANDBOX", "0")
+    check("wmma-gemm", src, backend="emu")
+    assert target.exists(), "the cheat itself is broken: without the sandbox it should have written"
+
+
+# ---------------------------------------------------------------- results from the kernel's process
+def test_results_cannot_carry_code():
+    from grader.checking.isolate import _Unpickler
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    with pytest.raises(pickle.UnpicklingError, match="forbidden"):
+        _Unpickler(io.BytesIO(pickle.dumps(Evil()))).load()
+    data = {"outputs": {2: np.arange(4, dtype=np.float32)}, "t": np.float64(1.5)}
+    back = _Unpickler(io.BytesIO(pickle.dumps(data))).load()
+    assert back["t"] == 1.5 and back["outputs"][2].tolist() == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------- timed output and ceilings
+def _perf(ex, launch, seed, flat, transform=lambda r: r, **over):
+    case = ex.problem.make(ex.perf_size, np.random.default_rng(seed), launch, reference=False)
+    ref, _ = ex.problem.sample(case, np.asarray(flat))
+    perf = dict(kernel_ms=1.0, baseline_ms=0.5, ratio=0.5, timed_samples=transform(ref), again_samples=transform(ref),
+                unwritten=0, nonfinite=0, size=case.args[case.outputs[0]].size)
+    perf.update(over)
+    return perf
+
+
+@pytest.mark.parametrize("exercise", ["transpose", "sgemm-tiled", "dmma-gemm"])
+def test_timed_output_is_judged(exercise):
+    """What the child reports of the timed launches, judged against the parent's own sampled
+    float64 reference (at a smaller size here: the rule does not depend on it)."""
+    import dataclasses
+
+    from grader.checking import check as C
+    from grader.checking import exercises
+
+    ex = exercises.get(exercise)
+    small = {k: (v // 32 if isinstance(v, int) and v >= 1024 else v) for k, v in ex.perf_size.items()}
+    ex = dataclasses.replace(ex, perf_size=small)
+    launch = ex.launch_defaults
+    flat = C._perf_samples(ex, launch, 7)
+    assert C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat)).status == "pass"
+    wrong = _perf(ex, launch, 7, flat, lambda r: r * 0.875)
+    item = C._timed_output_item(ex, launch, 7, flat, wrong)
+    assert item.status == "fail" and item.kind == "wrong-when-timed"
+    assert C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat, unwritten=5)).kind == "unwritten"
+    fast = _perf(ex, launch, 7, flat, ratio=ex.ceiling * 1.1)
+    assert C._timed_output_item(ex, launch, 7, flat, fast).kind == "impossible-speed"
