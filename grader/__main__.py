@@ -18,7 +18,7 @@ def _doctor(args) -> int:
 
 def _inspect(args) -> int:
     from grader.runtime.compile import nvrtc_compile
-    from grader.runtime.errors import CompileError
+    from grader.runtime.errors import CompileError, CourseError
     from grader.runtime.ptx import summary
 
     try:
@@ -31,9 +31,12 @@ def _inspect(args) -> int:
     except CompileError as e:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 1
+    except CourseError as e:  # no NVRTC for this arch (sm_70 needs NVRTC 12)
+        print(str(e), file=sys.stderr)
+        return 2
     for w in out.warnings:
         print(f"{args.file}: {w}")
-    print(f"compiled for sm_{args.arch}: kernels {', '.join(out.kernels) or 'none'}")
+    print(f"compiled for sm_{args.arch} by NVRTC {out.nvrtc[0]}.{out.nvrtc[1]}: kernels {', '.join(out.kernels) or 'none'}")
     for name, r in out.resources.items():
         print(f"  {name}: {r.registers} registers, {r.shared_bytes} B static shared, "
               f"{r.stack_bytes} B stack, spills {r.spill_stores} B stored / {r.spill_loads} B loaded")
@@ -99,7 +102,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("inspect", help="compile a .cu file with NVRTC (no GPU needed) and show "
                                        "registers, shared memory, spills and tensor-core instructions")
     p.add_argument("file")
-    p.add_argument("--arch", type=int, default=90, choices=(75, 80, 86, 89, 90))
+    p.add_argument("--arch", type=int, default=90, choices=(70, 75, 80, 86, 89, 90),
+                   help="target GPU: 70 Volta (needs NVRTC 12), 75 Turing, 80/86 Ampere, 89 Ada, 90 Hopper")
     p.add_argument("-D", dest="define", action="append", default=[], type=lambda s: f"-D{s}",
                    help="preprocessor definition, e.g. -D TILE=16")
     p.add_argument("--ptx", action="store_true", help="also print the PTX")

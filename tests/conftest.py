@@ -9,6 +9,23 @@ os.environ.setdefault("TC_HEADLESS", "1")
 from grader.runtime.device import has_gpu
 
 
+@pytest.fixture
+def nvrtc_of():
+    """nvrtc_of("cuda12") -> that stack's NVRTC; skips when it is not installed, unless CI
+    asks to prove it (TC_REQUIRE_NVRTC12=1, set by .ci/run: the test extra installs it)."""
+    from grader.runtime import nvrtc
+
+    def get(stack: str):
+        nv = nvrtc.load(stack)
+        if nv is None:
+            if stack == "cuda12" and os.environ.get("TC_REQUIRE_NVRTC12") == "1":
+                pytest.fail("NVRTC 12 is not installed, and CI must prove the CUDA 12 compiles: "
+                            "pip install -e '.[nvrtc12]'")
+            pytest.skip(f"the {stack} stack's NVRTC is not installed (pip install -e '.[nvrtc12]' for CUDA 12)")
+        return nv
+    return get
+
+
 def pytest_collection_modifyitems(config, items):
     gpu = has_gpu()
     # On CPU the class-workflow test autogrades every solution and student copy, which

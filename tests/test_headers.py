@@ -1,4 +1,5 @@
-"""The header finder, on each layout a machine may have."""
+"""The header finder, on each layout a machine may have: CUDA 13 wheels (one folder), CUDA 12
+wheels (runtime + nvcc's crt/), a toolkit."""
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def test_missing_crt_names_header_and_wheel(tmp_path):
     with pytest.raises(HeadersNotFound) as e:
         resolve([runtime, tmp_path / "absent"])
     text = str(e.value)
-    assert "crt/mma.h" in text and "nvidia-cuda-crt==" in text
+    assert "crt/mma.h" in text and "nvidia-cuda-crt" in text and '.[cuda13]' in text
     assert "cuda_fp16.h" not in text.split("\n")[0]  # only what is missing is named
     assert str(tmp_path / "absent") in text  # says where it looked
 
@@ -52,7 +53,7 @@ def test_nothing_found_lists_everything(tmp_path):
         resolve([tmp_path / "x"])
     for h in ALL:
         assert h in str(e.value)
-    assert "nvidia-cuda-runtime==" in str(e.value)
+    assert "nvidia-cuda-runtime" in str(e.value)
 
 
 def test_candidates_order(tmp_path):
@@ -67,3 +68,41 @@ def test_this_machine_has_headers():
 
     dirs = include_dirs()
     assert any((Path(d) / "crt" / "mma.h").is_file() for d in dirs)
+
+
+def test_cuda12_wheel_layout(tmp_path):
+    """cu12: mma.h in nvidia/cuda_runtime/include, crt/mma.h only in nvidia/cuda_nvcc/include."""
+    site = tmp_path / "site"
+    runtime = make(site / "nvidia" / "cuda_runtime" / "include", NO_CRT)
+    nvcc = make(site / "nvidia" / "cuda_nvcc" / "include", ["crt/mma.h"])
+    make(site / "nvidia" / "cu13" / "include", ALL)  # the other stack's headers: never mixed in
+    dirs = candidate_dirs(env={}, paths=[str(site)], stack="cuda12")
+    assert resolve(dirs, stack="cuda12") == [runtime, nvcc]
+
+
+def test_cuda12_missing_crt_names_the_nvcc_wheel(tmp_path):
+    site = tmp_path / "site"
+    make(site / "nvidia" / "cuda_runtime" / "include", NO_CRT)
+    with pytest.raises(HeadersNotFound) as e:
+        resolve(candidate_dirs(env={}, paths=[str(site)], stack="cuda12"), stack="cuda12")
+    text = str(e.value)
+    assert "CUDA 12 headers" in text and "nvidia-cuda-nvcc-cu12" in text and ".[cuda12]" in text
+
+
+def test_toolkit_of_the_other_major_is_skipped(tmp_path):
+    cuda12 = tmp_path / "cuda12"
+    make(cuda12 / "include", ALL)
+    (cuda12 / "include" / "cuda.h").write_text("#define CUDA_VERSION 12040\n")
+    assert cuda12 / "include" not in candidate_dirs(env={"CUDA_PATH": str(cuda12)}, paths=[], stack="cuda13")
+    assert candidate_dirs(env={"CUDA_PATH": str(cuda12)}, paths=[], stack="cuda12")[0] == cuda12 / "include"
+
+
+def test_this_machine_has_cuda12_headers_when_nvrtc12_is_installed():
+    from grader.runtime import nvrtc
+    from grader.runtime.headers import include_dirs
+
+    if nvrtc.load("cuda12") is None:
+        pytest.skip("NVRTC 12 not installed (pip install -e '.[nvrtc12]')")
+    dirs = include_dirs("cuda12")
+    assert any((Path(d) / "crt" / "mma.h").is_file() for d in dirs)
+    assert any((Path(d) / "mma.h").is_file() for d in dirs)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import html
+import os
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -94,6 +95,57 @@ def _run_probe(module, xp) -> float:
     return float(np.max(np.abs(out - A.astype(np.float64) @ B.astype(np.float64))))
 
 
+def stack_check(driver=None, names=None) -> Check:
+    """Which CUDA stack is installed, why it is the one for this machine, and, when it is not
+    (CuPy for CUDA 13 on a CUDA 12 driver sees no GPU at all), the fix in one line."""
+    from grader.runtime import stack
+
+    driver = stack.query_driver() if driver is None else driver
+    names = stack.installed() if names is None else names
+    ok, what, fix = stack.diagnose(names, driver)
+    if not ok:
+        return Check("CUDA stack", False, what, fix)
+    s = stack.STACKS[names[0]]
+    choice = stack.choose(driver, os.environ.get("TC_STACK") or None)
+    why = (f"the one for this machine: {choice.reason}" if choice.stack == s else
+           f"{what}; ./course.sh would pick CUDA {choice.stack.cuda} here ({choice.reason})")
+    return Check("CUDA stack", True, f"CUDA {s.cuda} ({s.cupy}); {why}")
+
+
+def nvrtc_check() -> Check:
+    """The installed NVRTCs and the archs they reach: NVRTC 12 is what compiles for Volta."""
+    from grader.runtime import nvrtc
+
+    found = nvrtc.available()
+    text = "; ".join(f"NVRTC {nv.version[0]}.{nv.version[1]} (sm_{min(a for a in nv.archs if a >= 70)} and up)"
+                     for nv in found)
+    volta = any(70 in nv.archs for nv in found)
+    return Check("NVRTC", bool(found), (text or "none") + ("" if volta else "; no NVRTC 12, so no Volta (sm_70) "
+                                                           "compiles: pip install -e \".[nvrtc12]\" adds it"),
+                 "pip install -e \".[cuda13]\" (or the stack ./course.sh picks)")
+
+
+def tc_arch_check(info) -> Check | None:
+    """TC_ARCH (act as an older GPU), when set: what it does here, or why it cannot."""
+    from grader.runtime import arch
+
+    try:
+        want = arch.requested()
+    except arch.ArchError as e:
+        return Check("TC_ARCH", False, str(e), "unset TC_ARCH or set it to 70, 75, 80, 86, 89 or 90")
+    if want is None:
+        return None
+    if info is None:
+        return Check("TC_ARCH", None, f"TC_ARCH={want} changes what a GPU compiles for; there is no GPU here "
+                                      "(the emulator acts as sm_90; backend.load(..., arch=70) asks it for Volta)")
+    if want > info.native_cc:
+        return Check("TC_ARCH", False, f"TC_ARCH={want} asks for a newer arch than this GPU (sm_{info.native_cc})",
+                     "unset TC_ARCH: a GPU can act as an older arch, never a newer one")
+    return Check("TC_ARCH", True, f"{info.name} acts as {arch.name(want)}: kernels compile for compute_{want}, "
+                                  f"sections that need a newer arch say so, shared memory per block is capped at "
+                                  f"{info.max_shared_optin // 1024} KB")
+
+
 def run() -> Report:
     rep = Report()
     add = rep.checks.append
@@ -105,8 +157,11 @@ def run() -> Report:
 
         add(Check("CuPy", True, f"cupy {cupy.__version__}, numpy {np.__version__}"))
     except Exception as e:  # pragma: no cover - depends on the install
-        add(Check("CuPy", False, f"cannot import cupy ({e})", "pip install cupy-cuda13x==14.2.0"))
+        add(Check("CuPy", False, f"cannot import cupy ({e})",
+                  "./course.sh (it picks the CUDA stack for this machine), or pip install -e \".[cuda13]\""))
         return rep
+    stack = stack_check()
+    add(stack)
 
     from grader.runtime.errors import CourseError
 
@@ -124,21 +179,29 @@ def run() -> Report:
         out = nvrtc_compile(PROBE, arch=90)
         ops = ", ".join(str(o) for o in out.instructions)
         add(Check("NVRTC compile (sm_90, no GPU needed)", out.uses_tensor_cores,
-                  f"WMMA kernel compiled; tensor-core instructions: {ops or 'none'}",
+                  f"WMMA kernel compiled by NVRTC {out.nvrtc[0]}.{out.nvrtc[1]}; tensor-core instructions: "
+                  f"{ops or 'none'}",
                   "The compiled code has no tensor-core instruction: report this as a bug."))
     except CourseError as e:
         add(Check("NVRTC compile (sm_90, no GPU needed)", False, e.message.splitlines()[0], e.hint))
         return rep
 
+    add(nvrtc_check())
     from grader.runtime.device import device_info
 
     info = device_info()
+    tc = tc_arch_check(info)
+    if tc is not None:
+        add(tc)
     if info is not None:
+        from grader.runtime.compile import SUPPORTED_ARCHS
+
         rep.mode, rep.device = "gpu", info
-        add(Check("GPU", info.cc >= 75,
+        add(Check("GPU", info.cc in SUPPORTED_ARCHS or info.cc > 90,
                   f"{info.name}, {info.arch}, {info.sm_count} SMs, {info.memory_bytes / 2**30:.0f} GiB, "
                   f"driver supports CUDA {info.driver}",
-                  "This course needs a GPU with tensor cores that CUDA 13 supports (sm_75 or newer)."))
+                  "This course needs a GPU with tensor cores (sm_70 or newer); sm_70 (Volta) needs the CUDA 12 "
+                  "stack: pip install -e \".[nvrtc12]\""))
         try:
             from grader.runtime.gpu import GpuModule
 
@@ -148,6 +211,8 @@ def run() -> Report:
                       "and report its output."))
         except CourseError as e:
             add(Check("WMMA kernel on the GPU", False, e.message.splitlines()[0], e.hint))
+    elif stack.ok is False:  # nvidia-smi sees a GPU that this CuPy cannot use: said by the stack check
+        add(Check("GPU", False, "CuPy cannot use the GPU nvidia-smi sees", stack.fix))
     else:
         add(Check("GPU", None, "no CUDA GPU found: the course runs in CPU mode"))
         from grader import emu

@@ -4,7 +4,8 @@
     python -m grader.classroom.notebooks check    exit 1 if any student copy is stale
 
 The student copy is what nbgrader would release: solutions and hidden tests removed,
-outputs cleared (nbgrader's own preprocessors, run without a gradebook).
+outputs cleared (nbgrader's own preprocessors, run without a gradebook), with the Colab
+setup cell first (grader/classroom/colab.py: it does nothing outside Colab).
 """
 from __future__ import annotations
 
@@ -22,6 +23,20 @@ def sources() -> list[Path]:
     return sorted(SOLUTIONS.glob("*/*.ipynb"))
 
 
+COLAB_CELL_ID = "colab-setup"
+
+
+def colab_cell() -> nbformat.NotebookNode:
+    """The first cell of every student notebook: Colab's one-step setup (Colab shows it as a
+    titled form with the code folded)."""
+    from grader.classroom.colab import CELL
+
+    source = '#@title Colab: set up the course (run me first) { display-mode: "form" }\n' + CELL
+    cell = nbformat.v4.new_code_cell(source, metadata={"cellView": "form"})
+    cell.id = COLAB_CELL_ID  # fixed, so regenerating gives the same file
+    return cell
+
+
 def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearOutput
 
@@ -30,6 +45,7 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(nb)
     for pre in (CudaClearSolutions(), ClearHiddenTests(), ClearMarkScheme(), ClearOutput()):
         nb, _ = pre.preprocess(nb, {})
+    nb.cells.insert(0, colab_cell())
     return nb
 
 

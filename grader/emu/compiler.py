@@ -82,6 +82,9 @@ def runner_path() -> Path:
     return exe
 
 
+_ARCH_OPT = re.compile(r"^(?:-arch|--gpu-architecture)=(?:compute|sm)_(?P<arch>\d+)$")
+
+
 def filter_options(options: Sequence[str]) -> tuple[list[str], str]:
     """Keep the options that mean something to g++ (-D, -U, -I); map -std; drop NVRTC-only."""
     keep: list[str] = []
@@ -98,11 +101,17 @@ def filter_options(options: Sequence[str]) -> tuple[list[str], str]:
             keep.append("-D" + o.split("=", 1)[1])
         elif o.startswith("--include-path="):
             keep.append("-I" + o.split("=", 1)[1])
+        elif o in ("-arch", "--gpu-architecture") or _ARCH_OPT.match(o):
+            # the target arch decides the WMMA fragment layout (Volta's differs) and which
+            # fragment types exist: it becomes __CUDA_ARCH__, as in NVRTC's device pass
+            m = _ARCH_OPT.match(o if "=" in o else f"-arch={next(it, '')}")
+            if m:
+                keep.append(f"-D__CUDA_ARCH__={int(m['arch']) * 10}")
         elif re.match(r"^--?std=", o):
             v = o.split("=", 1)[1]
             if v in ("c++20", "gnu++20"):
                 std = "gnu++20"
-        # everything else (-arch=..., -lineinfo, --use_fast_math, -G, ...) is NVRTC-only
+        # everything else (-lineinfo, --use_fast_math, -G, ...) is NVRTC-only
     return keep, std
 
 
@@ -165,7 +174,8 @@ def _scan_include_dir() -> Path:
 def scan_kernels(source: str, flags: list[str]) -> dict | None:
     """The __global__ kernels after macro expansion (kernels may be stamped out by macros),
     or None when the preprocessor fails (the real compile will report why)."""
-    cmd = [CXX, "-E", "-P", "-x", "c++", "-std=gnu++17", "-D__CUDACC__", "-D__CUDACC_RTC__", "-D__CUDA_ARCH__=900",
+    arch = [] if any(f.startswith("-D__CUDA_ARCH__=") for f in flags) else ["-D__CUDA_ARCH__=900"]
+    cmd = [CXX, "-E", "-P", "-x", "c++", "-std=gnu++17", "-D__CUDACC__", "-D__CUDACC_RTC__", *arch,
            f"-I{_scan_include_dir()}", *flags, "-"]
     try:
         r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=60)

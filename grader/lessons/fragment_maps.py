@@ -35,30 +35,45 @@ class MapSet:
     maps: dict  # kind -> (32, num_elements) int array of row-major indices
     where: str  # the machine the maps come from, in words
     backend: str  # "gpu", "emu" or "recorded"
+    arch: int = fragments.MMA_LAYOUT  # whose layout the measured maps show
+    recorded_kinds: tuple = ()  # kinds this arch lacks (bf16, tf32, fp64 below sm_80): H200's maps
 
 
-def measure_all(backend: str = "auto") -> MapSet:
-    """Run the probe of every kind on `backend` ("auto": the GPU if there is one, else the
-    course's CPU emulator) and return the maps."""
-    from grader.runtime import kernels
-    from grader.runtime.backend import load
+def measure_all(backend: str = "auto", arch: int | None = None) -> MapSet:
+    """Run the probe of every kind `arch` has on `backend` ("auto": the GPU if there is one,
+    else the course's CPU emulator) and return the maps; kinds it lacks come from the H200
+    recording. arch=None: the GPU as it is (TC_ARCH included), or the emulator's sm_90; the
+    emulator with arch=70 shows Volta's layout."""
+    from grader.runtime.backend import load, pick
     from grader.runtime.device import device_info
 
-    module = load(kernels.source("fragment_probe"), backend)
+    chosen = pick(backend)
+    info = device_info() if chosen == "gpu" else None
+    target = arch or (info.cc if info else fragments.MMA_LAYOUT)
+    module = load(fragments.probe_source(target), chosen, arch=arch)
     xp = module.xp
-    maps = {}
+    maps, rec = {}, fragments.measured_maps()
     for kind in ORDER:
+        if not fragments.supported(kind, target):
+            maps[kind] = rec[kind]
+            continue
         held = xp.full(32 * 16, -1, dtype=np.int32)  # no fragment holds more than 16 per lane
         module.launch(KINDS[kind].kernel, (1, 1, 1), (32, 1, 1), [xp.asarray(fragments.probe_input(kind)), held])
         h = held.get() if hasattr(held, "get") else np.asarray(held)
         used = int((h >= 0).sum())
         maps[kind] = h[:used].reshape(32, used // 32).astype(np.int64)
-    if module.backend == "gpu":
-        info = device_info()
-        where = f"{info.name} ({info.arch}), measured now"
+    missing = tuple(k for k in ORDER if not fragments.supported(k, target))
+    if info is not None:
+        where, layout = f"{info.name} ({info.arch}), measured now", info.native_cc  # the hardware's layout
     else:
-        where = "the course's CPU emulator (it implements the sm_80/sm_90 layout), measured now"
-    return MapSet(maps, where, module.backend)
+        where, layout = f"the course's CPU emulator as sm_{target} ({_layout_name(target)}), measured now", target
+    if missing:
+        where += "; bf16/tf32/fp64 need sm_80: recorded on an H200"
+    return MapSet(maps, where, module.backend, layout, missing)
+
+
+def _layout_name(arch: int) -> str:
+    return "Volta's layout" if arch < 75 else "the sm_80/sm_90 layout"
 
 
 def recorded() -> MapSet:
@@ -67,7 +82,7 @@ def recorded() -> MapSet:
 
     meta = json.loads(fragments.MEASURED_JSON.read_text())
     return MapSet(fragments.measured_maps(), f"{meta['device']} ({meta['arch']}), recorded {meta['date']}",
-                  "recorded")
+                  "recorded", int(meta["arch"].removeprefix("sm_")))
 
 
 def owners(kind: str, held: np.ndarray):
@@ -200,14 +215,20 @@ def agreement(mapset: MapSet) -> list[dict]:
         if kind not in mapset.maps:
             continue
         got = mapset.maps[kind]
-        exp = fragments.expected_map(kind)
-        vs_exp = int((got != exp).sum()) if got.shape == exp.shape else "shape differs"
+        from_h200 = kind in mapset.recorded_kinds
+        arch = fragments.MMA_LAYOUT if from_h200 else mapset.arch
+        if fragments.has_expected(kind, arch):
+            exp = fragments.expected_map(kind, arch)
+            vs_exp = int((got != exp).sum()) if got.shape == exp.shape else "shape differs"
+        else:
+            vs_exp = f"no formula for sm_{arch}"
         row = {"kind": describe(kind), "slots per lane": got.shape[1], "mismatches vs formula": vs_exp}
         if mapset.backend != "recorded":
             r = rec.get(kind)
-            row["mismatches vs recorded H200"] = ("-" if r is None else int((got != r).sum())
-                                                  if got.shape == r.shape else "shape differs")
-        row["ok"] = vs_exp == 0
+            row["mismatches vs recorded H200"] = ("(is the recording)" if from_h200 else "-" if r is None
+                                                  else int((got != r).sum()) if got.shape == r.shape
+                                                  else "shape differs")
+        row["ok"] = vs_exp == 0 or isinstance(vs_exp, str) and vs_exp.startswith("no formula")
         rows.append(row)
     return rows
 
@@ -265,13 +286,14 @@ BIAS_KERNELS = [("add_bias_guess", "a guessed layout"), ("add_bias_positional", 
                 ("add_bias_portable", "a second fragment (portable)")]
 
 
-def bias_demo(backend: str = "auto", plot: bool = True) -> dict:
+def bias_demo(backend: str = "auto", plot: bool = True, arch: int | None = None) -> dict:
     """Run kernels/fragment_illegal_op.cu: D = C + bias[col] three ways, and scale_relu.
-    Returns kernel -> number of wrong elements (of 256); plots what each added to C."""
+    Returns kernel -> number of wrong elements (of 256); plots what each added to C.
+    backend="emu", arch=70: the same kernels with Volta's fragment layout."""
     from grader.runtime import kernels
     from grader.runtime.backend import load
 
-    m = load(kernels.source("fragment_illegal_op"), backend)
+    m = load(kernels.source("fragment_illegal_op"), backend, arch=arch)
     xp = m.xp
     rng = np.random.default_rng()
     C = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
@@ -301,7 +323,8 @@ def bias_demo(backend: str = "auto", plot: bool = True) -> dict:
             ax.set_xticks([0, 8, 15])
             ax.set_yticks([0, 8, 15])
         axes[0].set_ylabel("row")
-        fig.suptitle(f"what each kernel added to C (backend: {m.backend})", fontsize=11)
+        on = f"{m.backend}" + (f", as sm_{arch}" if arch else "")
+        fig.suptitle(f"what each kernel added to C (backend: {on})", fontsize=11)
         plt.tight_layout()
         plt.show()
     return wrong

@@ -16,6 +16,13 @@ kernels/fragment_maps_sm90.json, H200 sm_90). Half fragments of these shapes rep
 m32n8k16 B and m8n32k16 A hold 4 distinct elements per lane, each 4 times. m8n32k16's
 accumulator is the TRANSPOSED mma layout (lane holds rows 2t, 2t+1 of column g + 8j).
 `kernels/fragment_probe.cu` measures them all on a GPU.
+
+Turing (sm_75) has the same layout; bf16, tf32 and fp64 fragments need sm_80. Volta (sm_70)
+differs: its m16n16k16 fragments are the PTX ISA's mma.m8n8k4 .f16 layout (PTX ISA 8.7-9.2,
+section 9.7.14.5.1, "Matrix Fragments for mma.m8n8k4 with .f16 floating point type") per quad
+pair of lanes, each quad pair computing one 8x8 tile (`ptx_m8n8k4`, `_volta`): a lane holds a
+whole row of A (row_major) and 16 distinct values, and row/col major changes the map. Every
+function takes the `arch` whose layout it means (default: sm_90's).
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from typing import Callable, Optional
 import numpy as np
 
 MEASURED_JSON = Path(__file__).resolve().parents[2] / "kernels" / "fragment_maps_sm90.json"
+MMA_LAYOUT = 90  # the default arch: sm_75 .. sm_90 share one layout (FACTS.md)
 
 
 @dataclass(frozen=True)
@@ -143,45 +151,133 @@ _FORMULAS: dict[str, tuple[Callable[[int, int], tuple[int, int]], int, int]] = {
 }
 
 
-def has_expected(kind: str) -> bool:
-    return kind in _FORMULAS
+# ------------------------------------------------------------------------ Volta (sm_70)
+def ptx_m8n8k4(operand: str, layout: str, lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of element i of `lane` in one 8x8x4 MMA of mma.m8n8k4 with .f16 A/B, as the
+    PTX ISA tabulates it (section 9.7.14.5.1). Lanes 0-3 and 16-19 form computation 1, 4-7 and
+    20-23 computation 2, and so on; A is 8x4 (a0..a3), B 4x8 (b0..b3), C/D 8x8 (c0..c7).
+    operand "a"/"b" with layout "row"/"col"; "c16" / "c32" the accumulator of type f16 / f32."""
+    low = lane < 16
+    if operand == "a":
+        if layout == "row":
+            return (lane % 4 if low else lane % 4 + 4), i
+        return (i % 4 if low else i % 4 + 4), lane % 4
+    if operand == "b":
+        if layout == "row":
+            return lane % 4, (i if low else i + 4)
+        return i, (lane % 4 if low else lane % 4 + 4)
+    if operand == "c16":
+        return (lane % 4 if low else lane % 4 + 4), i
+    if operand == "c32":
+        x = (lane & 0b1) + (i & 0b10)
+        return (x if low else x + 4), (i & 0b100) + (lane & 0b10) + (i & 0b1)
+    raise ValueError(operand)
 
 
-def num_elements(kind: str) -> Optional[int]:
+def _volta(operand: str, layout: str = "row") -> Callable[[int, int], tuple[int, int]]:
+    """WMMA m16n16k16 on Volta: quad pair q = (lane >> 2) & 3 runs the 8x8 tile at rows
+    8*(q & 1), cols 8*(q >> 1) of C (each tile is one of the four m8n8k4 computations), over
+    four k-steps of 4: A/B slot i is element i & 3 of k-step i >> 2."""
+    def slot(lane: int, i: int) -> tuple[int, int]:
+        q = (lane >> 2) & 3
+        r0, c0 = 8 * (q & 1), 8 * (q >> 1)
+        if operand in ("c16", "c32"):
+            r, c = ptx_m8n8k4(operand, layout, lane, i)
+            return r0 + r, c0 + c
+        r, c = ptx_m8n8k4(operand, layout, lane, i & 3)
+        step = 4 * (i >> 2)
+        return (r0 + r, step + c) if operand == "a" else (step + r, c0 + c)
+    return slot
+
+
+_FORMULAS_VOLTA: dict[str, tuple[Callable[[int, int], tuple[int, int]], int, int]] = {
+    "a_f16_row": (_volta("a", "row"), 16, 16), "a_f16_col": (_volta("a", "col"), 16, 16),
+    "b_f16_row": (_volta("b", "row"), 16, 16), "b_f16_col": (_volta("b", "col"), 16, 16),
+    "acc_f32": (_volta("c32"), 8, 8), "acc_f16": (_volta("c16"), 8, 8), "acc_f32_mma": (_volta("c32"), 8, 8),
+}
+
+
+def _formulas(arch: int) -> dict:
+    """The slot formulas of `arch`'s layout (kinds that do not exist there are left out)."""
+    if arch < 75:
+        return _FORMULAS_VOLTA  # m32n8k16 / m8n32k16 on Volta: not documented, measured only
+    return {k: f for k, f in _FORMULAS.items() if supported(k, arch)}
+
+
+# The probes of bf16, tf32 and fp64 fragments close kernels/fragment_probe.cu: below sm_80
+# (where those types do not exist) the file is compiled up to the first of them.
+FIRST_SM80_PROBE = "// A 16x16 bf16"
+
+
+def probe_source(arch: int = MMA_LAYOUT) -> str:
+    """kernels/fragment_probe.cu as `arch` can compile it: without the sm_80 probes below sm_80."""
+    from grader.runtime import kernels
+
+    src = kernels.source("fragment_probe")
+    return src if arch >= 80 else src[: src.index(FIRST_SM80_PROBE)]
+
+
+def supported(kind: str, arch: int = MMA_LAYOUT) -> bool:
+    """Does fragment kind `kind` exist on `arch`? bf16, tf32 and fp64 (and their shapes
+    m16n16k8, m8n8k4) need sm_80."""
+    k = KINDS[kind]
+    return arch >= 80 or (k.element in ("half", "float") and k.shape.endswith("k16"))
+
+
+def layout_arch() -> int:
+    """The arch whose layout a probe run here shows: the GPU's own (TC_ARCH changes the
+    compile target, not the hardware), or, without a GPU, the emulator's (sm_90)."""
+    from grader.runtime.device import device_info
+
+    info = device_info()
+    return info.native_cc if info is not None else MMA_LAYOUT
+
+
+def has_expected(kind: str, arch: int = MMA_LAYOUT) -> bool:
+    return kind in _formulas(arch)
+
+
+def num_elements(kind: str, arch: int = MMA_LAYOUT) -> Optional[int]:
     """Expected `f.num_elements` (None where no formula is known in advance)."""
-    return _FORMULAS[kind][1] if kind in _FORMULAS else None
+    f = _formulas(arch)
+    return f[kind][1] if kind in f else None
 
 
-def distinct_elements(kind: str) -> int:
-    """Slots per lane holding different elements (half A/B: 8 of 16, the rest repeat)."""
-    return _FORMULAS[kind][2]
+def distinct_elements(kind: str, arch: int = MMA_LAYOUT) -> int:
+    """Slots per lane holding different elements (half A/B: 8 of 16 on sm_75+, 16 on Volta)."""
+    return _formulas(arch)[kind][2]
 
 
-def expected_element(kind: str, lane: int, i: int) -> tuple[int, int]:
+def expected_element(kind: str, lane: int, i: int, arch: int = MMA_LAYOUT) -> tuple[int, int]:
     """(row, col) of the element that `lane` holds in slot `i` (x[i])."""
-    formula, n, _ = _FORMULAS[kind]
+    formula, n, _ = _formulas(arch)[kind]
     if not (0 <= lane < 32 and 0 <= i < n):
         raise IndexError(f"{kind}: lane {lane}, slot {i} outside 32 x {n}")
     return formula(lane, i)
 
 
-def expected_owner(kind: str, r: int, c: int) -> list[tuple[int, int]]:
+def expected_owner(kind: str, r: int, c: int, arch: int = MMA_LAYOUT) -> list[tuple[int, int]]:
     """Every (lane, i) that holds element (r, c) of the matrix of fragment kind `kind`."""
     k = KINDS[kind]
     if not (0 <= r < k.rows and 0 <= c < k.cols):
         raise IndexError(f"{kind}: ({r}, {c}) outside {k.rows} x {k.cols}")
-    n = num_elements(kind)
+    n = num_elements(kind, arch)
     return [(lane, i) for lane in range(32) for i in range(n)
-            if expected_element(kind, lane, i) == (r, c)]
+            if expected_element(kind, lane, i, arch) == (r, c)]
 
 
-def expected_map(kind: str) -> np.ndarray:
-    """The (32, num_elements) array a probe should write: row-major index of each slot."""
-    k, n = KINDS[kind], num_elements(kind)
+def expected_map(kind: str, arch: int | None = None) -> np.ndarray:
+    """The (32, num_elements) array a probe should write: row-major index of each slot.
+    arch=None: the layout a probe run on this machine shows (`layout_arch`), which is what
+    the fragment-probe exercise is graded against: a V100 is graded on Volta's map."""
+    arch = layout_arch() if arch is None else arch
+    k, n = KINDS[kind], num_elements(kind, arch)
+    if n is None:
+        raise KeyError(f"no expected map of {kind} on sm_{arch}")
     out = np.empty((32, n), dtype=np.int64)
     for lane in range(32):
         for i in range(n):
-            r, c = expected_element(kind, lane, i)
+            r, c = expected_element(kind, lane, i, arch)
             out[lane, i] = r * k.cols + c
     return out
 

@@ -31,11 +31,14 @@ class EmuModule:
     backend = "emu"
     xp = np
 
-    def __init__(self, source: str, options: Sequence[str] = ()):
+    def __init__(self, source: str, options: Sequence[str] = (), arch: int | None = None):
         from grader import emu
 
         self.source = source
-        self._module = emu.compile_module(source, options=list(options))
+        self.arch = arch or 90  # the emulator acts as sm_90 unless asked for another arch
+        # the arch decides the fragment layout (Volta's differs) and which fragment types exist
+        arch_opt = [f"-arch=sm_{arch}"] if arch else []
+        self._module = emu.compile_module(source, options=[*options, *arch_opt])
         from grader.runtime.signature import parse_kernels
 
         self.kernels = parse_kernels(source)
@@ -54,12 +57,14 @@ class EmuModule:
         return result
 
 
-def load(source: str, backend: str = "auto", options: Sequence[str] = ()):
+def load(source: str, backend: str = "auto", options: Sequence[str] = (), arch: int | None = None):
     """Compile `source` for `backend` and return a module with `.kernels` and
-    `.launch(kernel, grid, block, args, shared_mem=0)`."""
+    `.launch(kernel, grid, block, args, shared_mem=0)`. `arch` (70, 75 ...) compiles for that
+    architecture: on the GPU as PTX for an older arch, on the emulator with its fragment
+    layout and feature set; None: the GPU's own (or TC_ARCH), the emulator's sm_90."""
     chosen = pick(backend)
     if chosen == "gpu":
         from grader.runtime.gpu import GpuModule
 
-        return GpuModule(source, options)
-    return EmuModule(source, options)
+        return GpuModule(source, options, arch=arch)
+    return EmuModule(source, options, arch=arch)

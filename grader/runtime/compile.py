@@ -1,24 +1,39 @@
 """Compile CUDA C++ kernels: NVRTC alone (no GPU needed) or CuPy RawModule (on a GPU).
 
+NVRTC alone goes through grader.runtime.nvrtc (ctypes), so it can be NVRTC 12 or 13 whichever
+CuPy is installed: sm_70 needs NVRTC 12.
+
 Both paths report errors the same way: a CompileError whose diagnostics carry the line of
 the source the user wrote, so a notebook can point at the student's own line.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from grader.runtime import nvrtc as nvrtc_lib
 from grader.runtime import ptx as ptx_tools
-from grader.runtime.errors import CompileError, Diagnostic
+from grader.runtime.errors import CompileError, CourseError, Diagnostic
 from grader.runtime.headers import include_options
 from grader.runtime.signature import Param, parse_kernels
 
 FILENAME = "kernel.cu"
 # c++17 for `if constexpr` and friends students meet in samples.
 BASE_OPTIONS = ("--std=c++17",)
-# NVRTC 13 compiles sm_75 and newer (CUDA 13 dropped offline compilation below 7.5, FACTS.md).
-SUPPORTED_ARCHS = (75, 80, 86, 89, 90)
+# The GPUs the course knows: Volta, Turing, Ampere, Ada, Hopper.
+COURSE_ARCHS = (70, 75, 80, 86, 89, 90)
+
+
+def _supported() -> tuple[int, ...]:
+    """The course's archs that an installed NVRTC targets: NVRTC 13 from sm_75 up (CUDA 13
+    dropped offline compilation below 7.5, FACTS.md), NVRTC 12 also sm_70."""
+    archs = {a for nv in nvrtc_lib.available() for a in nv.archs}
+    return tuple(a for a in COURSE_ARCHS if a in archs) or (75, 80, 86, 89, 90)
+
+
+SUPPORTED_ARCHS = _supported()
 
 # NVRTC: `kernel.cu(13): error: identifier "x" is undefined`, also `warning #177-D:` and
 # `catastrophic error:`. The caret lines that follow belong to the message before.
@@ -204,8 +219,10 @@ def hint_for(d: Diagnostic, arch: int | None = None) -> str:
         return (f"matrix_a/matrix_b fragments need a 6th template argument, the layout "
                 f"wmma::row_major or wmma::col_major: wmma::fragment<wmma::{no_layout[1]}, 16, 16, 16, "
                 "half, wmma::row_major>. Only accumulator fragments have no layout.")
-    if "incomplete type" in message and "fragment" in message:
-        return fragment_hint(message, arch) or (
+    # NVRTC 12 names no type in "incomplete type is not allowed": the declaration on the line does
+    frag_text = message if "fragment" in message else (d.source_line or "")
+    if "incomplete type" in message and "fragment" in frag_text:
+        return fragment_hint(frag_text, arch) or (
             "This fragment type does not exist: check its shape (m, n, k) and element type against "
             "the WMMA shapes (half/bf16 m16n16k16, m32n8k16, m8n32k16; tf32 m16n16k8; double m8n8k4).")
     if ('name followed by "::" must be a class or namespace name' in message and arch is not None
@@ -266,6 +283,7 @@ class Compiled:
     log: str
     warnings: list[Diagnostic] = field(default_factory=list)
     resources: dict[str, KernelResources] = field(default_factory=dict)
+    nvrtc: tuple[int, int] = (0, 0)  # the NVRTC version that compiled it
 
     @cached_property
     def kernels(self) -> dict[str, list[Param]]:
@@ -281,43 +299,65 @@ class Compiled:
         return bool(self.instructions)
 
 
-def _nvrtc_run(source: str, options: list[str], filename: str, arch: int | None = None):
-    """Compile once with NVRTC; returns (program, log) or raises CompileError."""
-    from cupy_backends.cuda.libs import nvrtc
+class NoCompiler(CourseError):
+    """No installed NVRTC targets the architecture asked for (sm_70 needs NVRTC 12)."""
 
-    prog = nvrtc.createProgram(source, filename, [], [])
+
+def compiler_for(arch: int) -> "nvrtc_lib.Nvrtc":
+    """The NVRTC that compiles for `arch`: the one of the stack CuPy uses, else another
+    installed one that targets it (NVRTC 12 for sm_70 on a CUDA 13 machine). TC_NVRTC=cuda12
+    (or cuda13) puts that stack's NVRTC first: a CUDA 13 GPU machine then compiles what a
+    CUDA 12 machine would (.ci/gpu-cuda12)."""
+    found = nvrtc_lib.available()
+    prefer = os.environ.get("TC_NVRTC", "")
+    found.sort(key=lambda nv: nv.stack.name != prefer)  # stable: otherwise the order stays
+    for nv in found:
+        if arch in nv.archs:
+            return nv
+    have = ", ".join(f"{nv} (sm_{min(nv.archs)} and up)" for nv in found) or "none"
+    if arch < 75:
+        raise NoCompiler(f"sm_{arch} needs NVRTC 12 (CUDA 13 dropped Volta); installed: {have}",
+                         hint="From the course folder: pip install -e \".[nvrtc12]\" (NVRTC 12.4 and its "
+                              "headers, 48 MB; no GPU needed).")
+    raise NoCompiler(f"no installed NVRTC targets sm_{arch}; installed: {have}",
+                     hint="Run `python -m grader doctor` to see what is missing.")
+
+
+def _nvrtc_run(nv, source: str, options: list[str], filename: str, arch: int | None = None,
+               output: str = "ptx"):
+    """Compile once with NVRTC; returns its Output or raises CompileError."""
     try:
-        nvrtc.compileProgram(prog, options)
-    except nvrtc.NVRTCError:
-        log = nvrtc.getProgramLog(prog).rstrip("\x00")
-        nvrtc.destroyProgram(prog)
-        raise compile_error(log, source, filename=filename, arch=arch) from None
-    return prog, nvrtc.getProgramLog(prog).rstrip("\x00")
+        return nv.compile(source, options, filename, output)
+    except nvrtc_lib.NvrtcFailed as e:
+        raise compile_error(e.log, source, filename=filename, arch=arch) from None
 
 
 def nvrtc_compile(source: str, *, arch: int = 90, options: tuple[str, ...] | list[str] = (),
-                  resources: bool = True, filename: str = FILENAME) -> Compiled:
-    """Compile with NVRTC for `arch` (75, 80, 90 ...) without needing a GPU or a driver.
+                  resources: bool = True, filename: str = FILENAME, stack: str | None = None) -> Compiled:
+    """Compile with NVRTC for `arch` (70, 75, 80, 90 ...) without needing a GPU or a driver.
 
     Returns PTX (for instruction inspection) and, with resources=True, the registers,
     shared memory and spills ptxas reports for each kernel (a second compile to SASS).
+    `stack` ("cuda12" | "cuda13") picks that stack's NVRTC; by default the one CuPy uses,
+    or NVRTC 12 for sm_70.
     """
-    from cupy_backends.cuda.libs import nvrtc
-
-    if arch not in SUPPORTED_ARCHS:
-        raise ValueError(f"arch must be one of {SUPPORTED_ARCHS} for NVRTC 13, not {arch}")
-    opts = [*BASE_OPTIONS, *include_options(), *options]
-    prog, log = _nvrtc_run(source, [f"-arch=compute_{arch}", *opts], filename, arch)
-    try:
-        ptx = nvrtc.getPTX(prog).decode() if isinstance(nvrtc.getPTX(prog), bytes) else nvrtc.getPTX(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
-    ptx = ptx.rstrip("\x00")
+    if arch not in COURSE_ARCHS:
+        raise ValueError(f"arch must be one of {COURSE_ARCHS}, not {arch}")
+    if stack is not None:
+        nv = nvrtc_lib.load(stack)
+        if nv is None or arch not in nv.archs:
+            what = "is not installed" if nv is None else f"does not target sm_{arch}"
+            raise NoCompiler(f"the NVRTC of the {stack} stack {what}",
+                             hint=f"From the course folder: pip install -e \".[{stack}]\"")
+    else:
+        nv = compiler_for(arch)
+    opts = [*BASE_OPTIONS, *include_options(nv.stack.name), *options]
+    out = _nvrtc_run(nv, source, [f"-arch=compute_{arch}", *opts], filename, arch)
+    ptx = out.code.decode()
     found: dict[str, KernelResources] = {}
     if resources:
-        prog2, log2 = _nvrtc_run(source, [f"-arch=sm_{arch}", "-Xptxas=-v", *opts], filename, arch)
-        nvrtc.destroyProgram(prog2)
+        log2 = _nvrtc_run(nv, source, [f"-arch=sm_{arch}", "-Xptxas=-v", *opts], filename, arch, output="log").log
         found = parse_resources(log2)
-    warnings = [d for d in parse_log(log, source, filename=filename) if d.severity == "warning"]
-    return Compiled(source=source, arch=arch, ptx=ptx, log=log, warnings=warnings,
-                    resources=found)
+    warnings = [d for d in parse_log(out.log, source, filename=filename) if d.severity == "warning"]
+    return Compiled(source=source, arch=arch, ptx=ptx, log=out.log, warnings=warnings,
+                    resources=found, nvrtc=nv.version)

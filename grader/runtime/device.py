@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from grader.runtime import arch as arches
 from grader.runtime.launch import Limits
 
 
@@ -22,7 +23,7 @@ def has_gpu() -> bool:
 @dataclass(frozen=True)
 class DeviceInfo:
     name: str
-    cc: int  # compute capability as 90 for 9.0
+    cc: int  # compute capability the course acts as (90 for 9.0): TC_ARCH, else the GPU's own
     sm_count: int
     memory_bytes: int
     l2_bytes: int
@@ -30,9 +31,21 @@ class DeviceInfo:
     clock_mhz: float
     driver: str
     runtime: str
+    native_cc: int = 0  # the GPU's own compute capability (0: same as cc)
+
+    def __post_init__(self):
+        if not self.native_cc:
+            object.__setattr__(self, "native_cc", self.cc)
+
+    @property
+    def emulated(self) -> bool:
+        """True when TC_ARCH makes this GPU act as an older arch."""
+        return self.cc != self.native_cc
 
     @property
     def arch(self) -> str:
+        if self.emulated:
+            return f"sm_{self.cc}, as TC_ARCH asks; the GPU is sm_{self.native_cc}"
         return f"sm_{self.cc}"
 
 
@@ -50,18 +63,32 @@ def device_info() -> DeviceInfo | None:
     rt = cupy.cuda.runtime
     p = rt.getDeviceProperties(0)
     name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
+    native = p["major"] * 10 + p["minor"]
+    cc = arches.effective(native)
+    optin = p.get("sharedMemPerBlockOptin", 48 * 1024)
+    if cc != native:  # acting as an older arch: its smaller shared memory too
+        optin = min(optin, arches.shared_optin(cc) or optin)
     return DeviceInfo(
-        name=name, cc=p["major"] * 10 + p["minor"], sm_count=p["multiProcessorCount"],
+        name=name, cc=cc, sm_count=p["multiProcessorCount"],
         memory_bytes=p["totalGlobalMem"], l2_bytes=p["l2CacheSize"],
-        max_shared_optin=p.get("sharedMemPerBlockOptin", 48 * 1024),
+        max_shared_optin=optin,
         clock_mhz=p.get("clockRate", 0) / 1000, driver=_version(rt.driverGetVersion()),
-        runtime=_version(rt.runtimeGetVersion()))
+        runtime=_version(rt.runtimeGetVersion()), native_cc=native)
 
 
 def limits() -> Limits:
     """Launch limits of this GPU (the sm_90 defaults without one)."""
     info = device_info()
     return Limits(max_shared_optin=info.max_shared_optin) if info else Limits()
+
+
+def needs(min_arch: int) -> str:
+    """'' when the GPU in hand (TC_ARCH included) has `min_arch`, else the one line that says
+    why a section is skipped, e.g. 'needs sm_80 (this GPU acts as sm_75)'. No GPU: ''."""
+    info = device_info()
+    if info is None or info.cc >= min_arch:
+        return ""
+    return f"needs sm_{min_arch} or newer (this GPU: {info.arch})"
 
 
 # WMMA element types and shapes by minimum compute capability. Source: CUDA C++ Programming
@@ -78,9 +105,18 @@ TENSOR_CORE_TYPES = (
 )
 
 
+# The columns of the table: one GPU the course's learners meet per architecture.
+TABLE_ARCHS = ((70, "V100"), (75, "T4"), (80, "A100"), (90, "H100"))
+
+
 def tensor_core_table(cc: int | None) -> list[dict]:
-    """One row per WMMA type with whether `cc` supports it (None: no GPU, nothing supported).
-    Note: NVRTC 13 cannot target sm_70/72 any more, so Volta rows are history here."""
-    return [dict(inputs=t, accumulator=acc, shapes=shapes, min_arch=f"sm_{m}",
-                 supported=cc is not None and cc >= m)
-            for t, acc, shapes, m in TENSOR_CORE_TYPES]
+    """One row per WMMA type: its minimum arch, a yes/no column per architecture (Volta sm_70
+    to Hopper sm_90) and whether `cc` supports it (None: no GPU, nothing supported). Volta
+    needs the CUDA 12 stack: NVRTC 13 no longer targets sm_70."""
+    rows = []
+    for t, acc, shapes, m in TENSOR_CORE_TYPES:
+        row = dict(inputs=t, accumulator=acc, shapes=shapes, min_arch=f"sm_{m}")
+        row.update({f"{gpu} sm_{a}": "yes" if a >= m else "-" for a, gpu in TABLE_ARCHS})
+        row["supported"] = cc is not None and cc >= m
+        rows.append(row)
+    return rows

@@ -1,7 +1,14 @@
 """The `gpu` backend: CuPy RawModule with the course's include path, mapped compile errors,
-checked launches and per-kernel resource usage."""
+checked launches and per-kernel resource usage.
+
+Acting as an older arch (TC_ARCH, or `arch=`), the kernel is compiled by the course's NVRTC as
+PTX for that arch and loaded through CuPy: the driver JIT-compiles it for the GPU in hand, so
+an H100 runs exactly the code a T4 (compute_75) or a V100 (compute_70) would be given.
+"""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Callable, Sequence
 
 from grader.runtime.compile import BASE_OPTIONS, KernelResources, compile_error
@@ -25,18 +32,32 @@ class GpuModule:
 
         return cupy
 
-    def __init__(self, source: str, options: Sequence[str] = ()):
+    def __init__(self, source: str, options: Sequence[str] = (), arch: int | None = None):
         import cupy
+
+        from grader.runtime.device import device_info
 
         self.source = source
         self.kernels = parse_kernels(source)
+        self._functions: dict[str, object] = {}
+        info = device_info()
+        target = arch or (info.cc if info is not None else None)
+        self.arch = target
+        if info is not None and target is not None and target != info.native_cc:
+            from grader.runtime.compile import nvrtc_compile
+
+            ptx = nvrtc_compile(source, arch=target, options=tuple(options), resources=False).ptx
+            self._ptx_dir = tempfile.TemporaryDirectory(prefix="tc-ptx-")  # lives as long as the module
+            path = Path(self._ptx_dir.name) / "kernel.ptx"
+            path.write_text(ptx)
+            self._module = cupy.RawModule(path=str(path))
+            return
         opts = (*BASE_OPTIONS, *include_options(), *options)
         self._module = cupy.RawModule(code=source, options=opts, backend="nvrtc")
         try:
             self._module.compile()
         except cupy.cuda.compiler.CompileException as e:
-            raise compile_error(e.get_message(), source, filename=".cu") from None
-        self._functions: dict[str, object] = {}
+            raise compile_error(e.get_message(), source, filename=".cu", arch=target) from None
 
     def function(self, kernel: str):
         params_of(self.kernels, kernel)

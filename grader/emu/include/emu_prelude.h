@@ -41,7 +41,9 @@
 #define __CUDACC__ 1
 #endif
 #define __CUDACC_RTC__ 1
+#ifndef __CUDA_ARCH__  // the arch asked for (-arch=compute_70 -> -D__CUDA_ARCH__=700, compiler.py); else Hopper
 #define __CUDA_ARCH__ 900
+#endif
 #define __CUDA_EMU__ 1
 #define CUDART_VERSION 13000
 #define __CUDACC_VER_MAJOR__ 13

@@ -2,7 +2,10 @@
 //
 // Every fragment stores, per lane, exactly the elements that lane holds on sm_80/sm_90
 // (FACTS.md "Fragment layout"), so a probe kernel that writes (lane, x[i]) sees what an
-// H100 shows. load/store/mma are warp collectives: all 32 lanes must reach them.
+// H100 shows; built for Volta (-arch=compute_70: __CUDA_ARCH__ 700) the m16n16k16 fragments
+// take Volta's layout instead (below). Turing (sm_75) has the sm_80 layout. Below sm_80 the
+// bf16, tf32 and double fragments do not exist (NVRTC: "incomplete type"), here either.
+// load/store/mma are warp collectives: all 32 lanes must reach them.
 //
 // Per-lane layouts, lane = 0..31, g = lane >> 2, t = lane & 3, (r, c) = (row, col) of the
 // fragment's own matrix (A: MxK, B: KxN, accumulator: MxN):
@@ -21,6 +24,18 @@
 //   m16n16k8 tf32: A (16x8): r = g + 8*(i&1), c = t + 4*(i>>1)   [FACTS: (g,t),(g+8,t),(g,t+4),(g+8,t+4)]
 //                  B (8x16): r = t + 4*(i&1), c = g + 8*(i>>1);  C as m16n16k16
 //   m8n8k4 double: A (8x4): (g, t);  B (4x8): (t, g);  C (8x8): (g, 2t + i)
+//   Volta (sm_70), m16n16k16 half: the PTX ISA's mma.m8n8k4 .f16 layout (PTX ISA 8.7-9.2,
+//   section 9.7.14.5.1 "Matrix Fragments for mma.m8n8k4 with .f16 floating point type")
+//   applied per quad pair q = (lane>>2)&3 (lanes 4q..4q+3 "low", 4q+16..4q+19 "high",
+//   hi = lane>>4) to the 8x8 output tile at rows r0 = 8*(q&1), cols c0 = 8*(q>>1), with K
+//   in four k-steps s = i>>2 of 4 (j = i&3); t = lane&3. Every A/B slot is distinct (16):
+//     A row_major: r = r0 + t + 4hi,  c = i          A col_major: r = r0 + j + 4hi, c = 4s + t
+//     B row_major: r = 4s + t, c = c0 + j + 4hi      B col_major: r = i, c = c0 + t + 4hi
+//     C half: r = r0 + t + 4hi, c = c0 + i           C float: r = r0 + (lane&1) + (i&2) + 4hi,
+//                                                             c = c0 + (i&4) + (lane&2) + (i&1)
+//   so on Volta row/col major changes which elements a lane holds. The same maps are used by
+//   wmmae/wmma_extension (include/wmma_extension/detail/sm_70.hpp), measured on V100s;
+//   m32n8k16 / m8n32k16 keep the sm_80 layout here (their Volta layout is not documented).
 // num_elements: half A/B fragments have 16 elements for every shape (x[i] holds distinct
 // element i % D, where D = rows*cols/32: so x[i+8] duplicates x[i] for m16n16k16); bf16
 // A/B have D; tf32 A/B 4; double A/B 1; accumulators M*N/32 (8, or 2 for m8n8k4).
@@ -64,7 +79,13 @@ template <> struct tkind<float> { static constexpr int value = 4; };
 
 constexpr int rows(int use, int m, int n, int k) { return use == 1 ? k : m; }
 constexpr int cols(int use, int m, int n, int k) { return use == 0 ? k : n; }
-constexpr int distinct(int use, int m, int n, int k) { return rows(use, m, n, k) * cols(use, m, n, k) / 32; }
+// Volta's m16n16k16 fragments (see the table above); __CUDA_ARCH__ is the arch built for
+constexpr bool volta_shape(int m, int n, int k) { return __CUDA_ARCH__ < 750 && m == 16 && n == 16 && k == 16; }
+constexpr int distinct(int use, int m, int n, int k) {
+  return (use < 2 && volta_shape(m, n, k)) ? 16 : rows(use, m, n, k) * cols(use, m, n, k) / 32;
+}
+// below sm_80 only the half shapes (k = 16) with half/float accumulators exist
+constexpr bool exists_on_arch(int k, int tk) { return __CUDA_ARCH__ >= 800 || (k == 16 && (tk == 0 || tk == 4)); }
 constexpr bool supported(int use, int m, int n, int k, int tk) {
   return (use < 2 && (tk == 0 || tk == 1) && k == 16 && ((m == 16 && n == 16) || (m == 32 && n == 8) || (m == 8 && n == 32))) ||
          (use < 2 && tk == 2 && m == 16 && n == 16 && k == 8) ||
@@ -103,6 +124,24 @@ EMU_AI void coord(int use, int m, int n, int k, int lane, int i, int& r, int& c)
     else { r = 2 * t + (i & 1); c = g + 8 * (i >> 1); }  // the transposed accumulator
   }
 }
+EMU_AI void coord_volta(int use, int tk, bool col, int lane, int i, int& r, int& c) {
+  const int q = (lane >> 2) & 3, hi4 = 4 * (lane >> 4), t = lane & 3, r0 = 8 * (q & 1), c0 = 8 * (q >> 1);
+  if (use == 0) {
+    if (!col) { r = r0 + t + hi4; c = i; } else { r = r0 + (i & 3) + hi4; c = 4 * (i >> 2) + t; }
+  } else if (use == 1) {
+    if (!col) { r = 4 * (i >> 2) + t; c = c0 + (i & 3) + hi4; } else { r = i; c = c0 + t + hi4; }
+  } else if (tk == 0) {  // half accumulator
+    r = r0 + t + hi4; c = c0 + i;
+  } else {  // float accumulator
+    r = r0 + (lane & 1) + (i & 2) + hi4; c = c0 + (i & 4) + (lane & 2) + (i & 1);
+  }
+}
+// (r, c) of element i of `lane` for a fragment of element kind tk; `col`: a col_major A/B
+// (only Volta's layout depends on it)
+EMU_AI void coord(int use, int m, int n, int k, int tk, bool col, int lane, int i, int& r, int& c) {
+  if (volta_shape(m, n, k)) coord_volta(use, tk, col, lane, i, r, c);
+  else coord(use, m, n, k, lane, i, r, c);
+}
 __attribute__((noinline)) inline void whole_warp(const char* what, int line) {
   unsigned n = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
   unsigned have = n - (unsigned)__emu_cur->warp * 32u;
@@ -127,6 +166,8 @@ class fragment {
  public:
   static_assert(detail::supported(detail::use_id<Use>::value, M, N, K, detail::tkind<T>::value),
                 "this WMMA fragment shape/type is not supported (by CUDA on sm_80+, or by the CPU emulator)");
+  static_assert(detail::exists_on_arch(K, detail::tkind<T>::value),
+                "bf16, tf32 and double WMMA fragments need sm_80 or newer (this build targets an older arch)");
   typedef typename detail::storage<T>::type element_type;
   typedef element_type storage_element_type;
   enum { num_elements = detail::num(detail::use_id<Use>::value, M, N, K, detail::tkind<T>::value) };
@@ -146,7 +187,7 @@ EMU_AI void load(E* x, int num, const E* p, unsigned ldm, int line) {
   const int lane = __emu_cur->lane;
   const bool inflight = __emu_cp_pending != 0;
   for (int i = 0; i < num; ++i) {
-    int r, c; coord(USE, M, N, K, lane, i, r, c);
+    int r, c; coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i, r, c);
     const E* q = ROWMAJOR ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
     if (inflight) ::emu::cp_touch(q, sizeof(E), 0, line);
     x[i] = *q;
@@ -183,7 +224,7 @@ EMU_AI void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void
   const int lane = __emu_cur->lane;
   const bool inflight = __emu_cp_pending != 0;
   for (int i = 0; i < f.num_elements; ++i) {
-    int r, c; detail::coord(2, M, N, K, lane, i, r, c);
+    int r, c; detail::coord(2, M, N, K, detail::tkind<T>::value, false, lane, i, r, c);
     T* q = layout == mem_row_major ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
     if (inflight) ::emu::cp_touch(q, sizeof(T), 1, line);
     *q = f.x[i];
@@ -192,6 +233,10 @@ EMU_AI void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void
 }
 
 namespace detail {
+template <class F> struct frag_col { static constexpr bool value = false; };
+template <class U, int M, int N, int K, class T> struct frag_col<fragment<U, M, N, K, T, col_major>> {
+  static constexpr bool value = true;
+};
 struct MmaPayload { void* d; const void* a; const void* b; const void* c; };
 template <class FD, class FA, class FB, class FC, int M, int N, int K, class TA, class TD>
 void mma_combine(void** pl, unsigned) {
@@ -202,19 +247,19 @@ void mma_combine(void** pl, unsigned) {
     const MmaPayload* p = (const MmaPayload*)pl[lane];
     const FA* a = (const FA*)p->a; const FB* b = (const FB*)p->b; const FC* c = (const FC*)p->c;
     for (int i = 0; i < da; ++i) {
-      int r, cc; coord(0, M, N, K, lane, i, r, cc);
+      int r, cc; coord(0, M, N, K, tkind<typename FA::element_type>::value, frag_col<FA>::value, lane, i, r, cc);
       acc_t v = (acc_t)a->x[i];
       if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
       A[r * K + cc] = v;
     }
     for (int i = 0; i < db; ++i) {
-      int r, cc; coord(1, M, N, K, lane, i, r, cc);
+      int r, cc; coord(1, M, N, K, tkind<typename FB::element_type>::value, frag_col<FB>::value, lane, i, r, cc);
       acc_t v = (acc_t)b->x[i];
       if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
       B[r * N + cc] = v;
     }
     for (int i = 0; i < FC::num_elements; ++i) {
-      int r, cc; coord(2, M, N, K, lane, i, r, cc);
+      int r, cc; coord(2, M, N, K, tkind<typename FC::element_type>::value, false, lane, i, r, cc);
       C[r * N + cc] = (acc_t)c->x[i];
     }
   }
@@ -228,7 +273,7 @@ void mma_combine(void** pl, unsigned) {
   for (int lane = 0; lane < 32; ++lane) {
     FD* d = (FD*)((const MmaPayload*)pl[lane])->d;
     for (int i = 0; i < FD::num_elements; ++i) {
-      int r, cc; coord(2, M, N, K, lane, i, r, cc);
+      int r, cc; coord(2, M, N, K, tkind<typename FD::element_type>::value, false, lane, i, r, cc);
       d->x[i] = (typename FD::element_type)C[r * N + cc];
     }
   }

@@ -1,0 +1,189 @@
+"""Google Colab: one step from a student notebook opened from GitHub to a working course.
+
+Every student notebook starts with CELL (grader/classroom/notebooks.py puts it there, one home):
+outside Colab it does nothing; in Colab it clones the course (once) and calls `setup`, which
+installs the grader and the CUDA stack this runtime's driver needs into the running kernel,
+turns on Colab's widget manager, and says what it did. Run again, it only checks (idempotent).
+
+Colab's free GPU is a T4 (sm_75) whose driver runs CUDA 12.x (FACTS.md), so a GPU runtime
+gets the CUDA 12 stack; a CPU runtime gets the compile-only CUDA 13 set and the emulator, as
+any machine without a GPU (grader/runtime/stack.py decides, the same rule as ./course.sh).
+cuBLAS is not installed: Colab's image has it (and its PyTorch pins its own copy).
+
+Standard library only at import: it runs before anything is installed.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from grader.runtime import stack as stacks
+
+# Where the course lives on GitHub: the clone in CELL and the README's "Open in Colab" links.
+REPOSITORY = "https://github.com/YOUR-ORG/tensorcore-course"
+BRANCH = "main"
+HOME = "/content/tensorcore-course"
+
+CELL = f'''# Colab: set up the course in this runtime (the grader and the CUDA stack for its GPU; about a
+# minute the first time, then it only checks). Outside Colab this cell does nothing.
+import os, subprocess, sys
+if "google.colab" in sys.modules:
+    home = os.environ.get("TC_COURSE_HOME", "{HOME}")
+    if not os.path.isdir(home):
+        subprocess.run(["git", "clone", "-q", "--depth=1", "--branch", "{BRANCH}",
+                        os.environ.get("TC_COURSE_GIT", "{REPOSITORY}"), home], check=True)
+    if home not in sys.path:
+        sys.path.insert(0, home)
+    from grader.classroom.colab import setup
+    setup(home)'''
+
+
+def colab_url(notebook: str) -> str:
+    """The "Open in Colab" address of a student notebook (path relative to the repository)."""
+    return f"https://colab.research.google.com/github/{REPOSITORY.split('github.com/', 1)[1]}/blob/{BRANCH}/{notebook}"
+
+
+def _pins(home: Path, extras: list[str]) -> list[str]:
+    """The requirements of `extras` in home/pyproject.toml, self-references expanded."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: Colab runs 3.11+; elsewhere nothing is checked
+        return []
+    table = tomllib.loads((home / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    out: list[str] = []
+    for name in extras:
+        for req in table.get(name, []):
+            m = re.fullmatch(r"tensorcore-course\[([\w,]+)\]", req.replace(" ", ""))
+            out += _pins(home, m[1].split(",")) if m else [req]
+    return out
+
+
+def _satisfied(req: str) -> bool:
+    """Is requirement `req` installed: `name==version` exactly, anything else by name?"""
+    from importlib import metadata
+
+    name, _, version = req.partition("==")
+    name = re.split(r"[\[<>=!~; ]", name, 1)[0]
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return not version or have == version.split(";")[0].strip()
+
+
+def ready(home: Path, stack: stacks.Stack) -> bool:
+    """The course and exactly this stack are installed, at the pinned versions."""
+    from importlib import metadata
+
+    try:
+        metadata.distribution("tensorcore-course")
+    except metadata.PackageNotFoundError:
+        return False
+    pins = _pins(home, [stack.name])
+    return stacks.installed() == [stack.name] and bool(pins) and all(_satisfied(r) for r in pins)
+
+
+def _pip(*args: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"pip {' '.join(args)} failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+
+
+def _gxx_major(cxx: str) -> int:
+    try:
+        return int(subprocess.run([cxx, "-dumpversion"], capture_output=True, text=True).stdout.split(".")[0])
+    except (OSError, ValueError):
+        return 0
+
+
+def emulator_compiler(install: bool) -> str:
+    """Make sure the CPU emulator has g++ 12 or newer (for _Float16; Colab's image has g++ 11):
+    use g++-12 when present, else apt-get it when `install` (root on Colab). Returns one line."""
+    if _gxx_major(os.environ.get("TC_EMU_CXX", "g++")) >= 12:
+        return "emulator: g++ found"
+    if not shutil.which("g++-12") and install and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "-qq", "install", "-y", "g++-12"], capture_output=True)
+    if shutil.which("g++-12"):
+        os.environ["TC_EMU_CXX"] = "g++-12"  # grader/emu/compiler.py reads it; child processes inherit it
+        return "emulator: using g++-12"
+    return "emulator: needs g++ 12 or newer (not found): kernels compile, but cannot run without a GPU"
+
+
+def setup(home: str = HOME, *, out=print, install_compiler: bool | None = None) -> dict:
+    """Install the course and the CUDA stack for this runtime into the running Python; idempotent.
+    Returns what it found and did (also printed, one line each)."""
+    t0 = time.time()
+    root = Path(home)
+    driver = stacks.query_driver()
+    choice = stacks.choose(driver, os.environ.get("TC_STACK") or None)
+    gpu = f"GPU {driver.gpus[0].split(' (UUID')[0].split(': ', 1)[-1]}, driver for CUDA {driver.cuda_text()}" \
+        if driver.present else "no GPU (Runtime > Change runtime type > T4 GPU gives you one)"
+    lines = [f"{gpu} -> CUDA {choice.stack.cuda} stack ({choice.reason})"]
+    before = {m: getattr(sys.modules[m], "__version__", None) for m in ("numpy", "cupy", "matplotlib")
+              if m in sys.modules}
+    installed_now = False
+    if ready(root, choice.stack):
+        lines.append("already set up: nothing to install")
+    else:
+        other = [stacks.STACKS[n].cupy for n in stacks.installed() if n != choice.stack.name]
+        if other:  # e.g. Colab's own cupy-cuda12x on a CPU runtime: two CuPy builds shadow each other
+            _pip("uninstall", "-q", "-y", *other)
+            lines.append(f"removed {', '.join(other)}")
+        _pip("install", "-q", "-e", f"{root}[{choice.stack.name}]")
+        installed_now = True
+        lines.append(f"installed the course and the CUDA {choice.stack.cuda} stack in {time.time() - t0:.0f} s")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    importlib.invalidate_caches()
+    try:
+        from google.colab import output  # type: ignore[import-not-found]
+
+        output.enable_custom_widget_manager()  # ipywidgets in Colab (sliders, dropdowns)
+        lines.append("widgets: Colab's custom widget manager on")
+    except (ImportError, AttributeError):
+        lines.append("widgets: not in Colab, left as they are")
+    if not driver.present:
+        lines.append(emulator_compiler("google.colab" in sys.modules if install_compiler is None else install_compiler))
+    changed = [m for m, v in before.items() if installed_now and v is not None and _version_now(m) not in (None, v)]
+    if changed:
+        lines.append(f"RESTART NEEDED: {', '.join(changed)} changed while loaded: Runtime > Restart session, "
+                     "then run this cell again")
+    lines.append(_compile_check(choice.stack))
+    for line in lines:
+        out(f"course setup: {line}")
+    return dict(stack=choice.stack.name, gpu=driver.present, installed=installed_now, lines=lines,
+                seconds=time.time() - t0)
+
+
+def _version_now(module: str) -> str | None:
+    from importlib import metadata
+
+    dist = {"cupy": None, "numpy": "numpy", "matplotlib": "matplotlib"}.get(module)
+    if module == "cupy":
+        names = stacks.installed()
+        dist = stacks.STACKS[names[0]].cupy if names else None
+    try:
+        return metadata.version(dist) if dist else None
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _compile_check(stack: stacks.Stack) -> str:
+    """A WMMA kernel through this stack's NVRTC, no GPU needed: the one-line proof of the install."""
+    try:
+        from grader.runtime.compile import nvrtc_compile
+
+        src = ('#include <mma.h>\nusing namespace nvcuda;\nextern "C" __global__ void k(const half* a, float* c) {\n'
+               "  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> f;\n"
+               "  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;\n  wmma::fill_fragment(acc, 0.0f);\n"
+               "  wmma::load_matrix_sync(f, a, 16);\n  wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);\n}\n")
+        out = nvrtc_compile(src, arch=75, resources=False, stack=stack.name)
+        return f"NVRTC {out.nvrtc[0]}.{out.nvrtc[1]} compiles WMMA for sm_75: ready (notebook 00 checks the rest)"
+    except Exception as e:  # noqa: BLE001 - report, never crash the student's first cell
+        return f"NOT READY: a test compile failed: {str(e).splitlines()[0]}"

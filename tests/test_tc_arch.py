@@ -1,0 +1,112 @@
+"""TC_ARCH: a newer GPU acts as an older arch (compile target, limits, messages). The GPU is
+mocked (CuPy's device properties), so this runs on the CPU; .ci/gpu-cuda12 runs it for real."""
+import pytest
+
+from grader.runtime import arch, device
+
+
+def test_parse_forms():
+    assert [arch.parse(t) for t in ("75", "sm_75", "compute_75", "7.5", " 70 ")] == [75, 75, 75, 75, 70]
+    for bad in ("sm_61", "7", "turing", "100"):
+        with pytest.raises(arch.ArchError):
+            arch.parse(bad)
+
+
+def test_effective_never_newer_than_the_gpu():
+    assert arch.effective(90, {"TC_ARCH": "75"}) == 75
+    assert arch.effective(90, {"TC_ARCH": "70"}) == 70
+    assert arch.effective(75, {"TC_ARCH": "90"}) == 75  # a T4 cannot act as an H100
+    assert arch.effective(90, {}) == 90
+    assert arch.effective(90, {"TC_ARCH": "nonsense"}) == 90  # the doctor names it
+
+
+@pytest.fixture
+def fake_h100(monkeypatch):
+    """device_info() on a mocked H100 (sm_90, 227 KB opt-in shared memory)."""
+    import cupy
+
+    props = {"name": b"NVIDIA H100 80GB HBM3", "major": 9, "minor": 0, "multiProcessorCount": 132,
+             "totalGlobalMem": 80 * 2**30, "l2CacheSize": 50 * 2**20, "sharedMemPerBlockOptin": 227 * 1024,
+             "clockRate": 1980000}
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceProperties", lambda i: props)
+    monkeypatch.setattr(cupy.cuda.runtime, "driverGetVersion", lambda: 13000)
+    monkeypatch.setattr(cupy.cuda.runtime, "runtimeGetVersion", lambda: 13000)
+    monkeypatch.setattr(device, "has_gpu", lambda: True)
+    device.device_info.cache_clear()
+    yield
+    device.device_info.cache_clear()
+
+
+def test_h100_as_t4(fake_h100, monkeypatch):
+    monkeypatch.setenv("TC_ARCH", "75")
+    info = device.device_info()
+    assert (info.cc, info.native_cc, info.emulated) == (75, 90, True)
+    assert info.arch.startswith("sm_75") and "sm_90" in info.arch
+    assert info.max_shared_optin == 64 * 1024  # Turing's limit, not Hopper's
+    assert device.limits().max_shared_optin == 64 * 1024
+    assert device.needs(80) == "needs sm_80 or newer (this GPU: " + info.arch + ")"
+    table = device.tensor_core_table(info.cc)
+    assert [r["inputs"] for r in table if r["supported"]][:1] == ["half (fp16)"]
+    assert not next(r for r in table if r["inputs"].startswith("__nv_bfloat16"))["supported"]
+
+
+def test_h100_as_itself(fake_h100, monkeypatch):
+    monkeypatch.delenv("TC_ARCH", raising=False)
+    info = device.device_info()
+    assert (info.cc, info.emulated, info.arch) == (90, False, "sm_90")
+    assert device.needs(80) == ""
+
+
+def test_probe_graded_against_the_hardware_layout(fake_h100, monkeypatch):
+    """TC_ARCH=70 changes the compile target, not the H100's fragment layout."""
+    from grader.problems import fragments
+
+    monkeypatch.setenv("TC_ARCH", "70")
+    assert fragments.layout_arch() == 90
+    assert (fragments.expected_map("a_f16_row") == fragments.expected_map("a_f16_row", 90)).all()
+
+
+def test_gpu_module_compiles_ptx_for_the_arch_asked(fake_h100, monkeypatch):
+    """Acting as sm_75, GpuModule hands CuPy PTX for compute_75 from the course's NVRTC."""
+    import cupy
+
+    from grader.runtime import kernels
+    from grader.runtime.gpu import GpuModule
+
+    seen = {}
+
+    class FakeRawModule:
+        def __init__(self, code=None, path=None, **kw):
+            seen["code"], seen["ptx"] = code, open(path).read() if path else None
+
+    monkeypatch.setattr(cupy, "RawModule", FakeRawModule)
+    monkeypatch.setenv("TC_ARCH", "75")
+    GpuModule(kernels.source("wmma_gemm_naive"))
+    assert seen["code"] is None and ".target sm_75" in seen["ptx"] and "wmma.mma.sync" in seen["ptx"]
+    seen.clear()
+    GpuModule(kernels.source("wmma_gemm_naive"), arch=70)
+    assert ".target sm_70" in seen["ptx"]
+
+
+def test_sm80_kernel_says_so_when_acting_as_t4(fake_h100, monkeypatch):
+    from grader.runtime import kernels
+    from grader.runtime.errors import CompileError
+    from grader.runtime.gpu import GpuModule
+
+    monkeypatch.setenv("TC_ARCH", "75")
+    with pytest.raises(CompileError) as e:
+        GpuModule(kernels.source("dmma_gemm_naive"))
+    assert "need sm_80 or newer; this compile targets sm_75" in str(e.value)
+
+
+def test_doctor_line(fake_h100, monkeypatch):
+    from grader.classroom.doctor import tc_arch_check
+
+    monkeypatch.setenv("TC_ARCH", "75")
+    c = tc_arch_check(device.device_info())
+    assert c.ok and "acts as Turing sm_75" in c.detail and "64 KB" in c.detail
+    monkeypatch.setenv("TC_ARCH", "90")
+    device.device_info.cache_clear()
+    assert tc_arch_check(device.device_info()).ok  # equal to the GPU's own: fine
+    monkeypatch.setenv("TC_ARCH", "sm_61")
+    assert tc_arch_check(device.device_info()).ok is False
