@@ -441,9 +441,13 @@ def test_kernel_that_skips_work_at_the_timed_size_scores_zero():
     assert honest.score == ex.points, honest.text()
 
 
+# the kernel's entry: extern "C" __global__ void [__launch_bounds__(...)] name(params) {
+_ENTRY = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?\w+\([^)]*int K[^)]*\)\s*\{')
+
+
 def _skip_k(src: str) -> str:
     """The reference with its K extent cut to K/8 when M >= 4096, at the kernel's entry."""
-    m = re.search(r"(extern \"C\" __global__ void \w+\([^)]*int K[^)]*\)\s*\{)", src)
+    m = _ENTRY.search(src)
     if not m:
         return src
     return src[:m.end()] + "\n    if (M >= 4096) K = K / 8;\n" + src[m.end():]
@@ -459,7 +463,7 @@ def test_kernel_that_counts_its_launches_scores_zero():
 
     ex = exercises.get("wmma-gemm-fast")
     src = kernels.source(ex.reference)
-    m = re.search(r"(extern \"C\" __global__ void \w+\([^)]*\)\s*\{)", src)
+    m = _ENTRY.search(src)
     cheat = (src[:m.start()] + "__device__ unsigned int tc_launches;\n" + src[m.start():m.end()] +
              "\n    if (M >= 4096) { if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) "
              "atomicAdd(&tc_launches, 1u); if (tc_launches > 3) return; }\n" + src[m.end():])

@@ -117,7 +117,7 @@ class Answers:
 
     def _start(self):
         r, w = os.pipe()
-        cmd = [sys.executable, "-I", "-m", "grader.checking.answers", str(w)]
+        cmd = sandbox.python_command("grader.checking.answers") + [str(w)]
         env = {"PATH": os.environ.get("PATH", ""), "HOME": self.scratch, "MPLBACKEND": "Agg",
                "MPLCONFIGDIR": self.scratch, "TC_HEADLESS": "1"}
         cmd = sandbox.maybe_wrap(cmd, writable=[self.scratch])

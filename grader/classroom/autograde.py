@@ -18,7 +18,6 @@ import html
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,7 +62,6 @@ class CourseExecute(Execute):
 
 class TrustedGrade(NbGraderPreprocessor):
     timeout = Float(3600.0, help="seconds for the trusted grading of one notebook").tag(config=True)
-    python = Unicode(sys.executable, help="the interpreter that runs the trusted grader").tag(config=True)
     extra_hidden = List(Unicode(), help="more paths to hide from graded code").tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -112,7 +110,7 @@ class TrustedGrade(NbGraderPreprocessor):
     # -------------------------------------------------------------- the trusted process
     def _run(self, request: dict, coursedir) -> dict:
         scratch = tempfile.mkdtemp(prefix="tc-trusted-")
-        cmd = [self.python, "-I", "-m", "grader.checking.trusted"]
+        cmd = sandbox.python_command("grader.checking.trusted")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch,
                "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
                "LANG": os.environ.get("LANG", "C.UTF-8")}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -66,20 +67,46 @@ def _empty_file() -> str:
     return _EMPTY
 
 
+def _python_roots() -> list[str]:
+    """Where this Python finds its packages (and the course's package), when they lie in a
+    folder the sandbox replaces: /tmp holds them on machines with carried wheels."""
+    import grader
+
+    roots = [p for p in sys.path if p and os.path.isdir(p)] + [os.path.dirname(os.path.dirname(grader.__file__))]
+    out = []
+    for p in roots:
+        p = os.path.realpath(p)
+        if p.startswith(("/tmp/", "/dev/shm/")) and p not in out:
+            out.append(p)
+    return out
+
+
+def python_command(module: str) -> list[str]:
+    """`python -I -m module` (no PYTHON* variables, no user site, no current folder on the
+    path) that still finds the packages this process finds: their folders are named explicitly."""
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    boot = f"import sys, runpy; sys.path[:0] = {paths!r}; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    return [sys.executable, "-I", "-c", boot]
+
+
 def wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (), hide: Sequence[str] = (),
          env: dict[str, str] | None = None, unset: Sequence[str] = (), dirs: Sequence[str] = (),
          readable: Sequence[str] = (), network: bool = False) -> list[str]:
     """The argv that runs `cmd` inside the sandbox. `writable` folders stay writable (they must
     exist); `hide` paths (files or folders) read as empty; /tmp is a private, empty tmpfs in
-    which `dirs` are created and `readable` files shown read-only; `env` is set and `unset`
-    removed inside."""
+    which `dirs` are created and `readable` paths (and Python's own package folders) are shown
+    read-only; `env` is set and `unset` removed inside."""
     # /dev stays (GPU device files) but /dev/shm, shared by every process, becomes private
     args = [require(), "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
             "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
             "--new-session"]
     if not network:
         args.append("--unshare-net")
-    for p in hide:  # before the writable binds: a writable folder inside a hidden one reappears
+    # order matters, later mounts cover earlier ones: shown, then hidden, then writable
+    for r in [*_python_roots(), *(os.fspath(r) for r in readable)]:
+        if os.path.exists(r):
+            args += ["--ro-bind", r, r]
+    for p in hide:
         q = Path(p)
         if q.is_dir():
             args += ["--tmpfs", str(q)]
@@ -88,8 +115,6 @@ def wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (), hide
     for w in writable:
         w = os.fspath(w)
         args += ["--bind", w, w]
-    for r in readable:
-        args += ["--ro-bind", os.fspath(r), os.fspath(r)]
     for d in dirs:
         args += ["--dir", d]
     for k, v in (env or {}).items():
