@@ -23,7 +23,7 @@ from grader.runtime.errors import CompileError, CourseError, KernelFault, Kernel
 from grader.runtime.signature import kernel_body, parse_kernels
 
 BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
-                  "copy": "a device-to-device copy",
+                  "copy": "a device-to-device copy", "sgemm-naive": "the naive SGEMM (kernels/sgemm_naive.cu)",
                   "im2col-cublas": "im2col (CuPy slicing) + cuBLAS"}
 
 SLOW_HINTS = {
@@ -633,8 +633,10 @@ def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
                         kind="wrong-when-timed", hint=hint)
     ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
     if ratio > ex.ceiling:
-        return Item(label, FAIL, f"{100 * ratio:.0f}% of the library's speed is more than this GPU can do "
-                    f"(the library runs near its peak; above {100 * ex.ceiling:.0f}% is refused as impossible)",
+        base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+        return Item(label, FAIL, f"{100 * ratio:.0f}% of the speed of {base} is more than this GPU can do "
+                    f"(above {100 * ex.ceiling:.0f}% is refused as impossible: it is past what the fastest "
+                    "library reaches here)",
                     kind="impossible-speed",
                     hint="A correct kernel cannot be this fast: the timed launches must do the whole computation.")
     return Item(label, PASS, f"{len(flat)} sampled elements of the timed launches match the float64 reference")
@@ -656,7 +658,7 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
                 f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
     v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
                    baseline_ms=perf["baseline_ms"], fraction=frac)
-    msg = (f"{rate}: {100 * ratio:.1f}% of the library (floor {100 * ex.floor:.0f}%, target "
+    msg = (f"{rate}: {100 * ratio:.1f}% of the speed of {base} (floor {100 * ex.floor:.0f}%, target "
            f"{100 * ex.target:.0f}%) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
     status = PASS if ratio >= ex.target else FAIL
     return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=SLOW_HINTS.get(ex.id, ""))

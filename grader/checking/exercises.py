@@ -73,18 +73,21 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(_g(33, 17, 9), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024))),
     Exercise(
         "sgemm-tiled", "Shared-memory tiled SGEMM", "sgemm", P.Gemm("float32", "float32", launch_rule="tile",
-                                                                  baseline="cublas-fp32"),
+                                                                  baseline="sgemm-naive"),
         "sgemm_tiled",
         "C = A B, fp32, row-major. block (T, T), grid (ceil(N/T), ceil(M/T)) with T the launch "
         "parameter `tile` (default 32), passed to your code as -DTILE=T. Any M, N, K >= 1. "
-        "Speed: ratio to cuBLAS fp32 at 4096^3.",
+        "Speed: how many times faster than the course's naive kernel (kernels/sgemm_naive.cu), "
+        "timed on the same inputs in the same run, at 4096^3.",
         cpu_sizes=(_g(33, 47, 40), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
-        # The 32x32 tiled kernel is only ~1.4x the naive one at 1024^3, where all three matrices
-        # sit in L2 and caches help the naive kernel: tiled 25.3-25.7%, naive 15-19.7% of cuBLAS
-        # (H200 and H100, kernels/RESULTS-grader.md) left no target both clear. At 4096^3 (192 MB,
-        # beyond L2) tiled 17.3-18% and naive 10.4-12.4% (RESULTS.md, RESULTS-notebooks-*):
-        # the floor sits above the naive kernel, so it earns no speed points.
-        perf_size=_g(4096, 4096, 4096), launch_defaults=dict(tile=32), floor=0.125, target=0.13,
+        # As a share of cuBLAS fp32 the window was a knife edge: tiled 17.7%, naive 12.6%, so
+        # floor 12.5% / target 13% (H100). Paired with the naive kernel the tiled reference is
+        # 1.67-1.77x at every size and shape tried, 1024^3 to 4096x4096x16384 (H100,
+        # kernels/RESULTS-grader.md): target 1.25 leaves it 1.34x, and the naive kernel (1.0)
+        # is under the floor. A register-blocked kernel reaches ~8x (84% of cuBLAS, notebook
+        # 03; cuBLAS is ~10x naive): the ceiling of what is possible is 15x.
+        perf_size=_g(4096, 4096, 4096), launch_defaults=dict(tile=32), floor=1.05, target=1.25,
+        ceiling=15.0,
         points_speed=1.0, race_check=True),
     Exercise(
         "wmma-gemm", "Naive WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="warp16"), "wmma_gemm_naive",
