@@ -50,7 +50,10 @@ def _list(args) -> int:
     from grader.checking.exercises import EXERCISES
 
     for ex in EXERCISES.values():
-        speed = (f"speed: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}% of the library"
+        from grader.checking.check import BASELINE_NAMES
+
+        base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+        speed = (f"speed vs {base}: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}%"
                  if ex.target is not None else "correctness only")
         launch = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in ex.launch_defaults.items())
         print(f"{ex.id}  ({ex.points:g} point{'' if ex.points == 1 else 's'}; {speed}{'; tensor cores required' if ex.tensor_cores else ''})")
