@@ -92,6 +92,17 @@ def test_the_first_cell_is_the_colab_cell_everywhere():
         assert cell.id == "colab-setup" and cell.source.endswith(CELL), student
 
 
+def test_readme_opens_every_notebook_in_colab():
+    from grader.classroom import notebooks
+    from grader.classroom.colab import colab_url, readme_links
+
+    readme = (ROOT / "README.md").read_text()
+    for src in notebooks.sources():
+        rel = (notebooks.STUDENT / src.relative_to(notebooks.SOLUTIONS)).relative_to(ROOT).as_posix()
+        assert f"({colab_url(rel)})" in readme, f"README has no Colab link for {rel}"
+    assert readme_links(readme) == readme, "stale Colab links: python -m grader.classroom.colab readme"
+
+
 def test_outside_colab_the_cell_does_nothing(tmp_path):
     r = subprocess.run([sys.executable, "-c", first_cell()], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout == "" and not (tmp_path / "content").exists()
@@ -108,8 +119,7 @@ def test_colab_setup_in_a_fresh_venv(tmp_path, course_git, gpu):
     assert f"CUDA {want[-2:]} stack" in out and "installed the course" in out, out
     assert (tmp_path / "widgets").read_text() == "on" and "widget manager on" in out
     assert "ready" in out and "NOT READY" not in out, out
-    if not gpu:
-        assert "emulator:" in out
+    assert "emulator:" in out  # no GPU, or a T4: the emulator runs what needs sm_80
     # a new process (a grading child, a restarted kernel) sees the course and exactly one stack
     got = in_venv(py, """
         import cupy, grader

@@ -110,3 +110,20 @@ def test_doctor_line(fake_h100, monkeypatch):
     assert tc_arch_check(device.device_info()).ok  # equal to the GPU's own: fine
     monkeypatch.setenv("TC_ARCH", "sm_61")
     assert tc_arch_check(device.device_info()).ok is False
+
+
+def test_lessons_fall_back_to_the_emulator_with_one_line(fake_h100, monkeypatch, capsys):
+    """backend.load(..., "auto") of an sm_80 kernel on a GPU acting as sm_75: the lesson runs on
+    the emulator and says why in one line; asked for "gpu" explicitly, the error stands."""
+    from grader.runtime import kernels
+    from grader.runtime.backend import load
+    from grader.runtime.errors import CompileError
+
+    monkeypatch.setenv("TC_ARCH", "75")
+    m = load(kernels.source("dmma_gemm_naive"), "auto")
+    assert m.backend == "emu"
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == ["note: needs sm_80 (this GPU: sm_75, as TC_ARCH asks; the GPU is sm_90): this runs on the "
+                   "course's CPU emulator instead"]
+    with pytest.raises(CompileError):
+        load(kernels.source("dmma_gemm_naive"), "gpu")

@@ -1,5 +1,7 @@
 """Google Colab: one step from a student notebook opened from GitHub to a working course.
 
+    python -m grader.classroom.colab readme    rewrite README.md's "Open in Colab" links (REPOSITORY)
+
 Every student notebook starts with CELL (grader/classroom/notebooks.py puts it there, one home):
 outside Colab it does nothing; in Colab it clones the course (once) and calls `setup`, which
 installs the grader and the CUDA stack this runtime's driver needs into the running kernel,
@@ -148,7 +150,8 @@ def setup(home: str = HOME, *, out=print, install_compiler: bool | None = None) 
         lines.append("widgets: Colab's custom widget manager on")
     except (ImportError, AttributeError):
         lines.append("widgets: not in Colab, left as they are")
-    if not driver.present:
+    if not driver.present or min(driver.archs or (0,)) < 80:
+        # no GPU, or a T4: the emulator runs what the GPU cannot (bf16/tf32/fp64 need sm_80)
         lines.append(emulator_compiler("google.colab" in sys.modules if install_compiler is None else install_compiler))
     changed = [m for m, v in before.items() if installed_now and v is not None and _version_now(m) not in (None, v)]
     if changed:
@@ -187,3 +190,29 @@ def _compile_check(stack: stacks.Stack) -> str:
         return f"NVRTC {out.nvrtc[0]}.{out.nvrtc[1]} compiles WMMA for sm_75: ready (notebook 00 checks the rest)"
     except Exception as e:  # noqa: BLE001 - report, never crash the student's first cell
         return f"NOT READY: a test compile failed: {str(e).splitlines()[0]}"
+
+
+_LINK = re.compile(r"https://colab\.research\.google\.com/github/[^)\s]*?/(notebooks/[\w.-]+/[\w.-]+\.ipynb)")
+
+
+def readme_links(text: str) -> str:
+    """README text with every Colab link pointing at REPOSITORY/BRANCH."""
+    return _LINK.sub(lambda m: colab_url(m[1]), text)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv != ["readme"]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text()
+    new = readme_links(text)
+    if new != text:
+        readme.write_text(new)
+        print(f"rewrote the Colab links of {readme.name} for {REPOSITORY}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

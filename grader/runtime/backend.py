@@ -9,8 +9,10 @@ from typing import Sequence
 
 import numpy as np
 
+import re
+
 from grader.runtime.device import has_gpu
-from grader.runtime.errors import NoGPU
+from grader.runtime.errors import CompileError, CourseError, NoGPU
 
 BACKENDS = ("auto", "gpu", "emu")
 
@@ -66,5 +68,35 @@ def load(source: str, backend: str = "auto", options: Sequence[str] = (), arch: 
     if chosen == "gpu":
         from grader.runtime.gpu import GpuModule
 
-        return GpuModule(source, options, arch=arch)
+        try:
+            return GpuModule(source, options, arch=arch)
+        except CompileError as e:
+            # "auto" on a GPU too old for this kernel (bf16/tf32/fp64 fragments, a shared-memory
+            # size only sm_80 has): the lesson still runs, on the emulator, and says so in one line.
+            need = needs_newer_arch(e)
+            if backend != "auto" or need is None:
+                raise
+            try:
+                module = EmuModule(source, options)
+            except (CourseError, ImportError, OSError):
+                raise e from None
+            print(f"note: {need} ({_here()}): this runs on the course's CPU emulator instead")
+            return module
     return EmuModule(source, options, arch=arch)
+
+
+_NEEDS = re.compile(r"needs? (sm_\d+) or newer")
+
+
+def needs_newer_arch(e: CompileError) -> str | None:
+    """'needs sm_80' when a compile failed only because the target arch is too old (the hint
+    of bf16/tf32/fp64 fragments, or a kernel's own #error saying so), else None."""
+    m = _NEEDS.search(f"{e.hint}\n{e.message}")
+    return f"needs {m[1]}" if m else None
+
+
+def _here() -> str:
+    from grader.runtime.device import device_info
+
+    info = device_info()
+    return f"this GPU: {info.arch}" if info else "no GPU"
