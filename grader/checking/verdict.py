@@ -14,6 +14,18 @@ import numpy as np
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
+# Each status as its word on a coloured badge. Emoji marks (U+2705, U+274C) render as empty boxes
+# in a browser without a colour-emoji font; ASCII letters render in every font, and a screen
+# reader reads the word.
+BADGES = {PASS: ("PASS", "#1a7f37"), FAIL: ("FAIL", "#cf222e"), SKIP: ("SKIP", "#6e7781")}
+
+
+def badge(status: str) -> str:
+    """HTML of one status mark: the word (PASS / FAIL / SKIP) in white on its colour."""
+    word, color = BADGES[status]
+    return (f"<span style='display:inline-block;min-width:3.2em;text-align:center;padding:0 4px;"
+            f"border-radius:3px;background:{color};color:#fff;font-weight:bold;font-size:0.85em'>{word}</span>")
+
 
 @dataclass
 class Item:
@@ -114,7 +126,6 @@ class Verdict:
     def _repr_html_(self) -> str:
         ok = self.passed
         color = "#1a7f37" if ok else "#cf222e"
-        icon = {PASS: "&#9989;", FAIL: "&#10060;", SKIP: "&#10134;"}
         rows = []
         for i, also in self.shown():
             extra = ""
@@ -124,7 +135,7 @@ class Verdict:
                 extra += f"<div style='margin-top:4px'><b>Try:</b> {html.escape(i.hint)}</div>"
             if i.status == FAIL and i.error_map is not None:
                 extra += _png_map(i.error_map, i.tile)
-            rows.append(f"<tr><td style='vertical-align:top'>{icon[i.status]}</td>"
+            rows.append(f"<tr><td style='vertical-align:top'>{badge(i.status)}</td>"
                         f"<td style='vertical-align:top;white-space:nowrap'><b>{html.escape(i.name)}</b></td>"
                         f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>"
                         f"{html.escape(i.message)}</pre>{extra}</td></tr>")
