@@ -20,7 +20,7 @@ import traceback
 
 import numpy as np
 
-from grader.runtime import errors
+from grader.runtime import errors, sandbox
 
 BAND = 256  # elements of canary on each side of every GPU buffer
 CANARY_BITS = {np.dtype(np.float16): (np.uint16, 0x7E3C), np.dtype(np.float32): (np.uint32, 0x7FC0BEEF),
@@ -217,7 +217,9 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     printed = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-m", "grader.checking.isolate", str(job_r), str(res_w)],
+    # `python -I` with this process's package folders named: the child finds the course's
+    # package even where only PYTHONPATH named it (the trusted grader runs without it)
+    proc = subprocess.Popen(sandbox.python_command("grader.checking.isolate") + [str(job_r), str(res_w)],
                             pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=printed,
                             stderr=subprocess.STDOUT)
     os.close(job_r)
