@@ -1,6 +1,7 @@
 /*
- * conv2d_direct (tiled): single-channel 2D convolution on CUDA cores, fp32, the Salerno
- * paper's direct method with a shared-memory tile. "same" output size, zero padding R/2:
+ * conv2d_direct (tiled): single-channel 2D convolution on CUDA cores, fp32, the direct method
+ * with a shared-memory tile of G. Arienzo, F. Coppola, L. Squitieri (University of Salerno),
+ * "Tensor Unit Evaluation", listing 7. "same" output size, zero padding R/2:
  *     out[i][j] = sum_{a,b < R} mask[a][b] * img[i + a - R/2][j + b - R/2]   (0 outside)
  * (a correlation, as in CNN libraries: the mask is not flipped).
  *

@@ -1,6 +1,7 @@
 /*
- * probe: which lane of a warp holds which element of a WMMA fragment? (the Salerno paper's
- * Figure 5 experiment). NVIDIA calls the layout unspecified; these kernels measure it.
+ * probe: which lane of a warp holds which element of a WMMA fragment? (the Figure 5 experiment
+ * of G. Arienzo, F. Coppola, L. Squitieri, University of Salerno, "Tensor Unit Evaluation").
+ * NVIDIA calls the layout unspecified; these kernels measure it.
  *
  * `probe` loads a 16x16 half matrix M, with M[r*16 + c] = r*16 + c (exact in fp16), into
  *     wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> f

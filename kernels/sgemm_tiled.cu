@@ -1,6 +1,7 @@
 /*
- * sgemm_tiled: C = A * B on CUDA cores with shared-memory tiles (the Salerno paper's
- * listing 3), fp32, row-major. A is M x K, B is K x N, C is M x N.
+ * sgemm_tiled: C = A * B on CUDA cores with shared-memory tiles (listing 3 of the Salerno
+ * paper: G. Arienzo, F. Coppola, L. Squitieri, University of Salerno, "Tensor Unit Evaluation"),
+ * fp32, row-major. A is M x K, B is K x N, C is M x N.
  *
  * A block of TILE x TILE threads computes a TILE x TILE tile of C. For each step along K
  * the block copies one TILE x TILE tile of A and one of B into shared memory (each thread

@@ -125,29 +125,45 @@ def test_capstone_run_refuses_without_gpu():
         capstone.run()
 
 
-def test_seed_columns_left_out_while_not_transcribed(monkeypatch):
+def test_seed_tables_beside_a_run_without_the_papers_kinds_of_kernel():
+    """fake_results ran sizes up to 4096 only: every seed row is still there, the ones this run
+    did not time say so, and the paper's own kinds of kernel (not timed) add no rows."""
     res = fake_results()
-    monkeypatch.setitem(capstone.SALERNO, "cpu_openmp_s", {n: None for n in capstone.SALERNO_SIZES})
-    monkeypatch.setitem(capstone.TVM_RFC, "titan_v_ms", dict.fromkeys(capstone.TVM_RFC["titan_v_ms"]))
-    assert "paper" not in repr(capstone.salerno_table(res))
-    assert "RFC" not in repr(capstone.tvm_table(res))
-    for which in ("salerno", "tvm"):
-        note = capstone.seed_note(which)
-        assert "not transcribed" in note and "left to the reader" in note
-    assert "Salerno et al." in capstone.seed_note("salerno")
-    assert "apache/tvm issue #4052" in capstone.seed_note("tvm")
+    rows = capstone.paper_rows(res)
+    assert [(r["kind"], r["n"]) for r in rows] == [("CPU", n) for n in (1024, 2048, 4096, 8192, 16384)] + [
+        ("CUDA cores", 16384), ("tensor cores", 16384)]
+    assert rows[0]["here_ms"] == 5.0 and rows[0]["faster"] == pytest.approx(40.72 / 5.0)
+    assert all(r["here_ms"] is None and r["faster"] is None for r in rows[1:])
+    text = repr(capstone.paper_table(res))
+    assert "measured now" in text and "not run (over the CPU time budget)" in text
+    assert "170,707,903.63" in text  # Table I's own 16384 figure, beside the text's
+    res["salerno"]["ms"]["4096"].update(paper_cuda_cores=40.0, paper_tensor_cores=5.0)
+    res["salerno"]["ms"]["16384"] = dict(cuda_cores=300.0, tensor_cores=30.0, paper_cuda_cores=900.0,
+                                         paper_tensor_cores=300.0)
+    rows = capstone.paper_rows(res)
+    extra = [r for r in rows if "the paper's kind" in r["here"]]
+    assert [(r["kind"], r["here_ms"]) for r in extra] == [("CUDA cores", 900.0), ("tensor cores", 300.0)]
+    assert any("with the paper's kinds of kernel" in line for line in capstone.paper_speedups(res))
 
 
-def test_seed_columns_shown_once_values_are_filled_in(monkeypatch):
+def test_tvm_rows_pair_each_rfc_row_with_its_counterpart():
     res = fake_results()
-    monkeypatch.setitem(capstone.SALERNO, "cpu_openmp_s", {1024: 1.5, 2048: None})
-    monkeypatch.setitem(capstone.TVM_RFC, "titan_v_ms", {"gemm 4096^3 with tensor cores": 2.5,
-                                                         "conv2d with tensor cores": None})
-    sal = repr(capstone.salerno_table(res))
-    assert "paper: CPU OpenMP" in sal and "1.5 s" in sal and "not transcribed" in sal
-    tvm = repr(capstone.tvm_table(res))
-    assert "RFC, TITAN V ms" in tvm and "2.5" in tvm and "not transcribed" in tvm
-    assert "transcribed from" in capstone.seed_note("salerno") and "transcribed from" in capstone.seed_note("tvm")
+    rows = capstone.tvm_compare_rows(res)
+    rfc = [(r["workload"], r["rfc"], r["tensor_cores"], r["here"]) for r in rows if r["rfc"]]
+    assert rfc == [("gemm", "TVM", False, "sgemm_tiled (kernels/)"), ("gemm", "cuBLAS", False, "cuBLAS fp32"),
+                   ("gemm", "TVM", True, "wmma_gemm_swizzle (kernels/)"), ("gemm", "cuBLAS", True, "cuBLAS fp16"),
+                   ("conv2d", "TVM", False, None),
+                   ("conv2d", "cuDNN", False, "im2col + cuBLAS fp32 (CuPy gather)"),
+                   ("conv2d", "TVM", True, "implicit GEMM WMMA (kernels/)"),
+                   ("conv2d", "cuDNN", True, "cuDNN fp16 (PyTorch)")]
+    assert "im2col + cuBLAS fp32 (cuDNN fp32 not in this run)" in capstone.tvm_setup(res)
+    res["tvm"]["conv2d"]["without tensor cores"]["cuDNN fp32 (PyTorch, TF32 off)"] = 3.0
+    rows = capstone.tvm_compare_rows(res)
+    lib32 = next(r for r in rows if r["workload"] == "conv2d" and r["rfc"] == "cuDNN" and not r["tensor_cores"])
+    assert lib32["here"].startswith("cuDNN fp32") and lib32["faster"] == pytest.approx(4.990112 / 3.0)
+    assert any(r["here"] == "im2col + cuBLAS fp32 (CuPy gather)" and r["rfc"] is None for r in rows)
+    assert "cuDNN fp32 (TF32 off)" in capstone.tvm_setup(res)
+    assert "measured now" in repr(capstone.tvm_table(res))
 
 
 def test_capstone_text_names_baselines_and_run():

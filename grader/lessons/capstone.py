@@ -3,7 +3,11 @@
     run(...)            measure everything on this GPU (a few minutes at most), with progress
     save(results)       kernels/capstone-results-<gpu>.json (commit it: lecturers reload it)
     load(path=None)     the saved results for this GPU, else the newest saved file
-    plot_salerno / salerno_table, plot_tvm / tvm_table, plot_roofline
+    plot_salerno / salerno_table / paper_table     the Salerno paper's GEMM times beside this machine's
+    plot_tvm / tvm_table                           the TVM RFC's TITAN V table beside this GPU's
+    plot_roofline, wmma_gap                        ceilings, and where the WMMA kernels stand
+
+The seeds' own numbers come from grader.lessons.seeds (one home, sources cited there).
 
 What is measured (every GPU kernel is the course's reference in kernels/, checked for
 correctness on the GPU before it is timed; cuBLAS through cupy.matmul in the same process):
@@ -23,33 +27,18 @@ import json
 import platform
 import re
 import secrets
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
+from grader.lessons import seeds
 from grader.problems import conv, gemm, numerics
 from grader.runtime import kernels
 
 KERNELS_DIR = kernels.KERNELS_DIR
 SALERNO_SIZES = (1024, 2048, 4096, 8192, 16384)
-
-# Citations of the seeds. Their own tables were not available as text when this module was
-# written: the values are None rather than typed from memory, and while every value is None the
-# tables leave the column out and seed_note() says so once. Fill them in from the sources to
-# show them as a column beside this GPU's numbers.
-SALERNO = dict(
-    source="Salerno et al., \"Tensor cores in GPU computing\", Table I and Fig. 6 "
-           "(matrix multiplication times: CPU with OpenMP, CUDA cores, tensor cores, cuBLAS)",
-    cpu_openmp_s={n: None for n in SALERNO_SIZES},
-)
-TVM_RFC = dict(
-    source="apache/tvm issue #4052, \"[RFC] Tensor Core Support\" (Hzfengsy, 2019), "
-           "https://github.com/apache/tvm/issues/4052, performance table measured on a TITAN V",
-    titan_v_ms={"gemm 4096^3 without tensor cores": None, "gemm 4096^3 with tensor cores": None,
-                "conv2d without tensor cores": None, "conv2d with tensor cores": None},
-)
-
 
 # ----------------------------------------------------------------------------- files
 
@@ -287,7 +276,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     c_sizes, cpu_gflops = cpu_sizes(sizes, cpu_budget_s)
     sg = sgemm_specs()
     wm = wmma_specs()
-    steps = (len(sg) + len(wm) + 2 + len(g_sizes) * 4 + len(c_sizes) + 4
+    steps = (len(sg) + len(wm) + 2 + len(g_sizes) * 4 + 2 + len(c_sizes) + 4
              + (5 if conv_layers else 1) + 5)
     bar = Progress(steps, "capstone") if progress else None
     step = bar.step if bar else (lambda what: None)
@@ -343,6 +332,16 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
         row["cublas_fp32"] = _cublas_ms(n, cupy.float32, budget_s)
         step(f"n={n}: cuBLAS fp32 {row['cublas_fp32']:.2f} ms")
         sal["ms"][str(n)] = row
+    # the paper's own kinds of kernel (its listing 3 and listings 4-5) at the size its Fig. 6
+    # text quotes, so that its row sits beside the same kind of kernel too
+    big = max(g_sizes, default=None)
+    sal["paper_kernels"] = {"paper_cuda_cores": "sgemm_tiled", "paper_tensor_cores": "wmma_gemm_naive"}
+    for key, name in sal["paper_kernels"].items():
+        mod, spec = mods[name]
+        if big and mod is not None:
+            sal["ms"][str(big)][key] = _time_spec(mod, spec, big, budget_s, cache)
+        step(f"n={big}: {name} {sal['ms'].get(str(big), {}).get(key, float('nan')):.1f} ms")
+    cache.clear()
     for n in c_sizes:
         A = np.random.default_rng(n).uniform(-1, 1, (n, n)).astype(np.float32)
         B = np.random.default_rng(n + 1).uniform(-1, 1, (n, n)).astype(np.float32)
@@ -394,8 +393,11 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     }
     if "cudnn_ms" in t:
         tvm["conv2d"]["with tensor cores"]["cuDNN fp16 (PyTorch)"] = t["cudnn_ms"]
+    cudnn32 = _cudnn_fp32_ms(budget_s)
+    if cudnn32 is not None:  # the RFC's "cudnn w/o tensor core" row, same library
+        tvm["conv2d"]["without tensor cores"]["cuDNN fp32 (PyTorch, TF32 off)"] = cudnn32
     tvm["conv2d_flops"] = t["flops"]
-    step("conv2d without tensor cores (fp32 im2col + cuBLAS fp32)")
+    step("conv2d without tensor cores (fp32 im2col + cuBLAS fp32; cuDNN fp32 when PyTorch sees the GPU)")
     return res
 
 
@@ -505,40 +507,94 @@ def _conv_without_tensor_cores(budget_s) -> float:
     return ms
 
 
+def _cudnn_fp32_ms(budget_s) -> float | None:
+    """ms of the TVM layer through cuDNN in fp32 on CUDA cores (PyTorch, NHWC), or None when
+    PyTorch cannot reach the GPU. TF32 is switched off for the call: PyTorch lets fp32
+    convolutions use TF32 tensor cores by default, which would not be "without tensor cores"."""
+    from grader.bench.conv import TVM_SHAPE, _torch
+
+    torch = _torch()
+    if torch is None:
+        return None
+    N, C, H, W, K, R, S, pad = TVM_SHAPE
+    cudnn = torch.backends.cudnn
+    before = (cudnn.allow_tf32, cudnn.benchmark)
+    try:
+        cudnn.allow_tf32, cudnn.benchmark = False, True
+        x = torch.rand((N, C, H, W), device="cuda").to(memory_format=torch.channels_last)
+        w = torch.rand((K, C, R, S), device="cuda").to(memory_format=torch.channels_last)
+
+        def f():
+            torch.nn.functional.conv2d(x, w, padding=pad)
+
+        f()
+        torch.cuda.synchronize()
+        return _time_gpu(f, budget_s)
+    except Exception:  # noqa: BLE001 - a comparison row only; the run goes on without it
+        return None
+    finally:
+        cudnn.allow_tf32, cudnn.benchmark = before
+
+
 # ----------------------------------------------------------------------------- pictures
 
 COLORS = {"cpu_numpy": "#6e7781", "cuda_cores": "#0969da", "tensor_cores": "#2da44e",
           "cublas_fp16": "#8250df", "cublas_fp32": "#bf8700"}
+# The paper's numbers, drawn in the colour of the same kind of hardware here, hollow and dotted.
+PAPER_LABELS = {"cpu_numpy": "paper: CPU, OpenMP loop (Ryzen 5 3600; 16384 from its text)",
+                "cuda_cores": "paper: CUDA cores, tiled kernel (RTX 2060)",
+                "tensor_cores": "paper: tensor cores, WMMA (RTX 2060)"}
 
 
 def _labels(res):
     s = res["salerno"]
     return {"cpu_numpy": "CPU (NumPy fp32)", "cuda_cores": f"CUDA cores ({s['cuda_cores_kernel']})",
-            "tensor_cores": "tensor cores (wmma_gemm_swizzle)", "cublas_fp16": "cuBLAS fp16 (tensor cores)",
-            "cublas_fp32": "cuBLAS fp32"}
+            "tensor_cores": f"tensor cores ({s.get('tensor_cores_kernel', 'wmma_gemm_swizzle')})",
+            "cublas_fp16": "cuBLAS fp16 (tensor cores)", "cublas_fp32": "cuBLAS fp32"}
 
 
-def plot_salerno(res, y: str = "time"):
-    """Fig. 6 redone: GEMM time (or TFLOP/s) against n, one line per implementation."""
+def _tflops(n: int, ms: float) -> float:
+    return 2 * n**3 / (ms * 1e-3) / 1e12
+
+
+def paper_points() -> dict:
+    """The Salerno paper's GEMM times as {kind: {n: ms}}, kinds named as this module's keys:
+    Table I for the CPU (16384 from the text, see seeds.PAPER_CPU_16384_TEXT_MS), the text on
+    its Fig. 6 for CUDA cores and tensor cores (16384 only)."""
+    return {"cpu_numpy": {n: seeds.paper_cpu_ms(n) for n in sorted(seeds.PAPER_CPU_MS)},
+            "cuda_cores": dict(seeds.PAPER_GPU_MS["cuda_cores"]),
+            "tensor_cores": dict(seeds.PAPER_GPU_MS["tensor_cores"])}
+
+
+def plot_salerno(res, y: str = "time", paper: bool = True):
+    """Fig. 6 redone: GEMM time (or TFLOP/s) against n, one solid line per implementation on
+    this machine; with `paper`, the Salerno paper's own times on dotted lines with hollow markers,
+    in the colour of the same kind of hardware."""
     import matplotlib.pyplot as plt
 
     s = res["salerno"]
     labels = _labels(res)
     fig, ax = plt.subplots(figsize=(11.5, 5))
     for key, label in labels.items():
-        ns = [int(n) for n, row in s["ms"].items() if key in row]
-        ns.sort()
+        ns = sorted(int(n) for n, row in s["ms"].items() if key in row)
         if not ns:
             continue
         ms = [s["ms"][str(n)][key] for n in ns]
-        vals = ms if y == "time" else [2 * n**3 / (t * 1e-3) / 1e12 for n, t in zip(ns, ms)]
+        vals = ms if y == "time" else [_tflops(n, t) for n, t in zip(ns, ms)]
         ax.plot(ns, vals, "o-", color=COLORS[key], label=label)
+    if paper:
+        for key, pts in paper_points().items():
+            ns = sorted(pts)
+            vals = [pts[n] if y == "time" else _tflops(n, pts[n]) for n in ns]
+            ax.plot(ns, vals, "s:", color=COLORS[key], mfc="white", ms=8, label=PAPER_LABELS[key])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (C = A B, all n x n)", fontsize=11)
     ax.set_ylabel("time per GEMM (ms)" if y == "time" else "TFLOP/s (2 n^3 / time)", fontsize=11)
     ax.tick_params(labelsize=10)
-    ax.set_title(f"Salerno Table I / Fig. 6 on {res['meta']['gpu']}", fontsize=11)
+    ax.set_title(textwrap.fill(f"GEMM against n: {recorded_label(res)} (solid)"
+                               + (f"; {seeds.PAPER['short']}, its Table I and Fig. 6 text (hollow)" if paper else ""),
+                               90), fontsize=11)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # off the lines
     fig.tight_layout()
@@ -546,6 +602,7 @@ def plot_salerno(res, y: str = "time"):
 
 
 def salerno_table(res):
+    """This machine's GEMM times, every size and implementation of the run."""
     from grader.checking.display import table
 
     s = res["salerno"]
@@ -556,31 +613,99 @@ def salerno_table(res):
         d = {"n": n}
         for key, label in labels.items():
             d[label + " ms"] = f"{row[key]:.2f}" if key in row else "not run"
-        if _any_value(SALERNO["cpu_openmp_s"]):
-            src = SALERNO["cpu_openmp_s"].get(n)
-            d["paper: CPU OpenMP"] = f"{src} s" if src is not None else "not transcribed"
         d["tensor / CUDA cores speedup"] = (f"{row['cuda_cores'] / row['tensor_cores']:.1f}x"
                                             if "cuda_cores" in row and "tensor_cores" in row else "")
         rows.append(d)
     return table(rows)
 
 
-def _any_value(values: dict) -> bool:
-    return any(v is not None for v in values.values())
+def paper_rows(res) -> list[dict]:
+    """Each time the Salerno paper gives (Table I's CPU row per n, its Fig. 6 text's CUDA-core
+    and tensor-core times at 16384) beside this machine's time for the same n and kind:
+    dict(kind, n, paper_ms, here, here_ms (None: not run), faster (paper_ms / here_ms or None)).
+    GPU kinds get one row per kernel timed here: the course's (always) and the paper's own kind
+    of kernel (when the run timed it)."""
+    s, pts = res["salerno"], paper_points()
+    ms = s["ms"]
+    tc = s.get("tensor_cores_kernel", "wmma_gemm_swizzle")
+    rows = [dict(kind="CPU", n=n, paper_ms=pts["cpu_numpy"][n], here="NumPy fp32 (a BLAS library)",
+                 here_ms=ms.get(str(n), {}).get("cpu_numpy")) for n in pts["cpu_numpy"]]
+    kinds = (("CUDA cores", "cuda_cores", [("cuda_cores", f"{s['cuda_cores_kernel']} (the course's fastest SGEMM)"),
+                                            ("paper_cuda_cores", "sgemm_tiled (the paper's kind, its listing 3)")]),
+             ("tensor cores", "tensor_cores", [("tensor_cores", f"{tc} (notebook 06)"),
+                                                ("paper_tensor_cores",
+                                                 "wmma_gemm_naive (the paper's kind, its listings 4-5)")]))
+    for kind, key, mine in kinds:
+        for n, paper_ms in sorted(pts[key].items()):
+            for j, (k, what) in enumerate(mine):
+                here = ms.get(str(n), {}).get(k)
+                if here is None and j > 0:
+                    continue  # the paper's kind of kernel: shown when the run timed it
+                rows.append(dict(kind=kind, n=n, paper_ms=paper_ms, here=what, here_ms=here))
+    for r in rows:
+        r["faster"] = r["paper_ms"] / r["here_ms"] if r["here_ms"] else None
+    return rows
 
 
-def seed_note(which: str) -> str:
-    """One sentence under a table: the seed's citation, and whether its own numbers are in the
-    table (a column) or not transcribed here (then the comparison is left to the reader)."""
-    seed, values, who = ((SALERNO, SALERNO["cpu_openmp_s"], "paper") if which == "salerno"
-                         else (TVM_RFC, TVM_RFC["titan_v_ms"], "RFC"))
-    if _any_value(values):
-        return f"The {who} column is transcribed from: {seed['source']}."
-    return (f"The {who}'s own numbers are not transcribed here (source: {seed['source']}), "
-            "so the comparison with them is left to the reader of the source.")
+def _ms(v: float) -> str:
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.2f}" if v >= 1 else f"{v:.3f}"
+
+
+def paper_table(res):
+    """paper_rows as a table; the column of this machine says whether it was measured now or
+    recorded (and where)."""
+    from grader.checking.display import table
+
+    here_col = ("this machine, recorded" if res["meta"].get("loaded_from") else "this machine, measured now")
+    out = []
+    for r in paper_rows(res):
+        paper = _ms(r["paper_ms"])
+        if r["kind"] == "CPU" and r["n"] == 16384:
+            paper += f" (text; Table I prints {seeds.PAPER_CPU_MS[16384]:,.2f})"
+        out.append({"kind": r["kind"], "n": r["n"], "paper ms": paper, f"{here_col}: what ran": r["here"],
+                    f"{here_col} ms": _ms(r["here_ms"]) if r["here_ms"] else "not run (over the CPU time budget)"
+                    if r["kind"] == "CPU" else "not run",
+                    "x faster here": f"{r['faster']:,.0f}x" if r["faster"] else ""})
+    return table(out)
+
+
+def paper_speedups(res) -> list[str]:
+    """Speedups inside each machine: the paper's at 16384, and this machine's at the sizes it ran."""
+    pts, s = paper_points(), res["salerno"]
+    cpu, cc, tc = (pts[k][16384] for k in ("cpu_numpy", "cuda_cores", "tensor_cores"))
+    out = [f"The Salerno paper, n = 16384: CUDA cores {cpu / cc:.0f}x faster than its CPU, "
+           f"tensor cores {cpu / tc:.0f}x; tensor cores over CUDA cores {cc / tc:.1f}x."]
+    ms = s["ms"]
+    both = [int(n) for n, r in ms.items() if "cuda_cores" in r and "tensor_cores" in r]
+    if both:
+        n = max(both)
+        r = ms[str(n)]
+        line = (f"This machine, {recorded_label(res)}: at n = {n}, tensor cores over CUDA cores "
+                f"{r['cuda_cores'] / r['tensor_cores']:.1f}x ({s.get('tensor_cores_kernel', 'wmma_gemm_swizzle')} "
+                f"over {s['cuda_cores_kernel']})")
+        if "paper_cuda_cores" in r and "paper_tensor_cores" in r:
+            line += (f", {r['paper_cuda_cores'] / r['paper_tensor_cores']:.1f}x with the paper's kinds of kernel "
+                     "(wmma_gemm_naive over sgemm_tiled)")
+        cpu_n = max((int(k) for k, v in ms.items() if "cpu_numpy" in v and "tensor_cores" in v), default=None)
+        if cpu_n:
+            v = ms[str(cpu_n)]
+            line += (f"; at n = {cpu_n}, the largest its CPU ran: tensor cores {v['cpu_numpy'] / v['tensor_cores']:.0f}x "
+                     f"faster than NumPy, CUDA cores {v['cpu_numpy'] / v['cuda_cores']:.0f}x")
+        out.append(line + ".")
+    return out
+
+
+def paper_setup(res) -> str:
+    """One line: what differs between the paper's setup and this run's."""
+    p, m = seeds.PAPER_SETUP, res["meta"]
+    return (f"Setups differ: the paper timed an OpenMP loop on an {p['cpu']} and simple kernels (tiled SGEMM, "
+            f"one warp per WMMA tile) on a {p['gpu'].split(' (')[0]}, {p['statistic']}; here NumPy's BLAS on "
+            f"{m['cpu_threads']} threads of {m['cpu']} and the course's tuned kernels on {m['gpu']}, medians.")
 
 
 def tvm_rows(res) -> list[dict]:
+    """This GPU's timings of the TVM RFC's two workloads: dict(workload, tensor_cores,
+    implementation, ms, tflops) per implementation timed."""
     rows = []
     for workload, key, flops in (("GEMM 4096^3", "gemm_4096", 2.0 * 4096**3),
                                  ("conv2d b256 256->512 14x14 3x3", "conv2d", res["tvm"].get("conv2d_flops"))):
@@ -593,44 +718,107 @@ def tvm_rows(res) -> list[dict]:
     return rows
 
 
+def _counterpart(workload: str, impl: str, mine: dict) -> str | None:
+    """The implementation timed here that stands beside the RFC's row `impl` ("tvm": code that is
+    not a vendor library, i.e. the course's kernels; "library": cuBLAS for the GEMM, cuDNN for the
+    convolution, else the library route timed here)."""
+    names = [k for k, v in mine.items() if v is not None]
+    if impl == "tvm":
+        return next((k for k in names if k.endswith("(kernels/)")), None)
+    first = ("cuBLAS",) if workload == "gemm" else ("cuDNN", "im2col + cuBLAS", "im2col kernel + cuBLAS")
+    for prefix in first:
+        hit = next((k for k in names if k.startswith(prefix)), None)
+        if hit:
+            return hit
+    return None
+
+
+def tvm_compare_rows(res) -> list[dict]:
+    """The RFC's eight TITAN V rows, each beside this GPU's timing of the same workload, tensor
+    cores or not, by the counterpart implementation (_counterpart; None: nothing of that kind
+    here), then this GPU's other timings of the workload (rfc None). Rows: dict(workload,
+    tensor_cores, rfc, rfc_ms, here, here_ms, faster)."""
+    out = []
+    names = {"tvm": "TVM", "library": None}
+    for wl, key in (("gemm", "gemm_4096"), ("conv2d", "conv2d")):
+        for tc in (False, True):
+            mine = {k: v for k, v in res["tvm"].get(key, {}).get("with tensor cores" if tc else
+                                                                   "without tensor cores", {}).items() if v is not None}
+            for impl in ("tvm", "library"):
+                here = _counterpart(wl, impl, mine)
+                out.append(dict(workload=wl, tensor_cores=tc,
+                                rfc=names[impl] or ("cuBLAS" if wl == "gemm" else "cuDNN"),
+                                rfc_ms=seeds.TVM_TITAN_V_MS[(wl, impl, tc)], here=here,
+                                here_ms=mine.pop(here) if here else None))
+            out += [dict(workload=wl, tensor_cores=tc, rfc=None, rfc_ms=None, here=k, here_ms=v) for k, v in mine.items()]
+    for r in out:
+        r["faster"] = r["rfc_ms"] / r["here_ms"] if r["rfc_ms"] and r["here_ms"] else None
+    return out
+
+
 def tvm_table(res):
+    """tvm_compare_rows as a table, this GPU's column labelled measured now or recorded."""
     from grader.checking.display import table
 
-    titan = TVM_RFC["titan_v_ms"]
+    gpu = res["meta"]["gpu"] + (", recorded" if res["meta"].get("loaded_from") else ", measured now")
     out = []
-    for r in tvm_rows(res):
-        kind = ("gemm 4096^3 " if r["workload"].startswith("GEMM") else "conv2d ") + r["tensor_cores"]
-        paper = titan.get(kind)
-        d = {"workload": r["workload"], "tensor cores": r["tensor_cores"].split()[0],
-             "implementation": r["implementation"], f"{res['meta']['gpu']} ms": f"{r['ms']:.3f}",
-             "TFLOP/s": f"{r['tflops']:.0f}" if r["tflops"] else ""}
-        if _any_value(titan):
-            d["RFC, TITAN V ms"] = f"{paper}" if paper is not None else "not transcribed"
-        out.append(d)
+    for r in tvm_compare_rows(res):
+        out.append({"workload": "GEMM 4096³" if r["workload"] == "gemm" else "conv2d, TVM layer", "tensor cores": "yes" if r["tensor_cores"] else "no",
+                    "TITAN V (RFC)": r["rfc"] or "", "TITAN V ms": f"{r['rfc_ms']:.3f}" if r["rfc_ms"] else "",
+                    f"{gpu}: what ran": r["here"] or "nothing of that kind here",
+                    f"{gpu} ms": f"{r['here_ms']:.3f}" if r["here_ms"] else "",
+                    "x faster here": f"{r['faster']:.1f}x" if r["faster"] else ""})
     return table(out)
 
 
+def tvm_setup(res) -> str:
+    """One line: what differs between the RFC's setup and this run's."""
+    t, m = seeds.TVM_SETUP, res["meta"]
+    conv = res["tvm"].get("conv2d", {}).get("without tensor cores", {})
+    lib32 = ("cuDNN fp32 (TF32 off)" if any(k.startswith("cuDNN") for k in conv)
+             else "im2col + cuBLAS fp32 (cuDNN fp32 not in this run)")
+    return (f"Setups differ: the RFC ran TVM's generated kernels and 2019's cuBLAS / cuDNN on a {t['gpu']}, and "
+            f"does not say what 'without tensor cores' ran in; here the course's hand-written kernels and today's "
+            f"libraries on {m['gpu']}, 'without tensor cores' is fp32 on CUDA cores, and the convolution's library "
+            f"row without them is {lib32}.")
+
+
 def plot_tvm(res):
+    """The RFC's TITAN V times (hatched grey) beside this GPU's (green: tensor cores, blue: CUDA
+    cores), one panel per workload, log-scale ms, every bar labelled with its own ms; an RFC row
+    with nothing of its kind here says so in place of the bar."""
     import matplotlib.pyplot as plt
 
-    rows = tvm_rows(res)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
-    for ax, prefix in zip(axes, ("GEMM", "conv2d")):
-        sub = [r for r in rows if r["workload"].startswith(prefix)]
-        names = [r["implementation"] for r in sub]
-        vals = [r["ms"] for r in sub]
-        colors = ["#2da44e" if r["tensor_cores"].startswith("with ") else "#0969da" for r in sub]
-        ax.barh(range(len(sub)), vals, color=colors)
-        for i, v in enumerate(vals):
-            ax.text(v, i, f" {v:.3g} ms", va="center", fontsize=10)
-        ax.set_yticks(range(len(sub)))
-        ax.set_yticklabels(names, fontsize=10)
-        ax.set_xlim(0, max(vals + [1e-3]) * 1.3)  # linear: bar length is time; room for the labels
-        ax.tick_params(axis="x", labelsize=10)
+    rows = tvm_compare_rows(res)
+    gpu = res["meta"]["gpu"].replace("NVIDIA ", "")
+    fig, axes = plt.subplots(1, 2, figsize=(14, 6.4))
+    for ax, wl in zip(axes, ("gemm", "conv2d")):
+        bars, y = [], 0.0  # (y, label, ms or None, colour, hatch), top to bottom
+        for r in (r for r in rows if r["workload"] == wl):
+            tc = "with TC" if r["tensor_cores"] else "no TC"
+            if r["rfc"]:
+                bars.append((y, f"TITAN V: {r['rfc']}, {tc}", r["rfc_ms"], "#d0d7de", "//"))
+                y += 1
+            color = "#2da44e" if r["tensor_cores"] else "#0969da"
+            bars.append((y, f"{gpu}: {r['here'] or 'no ' + ('kernel' if r['rfc'] == 'TVM' else 'library')}"
+                            + ("" if r["rfc"] else f", {tc}"), r["here_ms"], color, ""))
+            y += 1.5  # a gap between pairs
+        vals = [b[2] for b in bars if b[2]] or [1.0]
+        for yy, label, v, color, hatch in bars:
+            if v:
+                ax.barh(yy, v, color=color, hatch=hatch, edgecolor="#57606a" if hatch else color)
+                ax.text(v, yy, f" {v:.3g} ms", va="center", fontsize=10)
+            else:
+                ax.text(min(vals) / 1.8, yy, " nothing of this kind timed here", va="center", fontsize=9,
+                        color="#57606a", style="italic")
+        ax.set_yticks([b[0] for b in bars], [b[1] for b in bars], fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xlim(min(vals) / 2, max(vals) * 6)  # room for the labels right of the longest bar
         ax.invert_yaxis()
-        ax.set_xlabel("ms per call (green: tensor cores, blue: CUDA cores)", fontsize=10)
-        ax.set_title(sub[0]["workload"] if sub else prefix, fontsize=11)
-    fig.suptitle(f"The TVM RFC's workloads on {res['meta']['gpu']}", fontsize=12)
+        ax.set_xlabel("ms per call (log scale)", fontsize=10)
+        ax.set_title(textwrap.fill(seeds.TVM_WORKLOADS[wl], 48), fontsize=11)
+    fig.suptitle(textwrap.fill(f"The TVM RFC's table (TITAN V, hatched) and this GPU's, {recorded_label(res)}", 110),
+                 fontsize=12)
     fig.tight_layout()
     return fig
 
@@ -750,6 +938,25 @@ def cublas_context(res) -> str:
 
         out += " " + cublas_spread()
     return out
+
+
+def wmma_gap(res) -> str:
+    """Where the gap from the WMMA GEMM to cuBLAS fp16 lies, in this run's numbers: the share of
+    cuBLAS that WMMA reaches with its operands already in registers (the instructions' own
+    limit) and the share the GEMM kernel reaches; the difference is the kernel's."""
+    peaks = res["roofline"]["peaks_tflops"]
+    lib = peaks.get("cuBLAS fp16 (tensor cores)")
+    ceiling = next((v for k, v in peaks.items() if k.startswith("WMMA registers only")), None)
+    row = res["salerno"]["ms"].get("4096", {})
+    if not lib or not ceiling or "tensor_cores" not in row or "cublas_fp16" not in row:
+        return ""
+    share = row["cublas_fp16"] / row["tensor_cores"]
+    top = ceiling / lib
+    kernel = res["salerno"].get("tensor_cores_kernel", "wmma_gemm_swizzle")
+    return (f"In this run, {recorded_label(res)}: WMMA with its operands in registers ran at {ceiling:.0f} TFLOP/s, "
+            f"{100 * top:.0f}% of cuBLAS fp16 ({lib:.0f}, both at 8192³); {kernel} reached {100 * share:.0f}% of "
+            f"cuBLAS fp16 at 4096³. So about {100 * (1 - top):.0f} points of the gap lie beyond what WMMA's "
+            f"instructions can do, and about {100 * (top - share):.0f} points are the kernel's.")
 
 
 def headline(res) -> list[str]:
