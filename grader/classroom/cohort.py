@@ -1,0 +1,651 @@
+"""Grade a whole cohort: every submission of an assignment, one grading job per GPU at a time,
+spread by Dask distributed over this host's GPUs or a cluster's (issue #17; course/README.md,
+"Grading a whole cohort").
+
+    python -m grader.classroom.cohort autograde ASSIGNMENT [--gpus all|N|0,2 | --workers N |
+        --scheduler ADDRESS] [--student GLOB] [--force] [--timeout S] [--course DIR] [--report FILE]
+
+Each job is a plain `nbgrader autograde ASSIGNMENT --student S` with the course's own config, so
+it is sandboxed and trusted-graded exactly as the guide's command is (grader.classroom.autograde),
+but in a scratch copy of the course: its own gradebook (a snapshot of the course's), the
+assignment's source and one submission, with CUDA_VISIBLE_DEVICES naming its GPU. The job sends
+back what nbgrader wrote (the autograded folder, the submission's gradebook rows); this process,
+the only writer, puts them into the course through nbgrader's API, as each job ends. One writer
+is enough: a job's nbgrader takes seconds to minutes, a merge milliseconds, so SQLite never
+becomes the bottleneck, and no database server has to be run and secured beside the course.
+
+Why Dask: the engine's wheels are 2.5 MB of pure Python (dask, distributed, tblib, zict, partd,
+locket) against about 70 MB for Ray; the GPU test machine takes 64 MiB of carried files per call
+and the Jupyter/nbgrader wheels already fill 48 MB. Dask gives what this needs and nothing more:
+per-worker resources (GPU=1, each worker one GPU through CUDA_VISIBLE_DEVICES, the way dask-cuda
+does it), a task that dies with its worker is retried elsewhere, and the same script runs on one
+host (a local cluster started here) or a cluster (dask-jobqueue for Slurm, dask-kubernetes), by
+pointing --scheduler at it.
+
+Done means what nbgrader's own skip means: autograded/S/ASSIGNMENT exists and the submission is
+not newer (timestamp.txt), unless --force. A job that crashes, hangs past --timeout or is killed
+leaves the course as it was for that student (no autograded folder: the next run grades it again)
+and costs nobody else anything. Job logs: autograded/.cohort-logs/ASSIGNMENT/ (hidden from every
+sandbox, like the rest of autograded/).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import io
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+from grader.classroom.workflow import ROOT
+
+LOGS = ".cohort-logs"  # under autograded/: hidden in every sandbox, skipped by nbgrader's globs
+DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 s (RESULTS-grader.md)
+TICK = 1.0  # seconds between progress redraws
+
+
+# ------------------------------------------------------------------ the course, as nbgrader sees it
+@dataclass
+class Course:
+    root: Path
+    coursedir: object  # nbgrader.coursedir.CourseDirectory
+    config_text: str
+
+    @property
+    def db_path(self) -> Path:
+        url = self.coursedir.db_url
+        if not url.startswith("sqlite:///"):
+            raise SystemExit(f"cohort: the gradebook must be nbgrader's SQLite file (db_url is {url}): the "
+                             "jobs grade against a copy of it")
+        return Path(url[len("sqlite:///"):])
+
+    def path(self, step: str, student: str, assignment: str) -> Path:
+        return Path(self.coursedir.format_path(getattr(self.coursedir, step), student, assignment))
+
+    def logs(self, assignment: str) -> Path:
+        return Path(self.coursedir.format_path(self.coursedir.autograded_directory, ".", ".")) / LOGS / assignment
+
+
+def load_course(root: Path) -> Course:
+    """The course's nbgrader config, read as nbgrader reads it from that folder (with the
+    TC_SOURCE_DIR a course made by grader.classroom.workflow.new_course keeps in .source)."""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    root = root.resolve()
+    cfg_file = root / "nbgrader_config.py"
+    if not cfg_file.is_file():
+        raise SystemExit(f"cohort: no nbgrader_config.py in {root} (run it in the course folder, or pass --course)")
+    saved = os.environ.get("TC_SOURCE_DIR")
+    if (root / ".source").exists():
+        os.environ["TC_SOURCE_DIR"] = (root / ".source").read_text()
+    try:
+        cfg = PyFileConfigLoader(cfg_file.name, path=str(root)).load_config()
+    finally:
+        if saved is None:
+            os.environ.pop("TC_SOURCE_DIR", None)
+        else:
+            os.environ["TC_SOURCE_DIR"] = saved
+    cd = CourseDirectory(config=cfg)
+    if not cd.root or Path(cd.root).resolve() != root:
+        cd.root = str(root)
+    return Course(root=root, coursedir=cd, config_text=cfg_file.read_text())
+
+
+def resolve(course: Course, name: str) -> str:
+    """An assignment of the course's source folder, by name or unique prefix ("03")."""
+    source = Path(course.coursedir.format_path(course.coursedir.source_directory, ".", "."))
+    known = sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+    name = name.rstrip("/")
+    hits = [name] if name in known else [a for a in known if a.startswith(name)]
+    if len(hits) != 1:
+        why = "matches " + ", ".join(hits) if hits else f"is not in {source}"
+        raise ValueError(f"assignment '{name}' {why}; the assignments are: {', '.join(known)}")
+    return hits[0]
+
+
+def check_released(course: Course, assignment: str) -> None:
+    """The gradebook must know the assignment (nbgrader generate_assignment), as plain autograde requires."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not course.db_path.exists():
+        raise SystemExit(f"cohort: no gradebook in {course.root}: run `nbgrader generate_assignment {assignment}` first")
+    with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            raise SystemExit(f"cohort: no assignment '{assignment}' in the gradebook: run "
+                             f"`nbgrader generate_assignment {assignment}` first") from None
+
+
+def submissions(course: Course, assignment: str, pattern: str = "*") -> list[str]:
+    """Students with a notebook under submitted/<student>/<assignment>/ (what nbgrader autograde globs)."""
+    base = Path(course.coursedir.format_path(course.coursedir.submitted_directory, ".", "."))
+    out = []
+    for d in sorted(base.iterdir()) if base.is_dir() else []:
+        if d.is_dir() and not d.name.startswith(".") and fnmatch(d.name, pattern) \
+                and any(course.path("submitted_directory", d.name, assignment).glob("*.ipynb")):
+            out.append(d.name)
+    return out
+
+
+def is_done(course: Course, assignment: str, student: str, force: bool = False) -> bool:
+    """nbgrader's own rule (BaseConverter.init_destination): done when the autograded folder
+    exists and the submission is not newer than it; --force redoes everything."""
+    if force:
+        return False
+    dest = course.path("autograded_directory", student, assignment)
+    if not dest.is_dir():
+        return False
+    new = course.coursedir.get_existing_timestamp(str(course.path("submitted_directory", student, assignment)))
+    old = course.coursedir.get_existing_timestamp(str(dest))
+    return not (new is not None and old is not None and new > old)
+
+
+# ------------------------------------------------------------------ what travels to a job
+def _tar(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as t:
+        for p in sorted(folder.rglob("*")):  # regular files only: a link a submission left is not followed
+            if p.is_file() and not p.is_symlink() and ".ipynb_checkpoints" not in p.parts \
+                    and "__pycache__" not in p.parts:
+                t.add(p, arcname=str(p.relative_to(folder)), recursive=False)
+    return buf.getvalue()
+
+
+def _untar(data: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
+        # 'tar' keeps the modes nbgrader set (read-only notebooks) and refuses paths outside dest
+        t.extractall(dest, filter="tar") if hasattr(tarfile, "tar_filter") else t.extractall(dest)
+
+
+def bundle(course: Course, assignment: str) -> bytes:
+    """What every job of this run shares: the course config (and its skip tag), a consistent
+    snapshot of the gradebook, and the assignment's source folder."""
+    source = Path(course.coursedir.format_path(course.coursedir.source_directory, ".", assignment))
+    with tempfile.TemporaryDirectory(prefix="tc-cohort-bundle-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "nbgrader_config.py").write_text(course.config_text)
+        if (course.root / ".skip_tag").exists():
+            shutil.copy(course.root / ".skip_tag", tmp / ".skip_tag")
+        src, dst = sqlite3.connect(course.db_path), sqlite3.connect(tmp / "gradebook.db")
+        with dst:
+            src.backup(dst)  # consistent even while something reads the course's file
+        src.close()
+        dst.close()
+        shutil.copytree(source, tmp / "source" / assignment,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        return _tar(tmp)
+
+
+# The job's config: the course's, then this. Paths are the scratch course's; the hidden list is
+# the real course's private paths and every scratch folder of this machine, so a submission
+# sees no other student's work, here or in the course (the sandbox hides the rest as usual).
+JOB_CONFIG = """
+
+# ---- grader.classroom.cohort: this file is a job's scratch copy of the course config
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.source_directory = {source!r}
+c.CourseDirectory.db_url = {db_url!r}
+c.SandboxedKernelManager.hidden = {hidden!r}
+c.TrustedGrade.extra_hidden = {hidden!r}
+"""
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except Exception:
+        return f"pid{os.getpid()}"
+
+
+def _rows(db: Path, assignment: str, student: str) -> dict | None:
+    """What `nbgrader autograde` writes to the gradebook for one submission (Autograde.init_assignment,
+    SaveAutoGrades, AssignLatePenalties): the submission's timestamp, each grade's auto_score and
+    needs_manual_grade, each comment's auto_comment, each notebook's late penalty."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return None
+        return dict(
+            timestamp=sub.timestamp.isoformat() if sub.timestamp else None,
+            notebooks={nb.name: dict(late_submission_penalty=nb.late_submission_penalty,
+                                     grades={g.name: dict(auto_score=g.auto_score,
+                                                          needs_manual_grade=g.needs_manual_grade)
+                                             for g in nb.grades},
+                                     comments={c.name: dict(auto_comment=c.auto_comment) for c in nb.comments})
+                       for nb in sub.notebooks})
+
+
+def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, layout: dict,
+              hidden: list[str], timeout: float) -> dict:
+    """One submission, on a worker: `nbgrader autograde` in a scratch course. Returns the status,
+    the log's tail, and (when nbgrader ran to its end, success or not) what it wrote."""
+    t0 = time.time()
+    base = Path(tempfile.gettempdir()) / f"tc-cohort-{os.getuid()}"
+    base.mkdir(mode=0o700, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="job-", dir=base))
+    out = dict(student=student, worker=_worker_name(), device=os.environ.get("CUDA_VISIBLE_DEVICES"),
+               host=os.uname().nodename, start=t0)
+    try:
+        _untar(shared, scratch)
+        _untar(submission, scratch / layout["submitted"])
+        with open(scratch / "nbgrader_config.py", "a") as f:
+            f.write(JOB_CONFIG.format(root=str(scratch), source=str(scratch / "source"),
+                                      db_url=f"sqlite:///{scratch / 'gradebook.db'}", hidden=[*hidden, str(base)]))
+        env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1")
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic`
+        log = scratch / "job.log"
+        with open(log, "wb") as lf:
+            proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student,
+                                     "--create"], cwd=scratch, env=env, stdout=lf, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+            try:
+                rc = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                rc = None
+            finally:  # the job's whole process group: kernels and graders it left behind
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        out["log"] = log.read_bytes()[-20000:].decode(errors="replace")
+        if rc is None:
+            out.update(status="timed out", why=f"no result after {timeout:.0f} s: killed")
+        elif rc < 0:
+            out.update(status="killed", why=f"nbgrader was killed by signal {-rc} ({signal.Signals(-rc).name})")
+        else:
+            # nbgrader ran to its end: what it wrote is the result, also when it refused the
+            # submission (exit 1: gradebook rows, no autograded folder, as plain autograde leaves them)
+            out["rows"] = _rows(scratch / "gradebook.db", assignment, student)
+            dest = scratch / layout["autograded"]
+            out["autograded"] = _tar(dest) if dest.is_dir() else None
+            out["status"] = "graded" if rc == 0 and dest.is_dir() else "failed"
+            if out["status"] == "failed":
+                errs = [ln for ln in out["log"].splitlines() if "ERROR" in ln or "Error" in ln]
+                out["why"] = f"nbgrader exit {rc}: " + (errs[-1].strip()[:300] if errs else "see the log")
+        return out
+    finally:
+        out["seconds"] = time.time() - t0
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ the single writer
+def merge(gb, course: Course, assignment: str, result: dict) -> None:
+    """Put one job's result into the course, as `nbgrader autograde` would have left it: the
+    folder removed first (so an interrupted merge is redone by the next run), the gradebook rows,
+    then the autograded folder moved in whole."""
+    student = result["student"]
+    dest = course.path("autograded_directory", student, assignment)
+    if dest.exists():
+        shutil.rmtree(dest)
+    rows = result.get("rows")
+    if rows is not None:
+        gb.update_or_create_student(student)
+        gb.update_or_create_submission(assignment, student,
+                                       **({"timestamp": rows["timestamp"]} if rows["timestamp"] else {}))
+        for name, nbrow in rows["notebooks"].items():
+            snb = gb.find_submission_notebook(name, assignment, student)
+            snb.late_submission_penalty = nbrow["late_submission_penalty"]
+            for g in snb.grades:
+                if g.name in nbrow["grades"]:
+                    g.auto_score = nbrow["grades"][g.name]["auto_score"]
+                    g.needs_manual_grade = nbrow["grades"][g.name]["needs_manual_grade"]
+            for c in snb.comments:
+                if c.name in nbrow["comments"]:
+                    c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
+        gb.db.commit()
+    if result.get("autograded") is not None:
+        tmp = dest.parent / f".{dest.name}.cohort-{uuid.uuid4().hex[:8]}"
+        _untar(result["autograded"], tmp)
+        os.replace(tmp, dest)
+
+
+def forget(course: Course, assignment: str, student: str) -> None:
+    """A job that did not finish: no autograded folder, so the next run grades it (nbgrader's
+    --force removes it before grading too; the gradebook keeps its rows, as nbgrader's does)."""
+    dest = course.path("autograded_directory", student, assignment)
+    if dest.exists():
+        shutil.rmtree(dest)
+
+
+# ------------------------------------------------------------------ where jobs run
+def gpu_ids(spec: str) -> list[str]:
+    """'all' -> every visible GPU (CUDA_VISIBLE_DEVICES if set, else nvidia-smi -L); 'N' -> the
+    first N of those; '0,2' -> exactly those."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() not in ("", "-1"):
+        found = [v.strip() for v in visible.split(",") if v.strip()]
+    elif visible is not None:
+        found = []
+    else:
+        try:
+            r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+            found = [str(i) for i, ln in enumerate(r.stdout.splitlines()) if ln.startswith("GPU ")]
+        except (OSError, subprocess.SubprocessError):
+            found = []
+    if spec == "all":
+        return found
+    if spec.isdigit():
+        n = int(spec)
+        if n > len(found):
+            raise SystemExit(f"cohort: --gpus {n} but {len(found)} GPU(s) found ({', '.join(found) or 'none'})")
+        return found[:n]
+    return [s.strip() for s in spec.split(",") if s.strip()]
+
+
+class LocalEngine:
+    """A Dask cluster on this host: one single-threaded worker per GPU (CUDA_VISIBLE_DEVICES=that
+    GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
+
+    def __init__(self, gpus: list[str] | None, workers: int):
+        import dask
+        from distributed import Client, Nanny, Scheduler, SpecCluster
+
+        # a task whose worker died (killed, out of memory) is tried once more, elsewhere
+        dask.config.set({"distributed.scheduler.allowed-failures": 1})
+        quiet = {"DASK_LOGGING__DISTRIBUTED": "error", "PYTHONUNBUFFERED": "1"}
+        if gpus:
+            self.labels = [f"gpu{g}" for g in gpus]
+            envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g) for g in gpus]
+            self.resources = {"GPU": 1}
+        else:
+            self.labels = [f"cpu{i}" for i in range(workers)]
+            envs = [dict(quiet, CUDA_VISIBLE_DEVICES="") for _ in range(workers)]  # the emulator
+            self.resources = {}
+        spec = {label: {"cls": Nanny, "options": dict(nthreads=1, name=label, env=env, memory_limit=0,
+                                                      resources=dict(self.resources) or None, host="127.0.0.1",
+                                                      dashboard=False, silence_logs=40)}
+                for label, env in zip(self.labels, envs)}
+        self.cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": dict(
+            host="127.0.0.1", dashboard_address=None)}, silence_logs=40)
+        self.client = Client(self.cluster)
+
+    def close(self):
+        self.client.close()
+        self.cluster.close()
+
+
+class RemoteEngine:
+    """An existing Dask scheduler (a Slurm or Kubernetes cluster, course/README.md): jobs ask for
+    GPU=1 when its workers offer that resource."""
+
+    def __init__(self, address: str):
+        from distributed import Client
+
+        self.client = Client(address)
+        workers = self.client.scheduler_info()["workers"].values()
+        self.labels = sorted(str(w.get("name")) for w in workers)
+        self.resources = {"GPU": 1} if any("GPU" in (w.get("resources") or {}) for w in workers) else {}
+
+    def close(self):
+        self.client.close()
+
+
+# ------------------------------------------------------------------ progress and summary
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else (
+        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+@dataclass
+class Progress:
+    total: int
+    labels: list[str]
+    out: object = sys.stderr
+    t0: float = field(default_factory=time.time)
+    done: int = 0
+    failed: int = 0
+    per: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.tty = hasattr(self.out, "isatty") and self.out.isatty()
+        self.per = {label: 0 for label in self.labels}
+
+    def line(self, running: dict[str, str]) -> str:
+        width = 24
+        fill = int(width * self.done / self.total) if self.total else width
+        workers = "  ".join(f"{w}: {n}" + (f" (now {running[w]})" if w in running else "")
+                            for w, n in self.per.items())
+        return (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} done, {self.failed} failed"
+                f" | {workers} | {_hms(time.time() - self.t0)}")
+
+    def finished(self, result: dict, running: dict[str, str]) -> None:
+        self.done += 1
+        self.failed += result["status"] != "graded"
+        w = result.get("worker", "?")
+        self.per[w] = self.per.get(w, 0) + 1
+        if not self.tty:
+            print(f"{self.line(running)}  <- {result['student']}: {result['status']} ({result['seconds']:.1f} s)",
+                  file=self.out, flush=True)
+        else:
+            self.draw(running)
+
+    def draw(self, running: dict[str, str]) -> None:
+        if self.tty:
+            print("\r\033[K" + self.line(running), end="", file=self.out, flush=True)
+
+    def close(self):
+        if self.tty:
+            print(file=self.out, flush=True)
+
+
+def summary(assignment: str, results: list[dict], skipped: list[str], wall: float, labels: list[str],
+            gpus: bool, logs: Path) -> str:
+    secs = [r["seconds"] for r in results]
+    busy = sum(secs)
+    failures = [r for r in results if r["status"] != "graded"]
+    unit = "GPU-hours" if gpus else "worker-hours (emulator)"
+    rows = [("submissions", f"{len(results) + len(skipped)}: {len(results)} graded now, "
+                            f"{len(skipped)} already done (skipped)"),
+            ("failures", str(len(failures)))]
+    if secs:
+        slow = max(results, key=lambda r: r["seconds"])
+        rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
+                                         f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
+                 ("wall time", f"{_hms(wall)} on {len(labels)} {'GPU' if gpus else 'worker'}(s): {', '.join(labels)}"),
+                 (unit, f"{busy / 3600:.3f} ({_hms(busy)} of jobs)"),
+                 ("parallel speed-up", f"{busy / wall:.2f}x over one job at a time" if wall > 0 else "-")]
+    text = [f"## Cohort autograde of {assignment}", "", "| | |", "|---|---|"]
+    text += [f"| {k} | {v} |" for k, v in rows]
+    if results:
+        text += ["", "| worker | device | graded | failed | busy |", "|---|---|---|---|---|"]
+        for w in sorted({r["worker"] for r in results}):
+            mine = [r for r in results if r["worker"] == w]
+            dev = mine[0].get("device")
+            text.append(f"| {w} | {'GPU ' + dev if dev else 'emulator'} | "
+                        f"{sum(r['status'] == 'graded' for r in mine)} | {sum(r['status'] != 'graded' for r in mine)} | "
+                        f"{_hms(sum(r['seconds'] for r in mine))} |")
+    if failures:
+        text += ["", "Failures (the rest of the cohort is unaffected; a rerun grades these again):"]
+        text += [f"- {r['student']}: {r['status']}: {r.get('why', '')} (log: {logs / (r['student'] + '.log')})"
+                 for r in failures]
+    return "\n".join(text) + "\n"
+
+
+# ------------------------------------------------------------------ the command
+def _outcome(future, student: str) -> dict:
+    if future.status == "error":  # the engine could not run it: its worker died twice, say
+        exc = future.exception()
+        return dict(student=student, status="lost", why=f"{type(exc).__name__}: {str(exc)[:300]}", seconds=0.0,
+                    worker="?", device=None, log="")
+    return future.result()
+
+
+def autograde(course: Course, assignment: str, *, engine, force: bool = False, pattern: str = "*",
+              timeout: float = DEFAULT_TIMEOUT, out=sys.stderr, stopped: list | None = None
+              ) -> tuple[list[dict], list[str], float]:
+    """Grade every pending submission through `engine`; returns (results, skipped, wall seconds).
+    Interrupted (KeyboardInterrupt), it returns what was merged and lists the rest in `stopped`."""
+    stopped = [] if stopped is None else stopped
+    from distributed import TimeoutError as DaskTimeout
+    from distributed import wait
+    from nbgrader.api import Gradebook
+
+    from grader.classroom.sandbox_kernel import private_paths
+
+    check_released(course, assignment)
+    students = submissions(course, assignment, pattern)
+    skipped = [s for s in students if is_done(course, assignment, s, force)]
+    todo = [s for s in students if s not in skipped]
+    print(f"cohort: {assignment}: {len(students)} submission(s), {len(skipped)} already done, {len(todo)} to grade "
+          f"on {len(engine.labels)} worker(s): {', '.join(engine.labels)}", file=out, flush=True)
+    logs = course.logs(assignment)
+    logs.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    results: list[dict] = []
+    if not todo:
+        return results, skipped, 0.0
+    client = engine.client
+    shared = client.scatter(bundle(course, assignment), broadcast=True, hash=False)
+    hidden = private_paths(course.coursedir)
+    rel = lambda step, s: str(course.path(step, s, assignment).relative_to(course.root))  # noqa: E731
+    keys = {}
+    futures = []
+    for s in todo:
+        key = f"grade-{uuid.uuid4().hex[:8]}"
+        keys[key] = s
+        futures.append(client.submit(grade_job, shared, assignment, s,
+                                     _tar(course.path("submitted_directory", s, assignment)),
+                                     dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
+                                     hidden, timeout, key=key, pure=False, resources=engine.resources or None,
+                                     retries=0))
+    progress = Progress(len(todo), list(engine.labels), out=out)
+    names = {}
+
+    def running() -> dict[str, str]:
+        try:
+            info = client.scheduler_info()["workers"]
+            names.update({a: str(w.get("name")) for a, w in info.items()})
+            return {names.get(a, a): keys[k] for a, ks in client.processing().items() for k in ks if k in keys}
+        except Exception:
+            return {}
+
+    pending = set(futures)
+    try:
+        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+            while pending:
+                try:
+                    done, pending = wait(pending, timeout=TICK, return_when="FIRST_COMPLETED")
+                except (DaskTimeout, TimeoutError):
+                    progress.draw(running())
+                    continue
+                for f in done:
+                    r = _outcome(f, keys[f.key])
+                    if r["status"] in ("graded", "failed"):
+                        merge(gb, course, assignment, r)
+                    else:
+                        forget(course, assignment, r["student"])
+                    (logs / f"{r['student']}.log").write_text(
+                        f"# {r['status']} on {r.get('worker')} ({r.get('host', '')}) in {r['seconds']:.1f} s "
+                        f"{r.get('why', '')}\n{r.get('log', '')}")
+                    for k in ("rows", "autograded", "log"):
+                        r.pop(k, None)
+                    results.append(r)
+                    progress.finished(r, running())
+                    f.release()
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (main): keep what is merged, stop the rest
+        client.cancel(futures)
+        finished = {r["student"] for r in results}
+        stopped.extend(s for s in todo if s not in finished)
+    progress.close()
+    return results, skipped, time.time() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m grader.classroom.cohort",
+                                 description="Grade every submission of an assignment, one job per GPU at a time "
+                                             "(course/README.md, 'Grading a whole cohort').")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ag = sub.add_parser("autograde", help="nbgrader autograde of every submission, in parallel")
+    ag.add_argument("assignment")
+    where = ag.add_mutually_exclusive_group()
+    where.add_argument("--gpus", metavar="all|N|LIST",
+                       help="one job per GPU at a time: all visible GPUs, the first N, or a list (0,2)")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="N jobs at a time on the CPU emulator (no GPU visible to them: speed earns nothing)")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:8786)")
+    ag.add_argument("--student", default="*", metavar="GLOB", help="only these students (default: all)")
+    ag.add_argument("--force", action="store_true", help="grade again what is already done")
+    ag.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                    help=f"seconds one submission may take before it is killed (default {DEFAULT_TIMEOUT:.0f})")
+    ag.add_argument("--course", type=Path, help="the course folder (default: this folder if it holds "
+                                                "nbgrader_config.py, else the repository's course/)")
+    ag.add_argument("--report", type=Path, help="also write every job's record as JSON here")
+    args = ap.parse_args(argv)
+
+    root = args.course or (Path.cwd() if (Path.cwd() / "nbgrader_config.py").exists() else ROOT / "course")
+    course = load_course(root)
+    try:
+        assignment = resolve(course, args.assignment)
+    except ValueError as e:
+        print(f"cohort: {e}", file=sys.stderr)
+        return 2
+    check_released(course, assignment)
+    if args.scheduler:
+        engine, gpus = RemoteEngine(args.scheduler), None
+    else:
+        gpus = gpu_ids(args.gpus or "all") if args.workers is None else []
+        if args.gpus and not gpus:
+            print("cohort: no GPU found (nvidia-smi -L lists none); on a CPU-only machine use --workers N",
+                  file=sys.stderr)
+            return 2
+        if not gpus:
+            workers = args.workers or 1
+            print(f"cohort: {workers} emulator worker(s): speed checks need a GPU and award nothing here",
+                  file=sys.stderr)
+        engine = LocalEngine(gpus, args.workers or 1)
+    stopped: list[str] = []
+
+    def _term(signum, frame):  # scancel, timeout, kill: stop like Ctrl-C, keeping what is merged
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _term)
+    try:
+        results, skipped, wall = autograde(course, assignment, engine=engine, force=args.force,
+                                           pattern=args.student, timeout=args.timeout, stopped=stopped)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        engine.close()  # its workers end, and with them any job still running
+    on_gpus = bool(gpus) or (args.scheduler is not None and engine.resources.get("GPU"))
+    text = summary(assignment, results, skipped, wall, engine.labels, bool(on_gpus), course.logs(assignment))
+    if stopped:
+        text += (f"\nStopped before the end: {len(stopped)} submission(s) not graded "
+                 f"({', '.join(stopped[:10])}{' ...' if len(stopped) > 10 else ''}); run the command again to finish.\n")
+    print(text)
+    (course.logs(assignment) / "summary.md").write_text(text)
+    if args.report:
+        args.report.write_text(json.dumps(dict(assignment=assignment, wall_seconds=wall, skipped=skipped,
+                                               stopped=stopped, workers=engine.labels, results=results), indent=1))
+    return 1 if stopped or any(r["status"] != "graded" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

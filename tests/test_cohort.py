@@ -1,0 +1,252 @@
+"""Cohort autograde (grader.classroom.cohort, issue #17) on CPU: the same command an instructor
+runs, on a handful of submissions of 01-memory-layout with the emulator and 2 workers.
+
+The slow part grades the same four submissions (the solution, a partly wrong one, a broken
+kernel, a notebook that kills its own kernel) twice: with one sequential `nbgrader autograde`
+in one course, with the cohort command in another, and compares what nbgrader recorded. A fifth
+submission hangs: the test kills its job from outside (as an OOM killer would), then a rerun
+with a short --timeout must skip the four done ones and time the hang out.
+"""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.classroom import cohort
+from grader.classroom import workflow as classroom
+
+A = "01-memory-layout"
+GRADED = ["broken", "crashing", "partly", "solution"]
+
+
+# ------------------------------------------------------------------ fast checks
+def test_gpu_ids_follow_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert cohort.gpu_ids("all") == ["2", "3"]
+    assert cohort.gpu_ids("1") == ["2"]
+    assert cohort.gpu_ids("0,2") == ["0", "2"]
+    with pytest.raises(SystemExit):
+        cohort.gpu_ids("3")  # more than there are
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert cohort.gpu_ids("all") == []
+
+
+@pytest.fixture(scope="module")
+def small_course(tmp_path_factory):
+    return classroom.new_course(tmp_path_factory.mktemp("cohort-small") / "course")
+
+
+def test_done_means_what_nbgrader_skips(small_course):
+    """Done: autograded/S/A exists and the submission is not newer; --force redoes it."""
+    course = cohort.load_course(small_course)
+    sub = small_course / "submitted" / "alice" / A
+    sub.mkdir(parents=True)
+    (sub / f"{A}.ipynb").write_text("{}")
+    (sub / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
+    assert cohort.submissions(course, A) == ["alice"]
+    assert not cohort.is_done(course, A, "alice")  # nothing autograded yet
+    dest = small_course / "autograded" / "alice" / A
+    dest.mkdir(parents=True)
+    (dest / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
+    assert cohort.is_done(course, A, "alice")
+    assert not cohort.is_done(course, A, "alice", force=True)
+    (sub / "timestamp.txt").write_text("2026-11-23 09:00:00.000000 UTC")  # a resubmission
+    assert not cohort.is_done(course, A, "alice")
+
+
+def test_unknown_or_unreleased_assignment_is_refused(small_course):
+    assert cohort.main(["autograde", "nope", "--course", str(small_course), "--workers", "1"]) == 2
+    with pytest.raises(SystemExit, match="generate_assignment"):
+        cohort.main(["autograde", A, "--course", str(small_course), "--workers", "1"])
+
+
+# ------------------------------------------------------------------ the cohort, end to end (slow)
+def _submissions(work: Path) -> dict[str, Path]:
+    sol = classroom.SOLUTIONS / A / f"{A}.ipynb"
+    nb0 = nbformat.read(sol, as_version=4)
+    index = next(i for i, c in enumerate(nb0.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "index-functions")
+    kernel = next(i for i, c in enumerate(nb0.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-kernel")
+    first = next(i for i, c in enumerate(nb0.cells) if c.cell_type == "code")
+
+    def variant(edit):
+        nb = nbformat.read(sol, as_version=4)
+        edit(nb)
+        return nb
+
+    def wrong_col_major(nb):  # col_major_offset answers row-major: half the index points
+        src = nb.cells[index].source
+        assert "return j * ld + i" in src
+        nb.cells[index].source = src.replace("return j * ld + i", "return i * ld + j")
+
+    def no_semicolon(nb):  # the transpose kernel does not compile
+        src = nb.cells[kernel].source
+        assert "__syncthreads();" in src
+        nb.cells[kernel].source = src.replace("__syncthreads();", "__syncthreads()", 1)
+
+    def insert(code):
+        return lambda nb: nb.cells.insert(first + 1, nbformat.v4.new_code_cell(code))
+
+    made = {"solution": variant(lambda nb: None), "partly": variant(wrong_col_major),
+            "broken": variant(no_semicolon), "crashing": variant(insert("import os\nos._exit(1)")),
+            "hang": variant(insert("import time\ntime.sleep(3600)"))}
+    out = {}
+    for name, nb in made.items():
+        path = work / name / f"{A}.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+        out[name] = path
+    return out
+
+
+def _cohort(course: Path, *args: str, kill: str | None = None, limit: float = 240) -> dict:
+    """Run the instructor's command; with `kill`, SIGKILL that student's job once it has run 2 s."""
+    import psutil
+
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    report = course / f"report-{time.monotonic_ns()}.json"
+    cmd = [sys.executable, "-m", "grader.classroom.cohort", "autograde", A, "--course", str(course),
+           "--report", str(report), *args]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.time() + limit
+    while kill and killed is None and proc.poll() is None and time.time() < deadline:
+        for p in psutil.process_iter(["cmdline", "create_time"]):
+            cl = p.info["cmdline"] or []
+            if "autograde" in cl and "--student" in cl and cl[cl.index("--student") + 1] == kill \
+                    and time.time() - p.info["create_time"] > 2:
+                p.send_signal(signal.SIGKILL)
+                killed = p.pid
+                break
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=max(deadline - time.time(), 1))
+    return dict(rc=proc.returncode, stdout=out, stderr=err, killed=killed,
+                report=json.loads(report.read_text()) if report.exists() else None)
+
+
+def _gradebook_rows(course: Path, student: str) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(A, student)
+        return dict(timestamp=sub.timestamp, score=sub.score,
+                    notebooks={nb.name: (nb.late_submission_penalty,
+                                         sorted((g.name, g.auto_score, g.manual_score, g.needs_manual_grade)
+                                                for g in nb.grades),
+                                         sorted((c.name, c.auto_comment) for c in nb.comments))
+                               for nb in sub.notebooks})
+
+
+def _export(course: Path) -> list[dict]:
+    classroom.nbgrader(course, "export", "--to", "grades.csv")
+    with open(course / "grades.csv") as f:
+        return sorted(csv.DictReader(f), key=lambda r: r["student_id"])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    work = tmp_path_factory.mktemp("cohort")
+    subs = _submissions(work / "subs")
+    seq = classroom.new_course(work / "seq")
+    classroom.release(seq, A)
+    par = work / "par"
+    shutil.copytree(seq, par)  # the same release and gradebook, before any grading
+    (par / "nbgrader_config.py").write_text((seq / "nbgrader_config.py").read_text())
+    for name in GRADED:
+        classroom.submit(seq, name, A, [subs[name]])
+        classroom.submit(par, name, A, [subs[name]])
+    classroom.submit(par, "hang", A, [subs["hang"]])
+
+    def sequential():  # the guide's command: one nbgrader process, one submission after another
+        t0 = time.time()
+        classroom.nbgrader(seq, "autograde", A, "--create")
+        return time.time() - t0
+
+    # The two courses share nothing, so the sequential baseline runs beside the cohort's first
+    # run (both wait on kernels and children much of the time: the wall time, not the CPU, is spent).
+    with ThreadPoolExecutor(1) as pool:
+        baseline = pool.submit(sequential)
+        first = _cohort(par, "--workers", "2", "--timeout", "300", kill="hang")
+        seq_seconds = baseline.result()
+    rerun = _cohort(par, "--workers", "1", "--timeout", "6")
+    return dict(seq=seq, par=par, first=first, rerun=rerun, seq_seconds=seq_seconds)
+
+
+@pytest.mark.slow
+def test_same_scores_as_sequential_autograde(runs):
+    seq, par = classroom.scores(runs["seq"], A), classroom.scores(runs["par"], A)
+    assert set(seq) == set(GRADED)
+    assert {s: par.get(s) for s in GRADED} == seq
+    # the four differ from one another, so a mix-up between students would show
+    assert seq["solution"] == (3.0, 4.0) and seq["partly"][0] < 3.0 and seq["broken"][0] < 3.0, seq
+    for s in GRADED:
+        assert classroom.cell_scores(runs["par"], A, s) == classroom.cell_scores(runs["seq"], A, s), s
+
+
+@pytest.mark.slow
+def test_gradebook_rows_as_nbgrader_writes_them(runs):
+    for s in GRADED:
+        assert _gradebook_rows(runs["par"], s) == _gradebook_rows(runs["seq"], s), s
+
+
+@pytest.mark.slow
+def test_feedback_and_export_work_unchanged(runs):
+    par = runs["par"]
+    classroom.nbgrader(par, "generate_feedback", A)
+    for s in GRADED:
+        page = par / "feedback" / s / A / f"{A}.html"
+        assert page.exists(), s
+        assert "trusted grader" in page.read_text()
+    assert not (par / "feedback" / ".cohort-logs").exists()  # the logs are no student
+    assert _export(par) == _export(runs["seq"])
+
+
+@pytest.mark.slow
+def test_jobs_ran_in_parallel_on_both_workers(runs):
+    first = runs["first"]["report"]["results"]
+    assert {r["worker"] for r in first} == {"cpu0", "cpu1"}
+    spans = sorted((r["start"], r["start"] + r["seconds"]) for r in first)
+    assert any(b0 < a1 for (_, a1), (b0, _) in zip(spans, spans[1:])), spans  # two jobs overlapped
+
+
+@pytest.mark.slow
+def test_killed_job_costs_only_its_submission(runs):
+    first, par = runs["first"], runs["par"]
+    assert first["killed"], "the hang's job was never seen running"
+    by = {r["student"]: r for r in first["report"]["results"]}
+    assert by["hang"]["status"] == "killed", by["hang"]
+    assert all(by[s]["status"] == "graded" for s in GRADED), by
+    assert first["rc"] == 1  # a failure is reported in the exit code
+    assert not (par / "autograded" / "hang").exists()
+    assert "hang" not in classroom.scores(par, A)
+    assert "killed" in (par / "autograded" / ".cohort-logs" / A / "hang.log").read_text()
+
+
+@pytest.mark.slow
+def test_rerun_skips_what_is_done_and_times_out_a_hang(runs):
+    rerun = runs["rerun"]
+    rep = rerun["report"]
+    assert sorted(rep["skipped"]) == GRADED
+    assert [(r["student"], r["status"]) for r in rep["results"]] == [("hang", "timed out")]
+    assert rep["results"][0]["seconds"] < 60
+    assert rerun["rc"] == 1
+
+
+@pytest.mark.slow
+def test_progress_and_summary(runs):
+    first = runs["first"]
+    assert "cpu0:" in first["stderr"] and "cpu1:" in first["stderr"] and "5/5 done" in first["stderr"], first["stderr"]
+    out = first["stdout"]
+    for needle in ("| submissions | 5: 5 graded now, 0 already done", "| failures | 1 |", "| time per submission |",
+                   "| worker-hours (emulator) |", "| cpu0 | emulator |", "- hang: killed"):
+        assert needle in out, (needle, out)
+    print(f"\nsequential nbgrader autograde of {len(GRADED)}: {runs['seq_seconds']:.1f} s; cohort (5 with the "
+          f"hang, 2 workers, beside it): {runs['first']['report']['wall_seconds']:.1f} s")
