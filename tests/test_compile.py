@@ -133,3 +133,34 @@ def test_nvrtc12_leaves_the_text_encoding_alone(nvrtc_of):
     before = locale.getpreferredencoding(False)
     nvrtc_compile(kernels.source("sgemm_naive"), arch=70, stack="cuda12")
     assert locale.getpreferredencoding(False) == before
+
+
+def test_sm70_without_nvrtc12_says_how_to_get_it(monkeypatch):
+    """A CUDA 13 machine without NVRTC 12: one message naming the extra, not a crash."""
+    from grader.runtime import compile as C
+
+    only13 = [nv for nv in C.nvrtc_lib.available() if nv.stack.name == "cuda13"]
+    monkeypatch.setattr(C.nvrtc_lib, "available", lambda: list(only13))
+    with pytest.raises(C.NoCompiler) as e:
+        nvrtc_compile(kernels.source("wmma_gemm_naive"), arch=70)
+    assert "NVRTC 12" in str(e.value) and ".[nvrtc12]" in e.value.hint
+
+
+def test_tc_nvrtc_puts_a_stack_first(monkeypatch, nvrtc_of):
+    from grader.runtime.compile import compiler_for
+
+    nvrtc_of("cuda12")
+    monkeypatch.setenv("TC_NVRTC", "cuda12")
+    assert compiler_for(80).version[0] == 12
+    monkeypatch.setenv("TC_NVRTC", "cuda13")
+    assert compiler_for(80).version[0] == 13
+    assert compiler_for(70).version[0] == 12  # only NVRTC 12 reaches Volta
+
+
+def test_inspect_arch_70_on_a_cpu_machine(nvrtc_of, capsys):
+    from grader.__main__ import main
+
+    nvrtc_of("cuda12")
+    assert main(["inspect", str(kernels.path("wmma_gemm_naive")), "--arch", "70"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled for sm_70 by NVRTC 12.4" in out and "wmma.mma m16n16k16" in out

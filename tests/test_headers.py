@@ -106,3 +106,25 @@ def test_this_machine_has_cuda12_headers_when_nvrtc12_is_installed():
     dirs = include_dirs("cuda12")
     assert any((Path(d) / "crt" / "mma.h").is_file() for d in dirs)
     assert any((Path(d) / "mma.h").is_file() for d in dirs)
+
+
+def test_nvrtc_found_on_the_library_path_after_the_wheels(tmp_path):
+    """A cluster's `module load cuda/12.x` (or .ci/gpu-cuda12's carried NVRTC) sits on
+    LD_LIBRARY_PATH: found after the pinned pip wheel, before a toolkit."""
+    from grader.runtime import nvrtc
+    from grader.runtime.stack import STACKS
+
+    found = nvrtc.candidates(STACKS["cuda12"], paths=[tmp_path / "site"],
+                             env={"LD_LIBRARY_PATH": f"{tmp_path}/mod/lib64:", "CUDA_PATH": str(tmp_path / "tk")})
+    assert found[:3] == [tmp_path / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
+                         tmp_path / "mod/lib64/libnvrtc.so.12", tmp_path / "tk/lib64/libnvrtc.so.12"]
+
+
+def test_headers_beside_each_nvrtc_layout(tmp_path):
+    from grader.runtime.nvrtc import headers_beside
+
+    site = tmp_path / "nvidia"
+    assert headers_beside(site / "cuda_nvrtc/lib/libnvrtc.so.12") == [site / "cuda_runtime/include",
+                                                                      site / "cuda_nvcc/include"]
+    assert headers_beside(site / "cu13/lib/libnvrtc.so.13") == [site / "cu13/include"]
+    assert headers_beside(tmp_path / "cuda-12.4/lib64/libnvrtc.so.12") == [tmp_path / "cuda-12.4/include"]

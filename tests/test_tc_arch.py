@@ -31,7 +31,10 @@ def fake_h100(monkeypatch):
     monkeypatch.setattr(cupy.cuda.runtime, "getDeviceProperties", lambda i: props)
     monkeypatch.setattr(cupy.cuda.runtime, "driverGetVersion", lambda: 13000)
     monkeypatch.setattr(cupy.cuda.runtime, "runtimeGetVersion", lambda: 13000)
+    from grader.runtime import backend
+
     monkeypatch.setattr(device, "has_gpu", lambda: True)
+    monkeypatch.setattr(backend, "has_gpu", lambda: True)  # backend.pick holds its own reference
     device.device_info.cache_clear()
     yield
     device.device_info.cache_clear()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import re
 import sys
 
 import numpy as np
@@ -27,20 +28,36 @@ from grader.problems import fragments
 from grader.runtime import kernels
 from grader.runtime.errors import CompileError
 
-LADDER = (70, 75, 80)
+LADDER = (70, 75, 80)  # what this proof is about; a kernel that needs sm_90 is named, not run
 NOT_JUDGED = ("add_bias_guess", "add_bias_positional")  # wrong by design (notebook 05)
 
 
-def lowest_arch(source: str, options=(), stack: str = "cuda12") -> tuple[int | None, str]:
-    """The first arch of LADDER the source compiles for with `stack`'s NVRTC, and why the
-    lower ones failed (their first error line)."""
+def declared_arch(source: str) -> int | None:
+    """The arch a kernel file's header says it requires (`Requires: sm_80`, `sm_90a` -> 90)."""
+    m = re.search(r"Requires:\s*sm_(\d+)", source)
+    return int(m[1]) if m else None
+
+
+def lowest_arch(source: str, options=(), stack: str = "cuda12", entries=()) -> tuple[int | None, str]:
+    """The first arch of LADDER the source compiles for with `stack`'s NVRTC, with every entry
+    point in `entries` present (a file may keep an entry for newer GPUs behind __CUDA_ARCH__),
+    and why the lower ones failed (their first error line)."""
     from grader.runtime.compile import nvrtc_compile
 
     why = []
-    for arch in LADDER:
+    floor = declared_arch(source) or LADDER[0]
+    for arch in (*LADDER, 90):
+        if arch < floor:  # the file says so (inline PTX such as ldmatrix is only checked by ptxas)
+            why.append(f"sm_{arch}: the file requires sm_{floor}")
+            continue
         try:
-            nvrtc_compile(source, arch=arch, options=tuple(options), resources=False, stack=stack)
-            return arch, "; ".join(why)
+            # resources=True: ptxas compiles the PTX for sm_XX too, which is what rejects inline
+            # PTX an arch lacks (NVRTC passes asm through), as the driver's JIT would
+            ptx = nvrtc_compile(source, arch=arch, options=tuple(options), resources=True, stack=stack).ptx
+            missing = [e for e in entries if not re.search(rf"\.entry {re.escape(e)}\(", ptx)]
+            if not missing:
+                return arch, "; ".join(why)
+            why.append(f"sm_{arch}: no entry {', '.join(missing)}")
         except CompileError as e:
             first = next((d.message for d in e.diagnostics if d.severity == "error"), str(e).splitlines()[0])
             hint = f" ({e.hint})" if e.hint and "sm_80" in e.hint else ""
@@ -71,20 +88,43 @@ def _probe_rows(module, arch: int, layout: int) -> list[dict]:
 def prove(items=None, stack: str = "cuda12", backend: str = "gpu", progress=print) -> list[dict]:
     """One row per item: the lowest arch it compiles for with `stack`'s NVRTC, and each case
     judged against float64 (or the expected fragment map) after running that code."""
+    saved = os.environ.get("TC_NVRTC")
+    os.environ["TC_NVRTC"] = stack  # the GPU loader compiles with this stack's NVRTC too
+    try:
+        return _prove(items, stack, backend, progress)
+    finally:
+        if saved is None:
+            os.environ.pop("TC_NVRTC", None)
+        else:
+            os.environ["TC_NVRTC"] = saved
+
+
+def _prove(items, stack: str, backend: str, progress) -> list[dict]:
     from grader.runtime.backend import load
     from grader.runtime.device import device_info
 
-    os.environ["TC_NVRTC"] = stack  # the GPU loader compiles with this stack's NVRTC too
     rows = []
     for item in items or X.ITEMS:
         src = kernels.source(item.file)
+        row = dict(item=item.name, file=item.file, arch=None, why="", cases=0, worst=0.0, ok=True, notes=[])
+        rows.append(row)
+        needs = declared_arch(src)
+        if needs is not None and needs > LADDER[-1]:  # Hopper-only (wgmma, TMA): not a T4/V100 question
+            row["why"] = f"needs sm_{needs}: beyond what this proof is about (sm_70..sm_80)"
+            continue
+        if backend == "emu" and getattr(item, "gpu_only", ""):
+            row["why"] = f"GPU only: {item.gpu_only}"
+            continue
         if item.file == "fragment_probe":
             arch, why = 70, "sm_70/75: without the bf16/tf32/fp64 probes (they need sm_80)"
             src = fragments.probe_source(arch)
         else:
-            arch, why = lowest_arch(src, item.options, stack)
-        row = dict(item=item.name, file=item.file, arch=arch, why=why, cases=0, worst=0.0, ok=True, notes=[])
-        rows.append(row)
+            entries = {X.entry_of(item, c) for c in item.cases(np.random.default_rng(X.SEED))}
+            arch, why = lowest_arch(src, item.options, stack, sorted(entries))
+        if arch is not None and arch > LADDER[-1]:
+            row["why"] = f"needs sm_{arch}: beyond what this proof is about (sm_70..sm_80)"
+            continue
+        row.update(arch=arch, why=why)
         if arch is None:
             row.update(ok=False, worst=float("inf"))
             continue
@@ -119,7 +159,7 @@ def table(rows: list[dict]) -> str:
              "|---|---|---|---|---|---|"]
     for r in rows:
         notes = "; ".join(x for x in [r["why"], *r["notes"]] if x).replace("|", "/")
-        lines.append(f"| {r['item']} | {'sm_' + str(r['arch']) if r['arch'] else 'none'} | {r['cases']} | "
+        lines.append(f"| {r['item']} | {'sm_' + str(r['arch']) if r['arch'] else '-'} | {r['cases']} | "
                      f"{X._fmt(r['worst'])} | {'yes' if r['ok'] else '**no**'} | {notes} |")
     by_arch = {a: sum(1 for r in rows if r["arch"] == a) for a in LADDER}
     lines.append(f"\n{sum(r['ok'] for r in rows)} of {len(rows)} items right; lowest arch: "

@@ -104,12 +104,18 @@ def resolve(candidates: list[Path], required: dict[str, str] = REQUIRED, stack: 
 def include_dirs(stack: str | None = None) -> tuple[str, ...]:
     """The include folders of `stack` on this machine (default: the stack CuPy belongs to, or
     CUDA 13 without CuPy), cached."""
+    from grader.runtime import nvrtc
+
     if stack is None:
         from grader.runtime.stack import in_use
 
         s = in_use()
         stack = s.name if s else DEFAULT
-    return tuple(str(d) for d in resolve(candidate_dirs(stack=stack), stack=stack))
+    # the headers that came with this stack's NVRTC, wherever it was found, go first
+    nv = nvrtc.load(stack)
+    beside = nvrtc.headers_beside(nv.path) if nv is not None else []
+    dirs = beside + [d for d in candidate_dirs(stack=stack) if d not in beside]
+    return tuple(str(d) for d in resolve(dirs, stack=stack))
 
 
 def include_options(stack: str | None = None) -> list[str]:

@@ -46,15 +46,27 @@ def _paths() -> list[Path]:
 
 
 def candidates(stack: Stack, paths: list[Path] | None = None, env: dict | None = None) -> list[Path]:
-    """Where `stack`'s libnvrtc may be: the pip wheels first (the pinned version), then a
+    """Where `stack`'s libnvrtc may be: the pip wheels first (the pinned version), then the
+    library path (a cluster's `module load cuda`; .ci/gpu-cuda12's carried NVRTC), then a
     toolkit (CUDA_PATH, CUDA_HOME, /usr/local/cuda)."""
     env = os.environ if env is None else env
     found = [p / rel for p in (_paths() if paths is None else paths) for rel in stack.nvrtc]
     so = f"libnvrtc.so.{stack.cuda}"
+    found += [Path(d) / so for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     for root in [env.get("CUDA_PATH"), env.get("CUDA_HOME"), "/usr/local/cuda"]:
         if root:
             found += [Path(root) / "lib64" / so, Path(root) / "lib" / so]
     return found
+
+
+def headers_beside(lib: Path) -> list[Path]:
+    """The include folders that come with the libnvrtc at `lib`: the sibling wheels' for pip's
+    layout (nvidia/cuda_nvrtc/lib -> nvidia/cuda_runtime/include, nvidia/cuda_nvcc/include;
+    nvidia/cu13/lib -> nvidia/cu13/include), a toolkit's include/ for lib64/."""
+    lib = Path(lib).parent
+    if lib.parent.name == "cuda_nvrtc":
+        return [lib.parent.parent / "cuda_runtime" / "include", lib.parent.parent / "cuda_nvcc" / "include"]
+    return [lib.parent / "include"]
 
 
 class Nvrtc:
