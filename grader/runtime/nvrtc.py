@@ -16,8 +16,11 @@ from pathlib import Path
 from grader.runtime.stack import STACKS, Stack
 
 
-_libc = ctypes.CDLL(None)
-_libc.uselocale.argtypes, _libc.uselocale.restype = [ctypes.c_void_p], ctypes.c_void_p
+try:
+    _uselocale = ctypes.CDLL(None).uselocale  # POSIX; the course runs on Linux
+    _uselocale.argtypes, _uselocale.restype = [ctypes.c_void_p], ctypes.c_void_p
+except (OSError, TypeError, AttributeError):  # pragma: no cover - not a POSIX libc
+    _uselocale = None
 
 
 class _KeepLocale:
@@ -26,10 +29,11 @@ class _KeepLocale:
     thread's locale back after every call."""
 
     def __enter__(self):
-        self.saved = _libc.uselocale(None)
+        self.saved = _uselocale(None) if _uselocale else None
 
     def __exit__(self, *exc):
-        _libc.uselocale(self.saved)
+        if _uselocale:
+            _uselocale(self.saved)
 
 
 class NvrtcFailed(Exception):
