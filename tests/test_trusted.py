@@ -236,3 +236,22 @@ def test_timed_output_is_judged(exercise):
     assert C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat, unwritten=5)).kind == "unwritten"
     fast = _perf(ex, launch, 7, flat, ratio=ex.ceiling * 1.1)
     assert C._timed_output_item(ex, launch, 7, flat, fast).kind == "impossible-speed"
+
+
+@needs_bwrap
+def test_nested_sandbox_when_bwrap_lives_in_tmp(tmp_path, monkeypatch):
+    """On the GPU machines bwrap is unpacked under /tmp, which a sandbox replaces: a sandboxed
+    grader must still see it to sandbox its own children (seen failing on an H100)."""
+    import shutil as sh
+
+    local = Path("/tmp") / f"tc-bw-{os.getpid()}"
+    local.mkdir(exist_ok=True)
+    sh.copy(sandbox.tool(), local / "bwrap")
+    monkeypatch.setenv("PATH", f"{local}{os.pathsep}{os.environ['PATH']}")
+    try:
+        assert sandbox.tool() == str(local / "bwrap")
+        out = subprocess.run(sandbox.wrap(sandbox.wrap(["sh", "-c", "echo nested"])), capture_output=True,
+                             text=True, timeout=60)
+        assert out.stdout.strip() == "nested", out.stderr
+    finally:
+        sh.rmtree(local, ignore_errors=True)

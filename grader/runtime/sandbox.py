@@ -68,11 +68,13 @@ def _empty_file() -> str:
 
 
 def _python_roots() -> list[str]:
-    """Where this Python finds its packages (and the course's package), when they lie in a
-    folder the sandbox replaces: /tmp holds them on machines with carried wheels."""
+    """Where this Python finds its packages (and the course's package, and bwrap), when they lie
+    in a folder the sandbox replaces: /tmp holds them on machines with carried wheels."""
     import grader
 
     roots = [p for p in sys.path if p and os.path.isdir(p)] + [os.path.dirname(os.path.dirname(grader.__file__))]
+    if tool():  # a sandboxed grader starts sandboxed children: bwrap itself must stay visible
+        roots.append(os.path.dirname(os.path.realpath(tool())))
     out = []
     for p in roots:
         p = os.path.realpath(p)
