@@ -27,7 +27,12 @@ def _inspect(args) -> int:
         print(f"cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 2
     try:
-        out = nvrtc_compile(source, arch=args.arch, options=args.define)
+        if args.arch == "90a":  # wgmma, setmaxnreg: the arch-specific Hopper target
+            from grader.bench.mma import nvrtc_sm90a
+
+            out = nvrtc_sm90a(source, args.define)
+        else:
+            out = nvrtc_compile(source, arch=int(args.arch), options=args.define)
     except CompileError as e:
         print(f"{args.file}: {e}", file=sys.stderr)
         return 1
@@ -105,8 +110,9 @@ def main(argv=None) -> int:
     p = sub.add_parser("inspect", help="compile a .cu file with NVRTC (no GPU needed) and show "
                                        "registers, shared memory, spills and tensor-core instructions")
     p.add_argument("file")
-    p.add_argument("--arch", type=int, default=90, choices=(70, 75, 80, 86, 89, 90),
-                   help="target GPU: 70 Volta (needs NVRTC 12), 75 Turing, 80/86 Ampere, 89 Ada, 90 Hopper")
+    p.add_argument("--arch", default="90", choices=("70", "75", "80", "86", "89", "90", "90a"),
+                   help="target GPU: 70 Volta (needs NVRTC 12), 75 Turing, 80/86 Ampere, 89 Ada, 90 Hopper, "
+                        "90a Hopper with wgmma/setmaxnreg")
     p.add_argument("-D", dest="define", action="append", default=[], type=lambda s: f"-D{s}",
                    help="preprocessor definition, e.g. -D TILE=16")
     p.add_argument("--ptx", action="store_true", help="also print the PTX")

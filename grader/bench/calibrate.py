@@ -24,7 +24,9 @@ from grader.runtime.device import device_info
 # shared memory), which bench_wmma measures slower than the naive kernel (3.4% vs 4.3%, H100).
 PREVIOUS = {"transpose": ("transpose_naive", {}), "sgemm-tiled": ("sgemm_naive", {}),
             "wmma-gemm-fast": ("wmma_gemm_smem",
-                               next(r for r in LADDER if r.file == "wmma_gemm_smem").launch)}
+                               next(r for r in LADDER if r.file == "wmma_gemm_smem").launch),
+            # notebook 06's best rung, its entry point renamed to mma_gemm (same contract otherwise)
+            "mma-gemm": ("wmma_gemm_fragdb", next(r for r in LADDER if r.file == "wmma_gemm_fragdb").launch)}
 
 
 def rows():
@@ -37,7 +39,10 @@ def rows():
                    passed=v.passed, speed=v.speed, headline=v.headline)
         if ex.id in PREVIOUS:
             name, launch = PREVIOUS[ex.id]
-            p = check(ex.id, kernels.source(name), backend="gpu", **launch)
+            src = kernels.source(name)
+            if f" {ex.kernel}(" not in src:
+                src = src.replace(" wmma_gemm(", f" {ex.kernel}(")
+            p = check(ex.id, src, backend="gpu", **launch)
             row["previous"] = (name, p.speed["ratio"] if p.speed else None, p.score)
         out.append(row)
         print(_line(row), flush=True)

@@ -38,6 +38,10 @@ class Item:
     kernel: str  # entry point (a case may name another through its label, see cases())
     options: tuple[str, ...]
     cases: Callable[[np.random.Generator], list[Case]]
+    # why the emulator cannot run it (e.g. wgmma/TMA): then the GPU output is judged against the
+    # float64 reference alone, and `load` builds the GPU module (None: backend.load)
+    gpu_only: str = ""
+    load: Callable[[], object] | None = None
 
 
 @dataclass
@@ -245,15 +249,58 @@ def _illegal(rng):
     return cases
 
 
+def _mma_items() -> list[Item]:
+    """Notebook 10: the mma.sync rungs (mma_gemm_tuned is exercise mma-gemm's reference), the fp64
+    DMMA rung, the register-only ceilings, the ldmatrix layouts and the GPU-only wgmma rung."""
+    from grader.bench import mma as bench_mma
+    from grader.problems.mma import ldsm_layout_reference, peak_reference
+
+    items = []
+    for rung in bench_mma.LADDER[:2] + [bench_mma.DMMA]:
+        spec = rung.spec()
+        bm, bn, bk = spec.multiple
+        items.append(_gemm_item(rung.name, rung.file, spec, [(bm, 2 * bn, 5 * bk), (2 * bm, bn, 3 * bk)]))
+
+    def peak(k, dtype, warps=4, niter=5):
+        def cases(rng):
+            A, B = _u(rng, warps * 16 * k, dtype), _u(rng, warps * 8 * k, dtype)
+            ref, bound = peak_reference(A, B, warps, niter, k)
+            out = poisoned(warps * 128, np.float64 if dtype == np.float64 else np.float32)
+            return [Case(f"{warps} warps, niter {niter}", [A, B, out, niter], [2], (2, 1, 1), (64, 1, 1), 0,
+                         {2: Expected(ref, bound)})]
+        return cases
+
+    items.append(Item("mma_peak_niter", "mma_peak_niter", "mma_peak_niter", (), peak(16, np.float16)))
+    for k in (4, 8, 16):
+        items.append(Item(f"mma_peak_niter_f64 (m16n8k{k})", "mma_peak_niter_f64", "mma_peak_niter_f64",
+                          (f"-DF64_K={k}",), peak(k, np.float64)))
+
+    def layouts(rng, warps=4, iters=7):
+        M = _u(rng, (64, 64), np.float16)
+        ref = ldsm_layout_reference(M, warps, iters).astype(np.float64)
+        return [Case(f"{warps} warps, {iters} rounds", [M.ravel(), np.zeros(warps * 32, np.uint32), iters], [1],
+                     (2, 1, 1), (64, 1, 1), 0, {1: Expected(ref, 0.0, exact=True)})]
+
+    for layout in (0, 1, 2):
+        items.append(Item(f"ldmatrix_layouts (LAYOUT={layout})", "ldmatrix_layouts", "ldsm_layout",
+                          (f"-DLAYOUT={layout}",), layouts))
+    w = bench_mma.WGMMA
+    items.append(Item(w.name, w.file, "hgemm_wgmma", w.options,
+                      lambda rng: [gemm_case(w.spec(), M, N, K, rng) for M, N, K in ((128, 256, 320), (256, 512, 128))],
+                      gpu_only="wgmma.mma_async, TMA and mbarriers (sm_90a); the emulator does not model them",
+                      load=lambda: bench_mma.WgmmaGemm(w)))
+    return items
+
+
 def _items() -> list[Item]:
     items = [
         _exercise_item("transpose"), _exercise_item("sgemm-naive"), _exercise_item("sgemm-tiled"),
         _exercise_item("wmma-gemm"), _exercise_item("wmma-gemm-any-size", ({"M": 1, "N": 1, "K": 1},)),
         _exercise_item("wmma-gemm-epilogue"), _exercise_item("fragment-probe"),
         _exercise_item("wmma-gemm-fast"), _exercise_item("dmma-gemm"), _exercise_item("im2col"),
-        _exercise_item("conv2d-wmma"),
+        _exercise_item("conv2d-wmma"), _exercise_item("mma-gemm"),
     ]
-    items += _ladder_items() + _precision_items() + _regblock_items()
+    items += _ladder_items() + _precision_items() + _regblock_items() + _mma_items()
     items += [
         Item("transpose_naive", "transpose_naive", "transpose", (), _transpose_naive),
         Item("conv2d_direct_tiled", "conv2d_direct_tiled", "conv2d_direct", (), _conv_direct),
@@ -314,6 +361,10 @@ def cross_check(items=None, backends=("gpu", "emu"), seed: int = SEED, progress=
     rows = []
     for item in items or ITEMS:
         src = kernels.source(item.file)
+        if item.gpu_only and "emu" in backends:
+            if "gpu" in backends:  # the GPU's output against float64 only
+                rows += _gpu_only_rows(item, seed, progress)
+            continue
         mods = {b: load(src, b, item.options) for b in dict.fromkeys(backends)}
         rng = np.random.default_rng(seed)
         for case in item.cases(rng):
@@ -333,6 +384,23 @@ def cross_check(items=None, backends=("gpu", "emu"), seed: int = SEED, progress=
                 if progress:
                     progress(f"  {item.name:42s} {case.label:34s} "
                              f"{'agree' if agree.ok else 'DIFFER'} ({100 * agree.identical:.1f}% identical)")
+    return rows
+
+
+def _gpu_only_rows(item: Item, seed: int, progress) -> list[dict]:
+    from grader.runtime.backend import load
+
+    module = item.load() if item.load else load(kernels.source(item.file), "gpu", item.options)
+    rows = []
+    for case in item.cases(np.random.default_rng(seed)):
+        out = run_case(module, entry_of(item, case), case)
+        for pos in case.outputs:
+            ratio = _vs_reference(out[pos], case.expected[pos])
+            rows.append(dict(item=f"{item.name} (GPU only: {item.gpu_only})", file=item.file, case=case.label,
+                             output=pos, first_vs_ref=ratio, second_vs_ref=None, agree=ratio <= 1.0, worst=0.0,
+                             identical=0.0, n_bad=0))
+            if progress:
+                progress(f"  {item.name:42s} {case.label:34s} GPU only: {'ok' if ratio <= 1 else 'WRONG'}")
     return rows
 
 

@@ -169,6 +169,24 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # cuDNN ran 2.1x faster than this reference, i.e. ~4.5x the baseline (RESULTS-conv.md):
         # 6x the baseline is past what the library itself reaches.
         race_check=True, ceiling=6.0),
+    Exercise(
+        "mma-gemm", "mma.sync GEMM: ldmatrix, swizzled shared memory, epilogue from registers", "mma_gemm",
+        P.Gemm(launch_rule="block"), "mma_gemm_tuned",
+        "C = A B, A and B fp16, C fp32, row-major, with PTX mma.sync m16n8k16 (no WMMA). Launch as "
+        "wmma-gemm-fast: block_m x block_n tile of C per block, block_k, threads, dynamic shared memory "
+        "bytes, reaching your code as -DBLOCK_M, -DBLOCK_N, -DBLOCK_K, -DTHREADS; grid = (N/block_n, "
+        "M/block_m), blockIdx.x along the columns. M, N multiples of the block tile, K of block_k. "
+        "Speed: ratio to cuBLAS fp16 at 4096^3.",
+        # 128x256x160: 5 k-tiles of 32 at the default launch (>= STAGES + 1), so every buffer is refilled
+        cpu_sizes=(_g(128, 256, 160), _g(256, 256, 96)),
+        gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
+        # PROVISIONAL, not measured: calibrate on an H100/H200 by the course's rule (the reference,
+        # kernels/mma_gemm_tuned.cu, must beat the target by 1.3x; notebook 06's best,
+        # wmma_gemm_fragdb at ~50-56% of cuBLAS fp16, must miss it): python -m grader.bench.mma,
+        # then python -m grader.bench.calibrate. 0.58 assumes the reference reaches >= 75%.
+        perf_size=_g(4096, 4096, 4096), tensor_cores=True, min_arch=80,
+        launch_defaults=dict(block_m=128, block_n=256, block_k=32, threads=256, shared_mem=98304),
+        floor=0.30, target=0.58, points_speed=2.0, race_check=True),
 ]}
 
 

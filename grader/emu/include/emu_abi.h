@@ -32,7 +32,7 @@ typedef void (*__emu_combine_fn)(void** payloads, unsigned mask);
 enum {
   EMU_OP_SHFL = 1, EMU_OP_SHFL_UP, EMU_OP_SHFL_DOWN, EMU_OP_SHFL_XOR, EMU_OP_VOTE,
   EMU_OP_SYNCWARP, EMU_OP_WMMA_LOAD, EMU_OP_WMMA_STORE, EMU_OP_WMMA_MMA, EMU_OP_REDUCE,
-  EMU_OP_MATCH
+  EMU_OP_MATCH, EMU_OP_PTX_MMA, EMU_OP_LDMATRIX
 };
 
 #ifdef __cplusplus

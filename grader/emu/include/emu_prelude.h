@@ -653,5 +653,6 @@ EMU_AI void cp_touch(const void* p, unsigned bytes, int write, int line) {
 }  // namespace emu
 
 #include "emu_wmma.h"
+#include "emu_ptx.h"  // inline PTX (translate.py rewrites asm statements into its calls)
 
 #endif  // EMU_PRELUDE_H

@@ -203,6 +203,8 @@ const char* op_name(int kind) {
     case EMU_OP_WMMA_MMA: return "wmma::mma_sync";
     case EMU_OP_REDUCE: return "__reduce_*_sync";
     case EMU_OP_MATCH: return "__match_any_sync";
+    case EMU_OP_PTX_MMA: return "mma.sync (inline PTX)";
+    case EMU_OP_LDMATRIX: return "ldmatrix (inline PTX)";
   }
   return "warp collective";
 }

@@ -1,0 +1,303 @@
+// Inline PTX on the CPU emulator: the forms the course's mma.sync kernels use (notebook 10).
+//
+// translate.py reads every `asm(...)` statement, checks that each PTX instruction in its
+// template is one of the forms below (anything else is refused at compile time, naming the
+// instruction), and rewrites the statement into calls of this header on one line (the user's
+// line numbers are kept). Operands become Slots: an output operand writes through to its C++
+// lvalue, an input operand holds its value, a `.reg` the template declares is a local Slot.
+//
+//   mma.sync.aligned.m16n8k16 / m16n8k8 .row.col .f32|.f16 .f16|.bf16 ... (f16/bf16 in)
+//   mma.sync.aligned.m8n8k4 / m16n8k4 / m16n8k8 / m16n8k16 .row.col.f64.f64.f64.f64
+//   ldmatrix.sync.aligned.m8n8.x1|x2|x4{.trans}{.shared{::cta}}.b16
+//   cp.async.ca|cg.shared{::cta}.global{.L2::64B|128B|256B} [dst], [src], 4|8|16{, src-size}
+//   cp.async.commit_group, cp.async.wait_group N, cp.async.wait_all
+//   cvta.to.shared / cvta.shared .u32|.u64, cvt.u32.u64, cvt.u64.u32, mov.b32|u32|s32|b64|u64
+//
+// Fragment layouts: PTX ISA 9.1, section 9.7.14.5 "Matrix multiply-accumulate operation using
+// mma instruction" (9.7.14.5.6-9.7.14.5.8 for m16n8k4/k8/k16, "Matrix Fragments for
+// mma.m8n8k4 with .f64" for m8n8k4) and 9.7.14.5.15 "ldmatrix" (Figure 104); tests/emu/
+// test_emu_ptx.py checks every form against those formulas, written out independently.
+// g = lane >> 2, t = lane & 3, element i of a lane's fragment, (r, c) in that operand's matrix:
+//   f16/bf16 m16n8k16  A (16x16, 4 regs, 2 elements each, low half first):
+//                         r = g + 8*((i>>1)&1), c = 2t + (i&1) + 8*(i>>2)
+//                      B (16x8, 2 regs): r = 2t + (i&1) + 8*(i>>1), c = g
+//   f16/bf16 m16n8k8   A (16x8, 2 regs): r = g + 8*(i>>1), c = 2t + (i&1);  B (8x8, 1 reg): r = 2t + i, c = g
+//   f64 m16n8k4        A: r = g + 8i, c = t;  B: r = t, c = g
+//   f64 m16n8k8/k16    A: r = g + 8*(i&1), c = t + 4*(i>>1);  B: r = t + 4i, c = g
+//   f64 m8n8k4         A: (g, t);  B: (t, g);  C/D (2 regs): (g, 2t + i)
+//   C/D of every m16n8 shape (4 f32/f64 regs, or 2 f16x2 regs): r = g + 8*(i>>1), c = 2t + (i&1)
+//   ldmatrix: lanes 8j..8j+7 give the row addresses (16 bytes each) of matrix j; register j of
+//     lane l holds row g, columns 2t, 2t+1 of matrix j (low half first); .trans: rows 2t, 2t+1
+//     of column g, i.e. the matrix transposed.
+// mma numerics as WMMA here: exact products, summed in k order in float (double for f64) from
+// C; an f16 D is rounded once at the end. The hardware's order and truncation differ in the
+// last bits (FACTS.md, numerics).
+//
+// Shared-memory addresses: a 32-bit "shared window" address (what cvta.to.shared and
+// __cvta_generic_to_shared give, what .shared operands take) keeps the low 20 bits of the real
+// address and puts a slot number in bits 20-31 that names its 1 MiB-aligned region (slots are
+// taken in pairs, so an array that crosses a 1 MiB boundary stays contiguous). So offsets, XOR
+// swizzles and comparisons on these addresses behave as on a GPU; an address no cvta gave is
+// reported, not followed.
+#ifndef EMU_PTX_H
+#define EMU_PTX_H
+#define EMU_PTX_VERSION 1
+
+namespace emu {
+namespace ptx {
+
+// ---------------------------------------------------------------- shared window addresses
+struct Window {
+  uintptr_t base[4096];  // slot -> 1 MiB-aligned region (slot 0: never used, so 0 is no address)
+  unsigned n = 0;        // slots taken: 1..n
+  unsigned last = 0;     // the slot of the last lookup (a kernel asks for the same region again and again)
+};
+inline Window g_window;
+
+__attribute__((noinline, noreturn)) inline void bad_shared(const char* what, unsigned long long a, int line) {
+  char msg[320];
+  snprintf(msg, sizeof msg,
+           "%s: 0x%llx is not a shared-memory address (the .shared state space takes what cvta.to.shared "
+           "or __cvta_generic_to_shared gives for a pointer into __shared__ memory)", what, a);
+  __emu_fault("crash", msg, 0, -1, -1, line);
+}
+
+EMU_AI unsigned to_shared(const void* p) {
+  const uintptr_t u = (uintptr_t)p, region = u & ~(uintptr_t)0xFFFFF;
+  Window& w = g_window;
+  if (w.last && w.base[w.last] == region) return (w.last << 20) | (unsigned)(u & 0xFFFFF);
+  for (unsigned s = 1; s <= w.n; ++s)
+    if (w.base[s] == region) { w.last = s; return (s << 20) | (unsigned)(u & 0xFFFFF); }
+  if (w.n + 2 >= 4096) __emu_fault("crash", "too many shared-memory regions for the emulator's cvta", 0, -1, -1, 0);
+  const unsigned s = w.n + 1;
+  w.base[s] = region;
+  w.base[s + 1] = region + 0x100000;  // the next MiB, so (address + offset) stays contiguous
+  w.n += 2;
+  w.last = s;
+  return (s << 20) | (unsigned)(u & 0xFFFFF);
+}
+
+EMU_AI void* from_shared(unsigned long long a, const char* what, int line) {
+  const unsigned s = (unsigned)(a >> 20);
+  if (a >> 32 || s == 0 || s > g_window.n) bad_shared(what, a, line);
+  return (void*)(g_window.base[s] + (uintptr_t)(a & 0xFFFFF));
+}
+}  // namespace ptx
+}  // namespace emu
+
+// CUDA's conversions between generic pointers and shared-window addresses
+EMU_AI size_t __cvta_generic_to_shared(const void* p) { return (size_t)::emu::ptx::to_shared(p); }
+EMU_AI void* __cvta_shared_to_generic(size_t a) { return ::emu::ptx::from_shared(a, "__cvta_shared_to_generic", 0); }
+
+namespace emu {
+namespace ptx {
+
+// ---------------------------------------------------------------- operands
+struct Slot {
+  void* p;                   // the C++ lvalue of an output operand, else 0
+  unsigned long long v;      // the value (bits), low bytes first
+  unsigned char size;        // bytes written through p
+};
+template <class T> EMU_AI unsigned long long bits_of(const T& x) {
+  const typename value_of<T>::type& y0 = x;  // a checked __shared__ element: its value
+  auto y = +y0;                              // arrays decay to pointers
+  unsigned long long b = 0;
+  memcpy(&b, &y, sizeof(y) < 8 ? sizeof(y) : 8);
+  return b;
+}
+template <class T> EMU_AI Slot out(T& x) {
+  Slot s; s.p = (void*)&x; s.v = 0; s.size = sizeof(T) < 8 ? sizeof(T) : 8; return s;
+}
+template <class T> EMU_AI Slot inout(T& x) { Slot s = out(x); memcpy(&s.v, &x, s.size); return s; }
+template <class T> EMU_AI Slot in(const T& x) { Slot s; s.p = 0; s.v = bits_of(x); s.size = 8; return s; }
+EMU_AI Slot imm(long long v) { Slot s; s.p = 0; s.v = (unsigned long long)v; s.size = 8; return s; }
+EMU_AI Slot reg() { Slot s; s.p = 0; s.v = 0; s.size = 8; return s; }
+EMU_AI void set(Slot* s, unsigned long long v) {
+  s->v = v;
+  if (s->p) memcpy(s->p, &s->v, s->size);
+}
+
+// ---------------------------------------------------------------- scalar instructions
+EMU_AI void mov(Slot* d, const Slot* a, int bits) {
+  set(d, bits == 64 ? a->v : (a->v & 0xFFFFFFFFull));
+}
+EMU_AI void cvta_to_shared(Slot* d, const Slot* a) { set(d, to_shared((const void*)(uintptr_t)a->v)); }
+EMU_AI void cvta_shared(Slot* d, const Slot* a, int line) {
+  set(d, (unsigned long long)(uintptr_t)from_shared(a->v & 0xFFFFFFFFull, "cvta.shared", line));
+}
+
+// cp.async: the runner's __pipeline_memcpy_async (same ordering, same fault reports)
+EMU_AI void cp_async(int line, const Slot* dst, long long doff, bool dst_shared, const Slot* src, long long soff,
+                     unsigned size, const Slot* src_size) {
+  void* d = dst_shared ? from_shared(dst->v + doff, "cp.async destination", line) : (void*)(uintptr_t)(dst->v + doff);
+  const void* s = (const void*)(uintptr_t)(src->v + soff);
+  unsigned long long zfill = 0;
+  if (src_size) {
+    const unsigned long long n = src_size->v & 0xFFFFFFFFull;
+    if (n > size) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "cp.async: src-size %llu is larger than cp-size %u", n, size);
+      __emu_fault("async-copy", msg, 0, -1, -1, line);
+    }
+    zfill = size - n;  // the bytes past src-size are written with zeros
+  }
+  __emu_cp_async(d, s, size, zfill, line);
+}
+
+// ---------------------------------------------------------------- warp collectives
+__attribute__((noinline)) inline void whole_warp(const char* what, int line) {
+  unsigned n = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
+  unsigned have = n - (unsigned)__emu_cur->warp * 32u;
+  if (have < 32) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s needs all 32 lanes of a warp, but warp %d of this block has only %u threads "
+             "(block of %u threads)", what, __emu_cur->warp, have, n);
+    __emu_fault("partial-warp-collective", msg, 0, -1, -1, line);
+  }
+}
+
+enum { F16 = 0, BF16 = 1, F32 = 2, F64 = 3 };
+
+// (r, c) of element i of a lane's A (M x K), B (K x N) or C/D (M x N) fragment (table above)
+EMU_AI void a_rc(int M, int K, bool f64, int lane, int i, int& r, int& c) {
+  const int g = lane >> 2, t = lane & 3;
+  if (M == 8) { r = g; c = t; return; }  // f64 m8n8k4
+  if (f64) {
+    if (K == 4) { r = g + 8 * i; c = t; }
+    else { r = g + 8 * (i & 1); c = t + 4 * (i >> 1); }
+    return;
+  }
+  if (K == 16) { r = g + 8 * ((i >> 1) & 1); c = 2 * t + (i & 1) + 8 * (i >> 2); }
+  else { r = g + 8 * (i >> 1); c = 2 * t + (i & 1); }
+}
+EMU_AI void b_rc(int M, int K, bool f64, int lane, int i, int& r, int& c) {
+  const int g = lane >> 2, t = lane & 3;
+  c = g;
+  if (M == 8 || f64) r = t + 4 * i;
+  else if (K == 16) r = 2 * t + (i & 1) + 8 * (i >> 1);
+  else r = 2 * t + i;
+}
+EMU_AI void c_rc(int M, int lane, int i, int& r, int& c) {
+  const int g = lane >> 2, t = lane & 3;
+  if (M == 8) { r = g; c = 2 * t + i; return; }
+  r = g + 8 * (i >> 1); c = 2 * t + (i & 1);
+}
+
+EMU_AI double elem(unsigned long long bits, int type) {
+  if (type == F16) return (double)__builtin_bit_cast(_Float16, (unsigned short)bits);
+  if (type == BF16) return (double)__builtin_bit_cast(float, (unsigned)(bits & 0xFFFF) << 16);
+  if (type == F32) return (double)__builtin_bit_cast(float, (unsigned)bits);
+  return __builtin_bit_cast(double, bits);
+}
+
+struct MmaPayload {
+  unsigned long long a[8], b[4], c[4], d[4];  // register bits, as the lane holds them
+};
+// one warp-wide mma: M x N x K, element types of D, A (= B) and C
+template <int M, int N, int K, int DT, int AT, int CT> void mma_combine(void** pl, unsigned) {
+  constexpr bool f64 = AT == F64;
+  constexpr int PER = f64 ? 1 : 2;  // elements per A/B register
+  constexpr int NA = M * K / 32, NB = K * N / 32, NC = M * N / 32;
+  typedef typename std::conditional<f64, double, float>::type acc_t;
+  acc_t A[M * K], B[K * N], C[M * N];
+  for (int lane = 0; lane < 32; ++lane) {
+    const MmaPayload* p = (const MmaPayload*)pl[lane];
+    for (int i = 0; i < NA; ++i) {
+      int r, c; a_rc(M, K, f64, lane, i, r, c);
+      A[r * K + c] = (acc_t)elem(PER == 2 ? p->a[i / 2] >> (16 * (i & 1)) : p->a[i], AT);
+    }
+    for (int i = 0; i < NB; ++i) {
+      int r, c; b_rc(M, K, f64, lane, i, r, c);
+      B[r * N + c] = (acc_t)elem(PER == 2 ? p->b[i / 2] >> (16 * (i & 1)) : p->b[i], AT);
+    }
+    for (int i = 0; i < NC; ++i) {
+      int r, c; c_rc(M, lane, i, r, c);
+      C[r * N + c] = (acc_t)elem(CT == F16 ? p->c[i / 2] >> (16 * (i & 1)) : p->c[i], CT);
+    }
+  }
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      acc_t s = C[m * N + n];
+      if constexpr (f64) for (int k = 0; k < K; ++k) s = fma(A[m * K + k], B[k * N + n], s);
+      else for (int k = 0; k < K; ++k) s += A[m * K + k] * B[k * N + n];  // products exact in float
+      C[m * N + n] = s;
+    }
+  for (int lane = 0; lane < 32; ++lane) {
+    MmaPayload* p = (MmaPayload*)pl[lane];
+    for (int i = 0; i < 4; ++i) p->d[i] = 0;
+    for (int i = 0; i < NC; ++i) {
+      int r, c; c_rc(M, lane, i, r, c);
+      const acc_t v = C[r * N + c];
+      if constexpr (DT == F64) p->d[i] = __builtin_bit_cast(unsigned long long, (double)v);
+      else if constexpr (DT == F32) p->d[i] = __builtin_bit_cast(unsigned, (float)v);
+      else p->d[i / 2] |= (unsigned long long)__builtin_bit_cast(unsigned short, (_Float16)(float)v) << (16 * (i & 1));
+    }
+  }
+}
+
+// mma.sync.aligned.mMnNkK.row.col.DT.AT.AT.CT: registers per operand as PTX lists them
+template <int M, int N, int K, int DT, int AT, int CT>
+EMU_AI void mma(int line, Slot* const* d, Slot* const* a, Slot* const* b, Slot* const* c) {
+  constexpr bool f64 = AT == F64;
+  constexpr int RA = f64 ? M * K / 32 : M * K / 64, RB = f64 ? K * N / 32 : K * N / 64;
+  constexpr int RC = CT == F16 ? M * N / 64 : M * N / 32, RD = DT == F16 ? M * N / 64 : M * N / 32;
+  whole_warp("mma.sync", line);
+  MmaPayload p;
+  for (int i = 0; i < RA; ++i) p.a[i] = a[i]->v;
+  for (int i = 0; i < RB; ++i) p.b[i] = b[i]->v;
+  for (int i = 0; i < RC; ++i) p.c[i] = c[i]->v;
+  __emu_warp_op(EMU_OP_PTX_MMA, 0xffffffffu, line, &p, &mma_combine<M, N, K, DT, AT, CT>);
+  for (int i = 0; i < RD; ++i) set(d[i], p.d[i]);
+}
+
+struct LdmPayload {
+  const unsigned char* row;  // this lane's row address (lanes 0 .. 8*num-1), else 0
+  unsigned out[4];
+};
+template <int NUM, bool TRANS> void ldmatrix_combine(void** pl, unsigned) {
+  const int line = 0;
+  unsigned short Mx[4][8][8];
+  for (int j = 0; j < NUM; ++j)
+    for (int r = 0; r < 8; ++r) {
+      const unsigned char* q = ((const LdmPayload*)pl[8 * j + r])->row;
+      memcpy(Mx[j][r], q, 16);
+    }
+  for (int lane = 0; lane < 32; ++lane) {
+    LdmPayload* p = (LdmPayload*)pl[lane];
+    const int g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < NUM; ++j) {
+      unsigned lo = TRANS ? Mx[j][2 * t][g] : Mx[j][g][2 * t];
+      unsigned hi = TRANS ? Mx[j][2 * t + 1][g] : Mx[j][g][2 * t + 1];
+      p->out[j] = lo | hi << 16;
+    }
+  }
+  (void)line;
+}
+
+// ldmatrix.sync.aligned.m8n8.xNUM{.trans}{.shared}.b16 {d...}, [addr + off]
+template <int NUM, bool TRANS, bool SHARED>
+EMU_AI void ldmatrix(int line, Slot* const* d, const Slot* addr, long long off) {
+  whole_warp("ldmatrix", line);
+  LdmPayload p;
+  p.row = 0;
+  const int lane = __emu_cur->lane;
+  if (lane < 8 * NUM) {  // sm_80+: only these lanes' addresses are read
+    const unsigned long long a = addr->v + (unsigned long long)off;
+    p.row = SHARED ? (const unsigned char*)from_shared(a & 0xFFFFFFFFull, "ldmatrix", line)
+                   : (const unsigned char*)(uintptr_t)a;
+    if ((uintptr_t)p.row & 15) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "misaligned ldmatrix: lane %d gives a row address %llu bytes past a 16-byte "
+               "boundary (each row of an 8x8 b16 matrix is 16 bytes, naturally aligned)", lane,
+               (unsigned long long)((uintptr_t)p.row & 15));
+      __emu_fault("misaligned-address", msg, 0, -1, -1, line);
+    }
+    if (__emu_cp_pending) ::emu::cp_touch(p.row, 16, 0, line);  // a cp.async not landed yet?
+  }
+  __emu_warp_op(EMU_OP_LDMATRIX, 0xffffffffu, line, &p, &ldmatrix_combine<NUM, TRANS>);
+  for (int j = 0; j < NUM; ++j) set(d[j], p.out[j]);
+}
+}  // namespace ptx
+}  // namespace emu
+
+#endif  // EMU_PTX_H
