@@ -2,6 +2,7 @@
 
 `workflow` (release -> autograde -> feedback -> export; `python -m grader.classroom dry-run`),
 `nbgrader_ext` (the course's nbgrader preprocessors), `notebooks` (student notebooks generated
-from solutions/), `headless` (static widgets under autograde), `doctor` (is this machine ready).
+from solutions/), `headless` (static widgets under autograde), `doctor` (is this machine ready),
+`cohort` and `cohort_job` (a whole cohort autograded in parallel, one job per GPU, through Dask).
 May import grader.checking and everything below it.
 """

@@ -5,9 +5,9 @@ spread by Dask distributed over this host's GPUs or a cluster's (issue #17; cour
     python -m grader.classroom.cohort autograde ASSIGNMENT [--gpus all|N|0,2 | --workers N |
         --scheduler ADDRESS] [--student GLOB] [--force] [--timeout S] [--course DIR] [--report FILE]
 
-Each job is a plain `nbgrader autograde ASSIGNMENT --student S` with the course's own config, so
-it is sandboxed and trusted-graded exactly as the guide's command is (grader.classroom.autograde),
-but in a scratch copy of the course: its own gradebook (a snapshot of the course's), the
+Each job (grader.classroom.cohort_job) is a plain `nbgrader autograde ASSIGNMENT --student S` with
+the course's own config, so it is sandboxed and trusted-graded exactly as the guide's command is
+(grader.classroom.autograde), but in a scratch copy of the course: its own gradebook (a snapshot of the course's), the
 assignment's source and one submission, with CUDA_VISIBLE_DEVICES naming its GPU. The job sends
 back what nbgrader wrote (the autograded folder, the submission's gradebook rows); this process,
 the only writer, puts them into the course through nbgrader's API, as each job ends. One writer
@@ -24,15 +24,13 @@ pointing --scheduler at it.
 
 Done means what nbgrader's own skip means: autograded/S/ASSIGNMENT exists and the submission is
 not newer (timestamp.txt), unless --force. A job that crashes, hangs past --timeout or is killed
-leaves the course as it was for that student (no autograded folder: the next run grades it again)
-and costs nobody else anything. Job logs: autograded/.cohort-logs/ASSIGNMENT/ (hidden from every
+changes nothing in the gradebook and leaves that student no autograded folder (so the next run
+grades it again), and costs nobody else anything. Job logs: autograded/.cohort-logs/ASSIGNMENT/ (hidden from every
 sandbox, like the rest of autograded/).
 """
 from __future__ import annotations
 
 import argparse
-import ctypes
-import io
 import json
 import os
 import shutil
@@ -41,7 +39,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import uuid
@@ -49,6 +46,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
+from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.workflow import ROOT
 
 LOGS = ".cohort-logs"  # under autograded/: hidden in every sandbox, skipped by nbgrader's globs
@@ -155,23 +153,6 @@ def is_done(course: Course, assignment: str, student: str, force: bool = False) 
 
 
 # ------------------------------------------------------------------ what travels to a job
-def _tar(folder: Path) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as t:
-        for p in sorted(folder.rglob("*")):  # regular files only: a link a submission left is not followed
-            if p.is_file() and not p.is_symlink() and ".ipynb_checkpoints" not in p.parts \
-                    and "__pycache__" not in p.parts:
-                t.add(p, arcname=str(p.relative_to(folder)), recursive=False)
-    return buf.getvalue()
-
-
-def _untar(data: bytes, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
-        # 'tar' keeps the modes nbgrader set (read-only notebooks) and refuses paths outside dest
-        t.extractall(dest, filter="tar") if hasattr(tarfile, "tar_filter") else t.extractall(dest)
-
-
 def bundle(course: Course, assignment: str) -> bytes:
     """What every job of this run shares: the course config (and its skip tag), a consistent
     snapshot of the gradebook, and the assignment's source folder."""
@@ -188,112 +169,7 @@ def bundle(course: Course, assignment: str) -> bytes:
         dst.close()
         shutil.copytree(source, tmp / "source" / assignment,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        return _tar(tmp)
-
-
-# The job's config: the course's, then this. Paths are the scratch course's; the hidden list is
-# the real course's private paths and every scratch folder of this machine, so a submission
-# sees no other student's work, here or in the course (the sandbox hides the rest as usual).
-JOB_CONFIG = """
-
-# ---- grader.classroom.cohort: this file is a job's scratch copy of the course config
-c.CourseDirectory.root = {root!r}
-c.CourseDirectory.source_directory = {source!r}
-c.CourseDirectory.db_url = {db_url!r}
-c.SandboxedKernelManager.hidden = {hidden!r}
-c.TrustedGrade.extra_hidden = {hidden!r}
-"""
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux)
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def _worker_name() -> str:
-    try:
-        from distributed import get_worker
-
-        return str(get_worker().name)
-    except Exception:
-        return f"pid{os.getpid()}"
-
-
-def _rows(db: Path, assignment: str, student: str) -> dict | None:
-    """What `nbgrader autograde` writes to the gradebook for one submission (Autograde.init_assignment,
-    SaveAutoGrades, AssignLatePenalties): the submission's timestamp, each grade's auto_score and
-    needs_manual_grade, each comment's auto_comment, each notebook's late penalty."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(f"sqlite:///{db}") as gb:
-        try:
-            sub = gb.find_submission(assignment, student)
-        except MissingEntry:
-            return None
-        return dict(
-            timestamp=sub.timestamp.isoformat() if sub.timestamp else None,
-            notebooks={nb.name: dict(late_submission_penalty=nb.late_submission_penalty,
-                                     grades={g.name: dict(auto_score=g.auto_score,
-                                                          needs_manual_grade=g.needs_manual_grade)
-                                             for g in nb.grades},
-                                     comments={c.name: dict(auto_comment=c.auto_comment) for c in nb.comments})
-                       for nb in sub.notebooks})
-
-
-def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, layout: dict,
-              hidden: list[str], timeout: float) -> dict:
-    """One submission, on a worker: `nbgrader autograde` in a scratch course. Returns the status,
-    the log's tail, and (when nbgrader ran to its end, success or not) what it wrote."""
-    t0 = time.time()
-    base = Path(tempfile.gettempdir()) / f"tc-cohort-{os.getuid()}"
-    base.mkdir(mode=0o700, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="job-", dir=base))
-    out = dict(student=student, worker=_worker_name(), device=os.environ.get("CUDA_VISIBLE_DEVICES"),
-               host=os.uname().nodename, start=t0)
-    try:
-        _untar(shared, scratch)
-        _untar(submission, scratch / layout["submitted"])
-        with open(scratch / "nbgrader_config.py", "a") as f:
-            f.write(JOB_CONFIG.format(root=str(scratch), source=str(scratch / "source"),
-                                      db_url=f"sqlite:///{scratch / 'gradebook.db'}", hidden=[*hidden, str(base)]))
-        env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1")
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic`
-        log = scratch / "job.log"
-        with open(log, "wb") as lf:
-            proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student,
-                                     "--create"], cwd=scratch, env=env, stdout=lf, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
-            try:
-                rc = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                rc = None
-            finally:  # the job's whole process group: kernels and graders it left behind
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-        out["log"] = log.read_bytes()[-20000:].decode(errors="replace")
-        if rc is None:
-            out.update(status="timed out", why=f"no result after {timeout:.0f} s: killed")
-        elif rc < 0:
-            out.update(status="killed", why=f"nbgrader was killed by signal {-rc} ({signal.Signals(-rc).name})")
-        else:
-            # nbgrader ran to its end: what it wrote is the result, also when it refused the
-            # submission (exit 1: gradebook rows, no autograded folder, as plain autograde leaves them)
-            out["rows"] = _rows(scratch / "gradebook.db", assignment, student)
-            dest = scratch / layout["autograded"]
-            out["autograded"] = _tar(dest) if dest.is_dir() else None
-            out["status"] = "graded" if rc == 0 and dest.is_dir() else "failed"
-            if out["status"] == "failed":
-                errs = [ln for ln in out["log"].splitlines() if "ERROR" in ln or "Error" in ln]
-                out["why"] = f"nbgrader exit {rc}: " + (errs[-1].strip()[:300] if errs else "see the log")
-        return out
-    finally:
-        out["seconds"] = time.time() - t0
-        shutil.rmtree(scratch, ignore_errors=True)
+        return tar_folder(tmp)
 
 
 # ------------------------------------------------------------------ the single writer
@@ -323,7 +199,7 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
         gb.db.commit()
     if result.get("autograded") is not None:
         tmp = dest.parent / f".{dest.name}.cohort-{uuid.uuid4().hex[:8]}"
-        _untar(result["autograded"], tmp)
+        untar(result["autograded"], tmp)
         os.replace(tmp, dest)
 
 
@@ -392,15 +268,23 @@ class LocalEngine:
         self.cluster.close()
 
 
-class RemoteEngine:
-    """An existing Dask scheduler (a Slurm or Kubernetes cluster, course/README.md): jobs ask for
-    GPU=1 when its workers offer that resource."""
+def _workers(client) -> dict:
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]  # newer Dask lists only a few by default
+    except TypeError:
+        return client.scheduler_info()["workers"]
 
-    def __init__(self, address: str):
+
+class RemoteEngine:
+    """An existing Dask scheduler, by address or scheduler file (a Slurm allocation, course/README.md):
+    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`)."""
+
+    def __init__(self, address: str, min_workers: int = 1):
         from distributed import Client
 
-        self.client = Client(address)
-        workers = self.client.scheduler_info()["workers"].values()
+        self.client = Client(scheduler_file=address) if os.path.isfile(address) else Client(address)
+        self.client.wait_for_workers(min_workers, timeout=600)  # workers of a batch job start late
+        workers = _workers(self.client).values()
         self.labels = sorted(str(w.get("name")) for w in workers)
         self.resources = {"GPU": 1} if any("GPU" in (w.get("resources") or {}) for w in workers) else {}
 
@@ -533,7 +417,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         key = f"grade-{uuid.uuid4().hex[:8]}"
         keys[key] = s
         futures.append(client.submit(grade_job, shared, assignment, s,
-                                     _tar(course.path("submitted_directory", s, assignment)),
+                                     tar_folder(course.path("submitted_directory", s, assignment)),
                                      dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
                                      hidden, timeout, key=key, pure=False, resources=engine.resources or None,
                                      retries=0))
@@ -542,7 +426,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
 
     def running() -> dict[str, str]:
         try:
-            info = client.scheduler_info()["workers"]
+            info = _workers(client)
             names.update({a: str(w.get("name")) for a, w in info.items()})
             return {names.get(a, a): keys[k] for a, ks in client.processing().items() for k in ks if k in keys}
         except Exception:
@@ -591,7 +475,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="one job per GPU at a time: all visible GPUs, the first N, or a list (0,2)")
     where.add_argument("--workers", type=int, metavar="N",
                        help="N jobs at a time on the CPU emulator (no GPU visible to them: speed earns nothing)")
-    where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:8786)")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="an existing Dask scheduler: tcp://host:8786, or its --scheduler-file")
+    ag.add_argument("--min-workers", type=int, default=1, metavar="N",
+                    help="with --scheduler: wait (up to 10 min) until N workers have joined")
     ag.add_argument("--student", default="*", metavar="GLOB", help="only these students (default: all)")
     ag.add_argument("--force", action="store_true", help="grade again what is already done")
     ag.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
@@ -610,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     check_released(course, assignment)
     if args.scheduler:
-        engine, gpus = RemoteEngine(args.scheduler), None
+        engine, gpus = RemoteEngine(args.scheduler, args.min_workers), None
     else:
         gpus = gpu_ids(args.gpus or "all") if args.workers is None else []
         if args.gpus and not gpus:
