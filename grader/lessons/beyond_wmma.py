@@ -165,6 +165,10 @@ def plot_ldmatrix(trans: bool = False):
             if m is recv or c % 8 == 0:
                 ax.text(c, r, str(lane), ha="center", va="center", fontsize=7)
         ax.set_title(title, fontsize=10)
+        if m is addr:  # matrix j of the x4 load: register j of every lane
+            for j in range(4):
+                ax.text(8 * (j >> 1) + 4.5, 8 * (j & 1) + 3.5, f"matrix {j}\n-> register {j}", ha="center",
+                        va="center", fontsize=10, color="white")
         ax.axhline(7.5, color="k", lw=1)
         ax.axvline(7.5, color="k", lw=1)
     fig.suptitle("ldmatrix.sync.aligned.m8n8.x4 on a 16 x 16 tile: 4 matrices of 8 x 8, one per register "
