@@ -55,8 +55,15 @@ def saved() -> list[Path]:
 
 
 def save(results: dict, path: Path | None = None) -> Path:
+    """Into kernels/ beside the recorded runs; where that is read-only (a sandboxed autograde),
+    into the current folder instead."""
     path = Path(path) if path else results_path(results["meta"]["gpu"])
-    path.write_text(json.dumps(results, indent=1, default=float) + "\n")
+    text = json.dumps(results, indent=1, default=float) + "\n"
+    try:
+        path.write_text(text)
+    except OSError:
+        path = Path.cwd() / path.name
+        path.write_text(text)
     return path
 
 
