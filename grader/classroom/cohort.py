@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -343,15 +344,16 @@ class Progress:
 
 def summary(assignment: str, results: list[dict], skipped: list[str], wall: float, labels: list[str],
             gpus: bool, logs: Path) -> str:
-    secs = [r["seconds"] for r in results]
+    ran = [r for r in results if r["status"] != "lost"]  # a lost job's time is not known
+    secs = [r["seconds"] for r in ran]
     busy = sum(secs)
     failures = [r for r in results if r["status"] != "graded"]
     unit = "GPU-hours" if gpus else "worker-hours (emulator)"
-    rows = [("submissions", f"{len(results) + len(skipped)}: {len(results)} graded now, "
+    rows = [("submissions", f"{len(results) + len(skipped)}: {len(results) - len(failures)} graded now, "
                             f"{len(skipped)} already done (skipped)"),
             ("failures", str(len(failures)))]
     if secs:
-        slow = max(results, key=lambda r: r["seconds"])
+        slow = max(ran, key=lambda r: r["seconds"])
         rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
                                          f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
                  ("wall time", f"{_hms(wall)} on {len(labels)} {'GPU' if gpus else 'worker'}(s): {', '.join(labels)}"),
@@ -359,14 +361,14 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
                  ("parallel speed-up", f"{busy / wall:.2f}x over one job at a time" if wall > 0 else "-")]
     text = [f"## Cohort autograde of {assignment}", "", "| | |", "|---|---|"]
     text += [f"| {k} | {v} |" for k, v in rows]
-    if results:
-        text += ["", "| worker | device | graded | failed | busy |", "|---|---|---|---|---|"]
-        for w in sorted({r["worker"] for r in results}):
-            mine = [r for r in results if r["worker"] == w]
+    if ran:
+        text += ["", "| worker | CUDA_VISIBLE_DEVICES | graded | failed | busy |", "|---|---|---|---|---|"]
+        for w in sorted({r["worker"] for r in ran}):
+            mine = [r for r in ran if r["worker"] == w]
             dev = mine[0].get("device")
-            text.append(f"| {w} | {'GPU ' + dev if dev else 'emulator'} | "
-                        f"{sum(r['status'] == 'graded' for r in mine)} | {sum(r['status'] != 'graded' for r in mine)} | "
-                        f"{_hms(sum(r['seconds'] for r in mine))} |")
+            dev = "(unset)" if dev is None else (dev or '"" (no GPU: the emulator)')
+            text.append(f"| {w} | {dev} | {sum(r['status'] == 'graded' for r in mine)} | "
+                        f"{sum(r['status'] != 'graded' for r in mine)} | {_hms(sum(r['seconds'] for r in mine))} |")
     if failures:
         text += ["", "Failures (the rest of the cohort is unaffected; a rerun grades these again):"]
         text += [f"- {r['student']}: {r['status']}: {r.get('why', '')} (log: {logs / (r['student'] + '.log')})"
@@ -375,9 +377,16 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
 
 
 # ------------------------------------------------------------------ the command
+def _same(x):
+    return x
+
+
 def _outcome(future, student: str) -> dict:
-    if future.status == "error":  # the engine could not run it: its worker died twice, say
-        exc = future.exception()
+    if future.status != "finished":  # the engine could not run it: its worker died twice, say
+        try:
+            exc = future.exception(timeout=5)
+        except Exception as e:  # cancelled
+            exc = e
         return dict(student=student, status="lost", why=f"{type(exc).__name__}: {str(exc)[:300]}", seconds=0.0,
                     worker="?", device=None, log="")
     return future.result()
@@ -408,7 +417,11 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     if not todo:
         return results, skipped, 0.0
     client = engine.client
-    shared = client.scatter(bundle(course, assignment), broadcast=True, hash=False)
+    # The shared bundle as a task, not scattered data: if the worker holding it dies, the
+    # scheduler makes it again (scattered data would be lost, cancelling every job that needs it).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Ll]arge.*")  # a big gradebook: sent once, on purpose
+        shared = client.submit(_same, bundle(course, assignment), key=f"bundle-{uuid.uuid4().hex[:8]}", pure=False)
     hidden = private_paths(course.coursedir)
     rel = lambda step, s: str(course.path(step, s, assignment).relative_to(course.root))  # noqa: E731
     keys = {}
@@ -441,6 +454,11 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                 except (DaskTimeout, TimeoutError):
                     progress.draw(running())
                     continue
+                except Exception:  # a future was cancelled under us: take it as lost, go on with the rest
+                    done = {f for f in pending if f.status in ("error", "cancelled", "lost")}
+                    pending -= done
+                    if not done:
+                        raise
                 for f in done:
                     r = _outcome(f, keys[f.key])
                     if r["status"] in ("graded", "failed"):

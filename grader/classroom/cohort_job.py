@@ -1,7 +1,7 @@
 """One cohort grading job, on a Dask worker (grader.classroom.cohort drives it): `nbgrader
 autograde ASSIGNMENT --student S` with the course's own config, in a scratch copy of the course
-(its config, a gradebook snapshot, the assignment's source, one submission) under the worker's
-temporary folder; what nbgrader wrote comes back as bytes and rows, and the scratch course goes.
+(its config, a gradebook snapshot, the assignment's source, one submission) under /tmp of the
+worker's machine; what nbgrader wrote comes back as bytes and rows, and the scratch course goes.
 
 The job's nbgrader runs in its own process session and dies with the worker (PR_SET_PDEATHSIG);
 past its time limit, or at the end, its whole process group is killed, so the sandboxed kernels
@@ -9,7 +9,6 @@ and the trusted grader it started cannot outlive it.
 """
 from __future__ import annotations
 
-import ctypes
 import io
 import os
 import shutil
@@ -40,8 +39,8 @@ def untar(data: bytes, dest: Path) -> None:
 
 
 # The job's config: the course's, then this. Paths are the scratch course's; the hidden list is
-# the real course's private paths and every scratch folder of this machine, so a submission
-# sees no other student's work, here or in the course (the sandbox hides the rest as usual).
+# the real course's private paths (its gradebook, sources, every student's folders), which the
+# scratch course's own config would not know to hide.
 JOB_CONFIG = """
 
 # ---- grader.classroom.cohort: this file is a job's scratch copy of the course config
@@ -53,11 +52,12 @@ c.TrustedGrade.extra_hidden = {hidden!r}
 """
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux)
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
+# The job's first seconds, before nbgrader: die with the worker that started it (PR_SET_PDEATHSIG,
+# Linux), set in the fresh process rather than in a preexec_fn of the threaded worker.
+LAUNCH = ("import ctypes, os, sys\n"
+          "ctypes.CDLL(None).prctl(1, 9)\n"
+          "if os.getppid() != int(sys.argv[1]):\n    os._exit(1)\n"
+          "os.execv(sys.executable, [sys.executable, '-m', 'nbgrader', *sys.argv[2:]])\n")
 
 
 def _worker_name() -> str:
@@ -95,7 +95,9 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
     """One submission, on a worker: `nbgrader autograde` in a scratch course. Returns the status,
     the log's tail, and (when nbgrader ran to its end, success or not) what it wrote."""
     t0 = time.time()
-    base = Path(tempfile.gettempdir()) / f"tc-cohort-{os.getuid()}"
+    # Under /tmp whatever TMPDIR says: every sandbox mounts an empty /tmp, so no job can see another
+    # job's scratch course, kernel sockets or connection files (its own are bound back in).
+    base = Path("/tmp") / f"tc-cohort-{os.getuid()}"
     base.mkdir(mode=0o700, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="job-", dir=base))
     out = dict(student=student, worker=_worker_name(), device=os.environ.get("CUDA_VISIBLE_DEVICES"),
@@ -105,14 +107,15 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
         untar(submission, scratch / layout["submitted"])
         with open(scratch / "nbgrader_config.py", "a") as f:
             f.write(JOB_CONFIG.format(root=str(scratch), source=str(scratch / "source"),
-                                      db_url=f"sqlite:///{scratch / 'gradebook.db'}", hidden=[*hidden, str(base)]))
-        env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1")
+                                      db_url=f"sqlite:///{scratch / 'gradebook.db'}", hidden=hidden))
+        (scratch / "tmp").mkdir()  # the job's TMPDIR: its kernel's sockets and connection file live there
+        env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1", TMPDIR=str(scratch / "tmp"))
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic`
         log = scratch / "job.log"
         with open(log, "wb") as lf:
-            proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student,
-                                     "--create"], cwd=scratch, env=env, stdout=lf, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+            proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(os.getpid()), "autograde", assignment,
+                                     "--student", student, "--create"], cwd=scratch, env=env, stdout=lf,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             try:
                 rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
