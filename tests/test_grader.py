@@ -8,7 +8,7 @@ import sys
 import pytest
 from adversarial.cases import CASES
 
-from grader.bench.calibrate import PREVIOUS
+from grader.bench.calibrate import PREVIOUS, previous_source
 from grader.checking import exercises
 from grader.checking.check import check, grade
 from grader.checking.verdict import FAIL, PASS, SKIP
@@ -161,7 +161,7 @@ def test_previous_lessons_kernel_misses_the_target_on_gpu(exercise_id):
     """The other half of the calibration rule (DESIGN.md): what the student had before this
     lesson is correct under the contract and misses the target (it may earn partial credit)."""
     name, launch = PREVIOUS[exercise_id]
-    v = check(exercise_id, kernels.source(name), backend="gpu", **launch)
+    v = check(exercise_id, previous_source(exercise_id), backend="gpu", **launch)
     print(v.text())
     assert all(i.status == PASS for i in v.items if i.name.startswith("correct")), v.text()
     assert v.speed["ratio"] < v.speed["target"], f"{name} meets the target: {v.speed}"
@@ -172,7 +172,7 @@ def test_previous_lessons_kernel_is_correct_under_the_contract(exercise_id):
     """On CPU: the calibration's stand-ins compile and are correct under the exercise's
     contract, so on a GPU their speed is what separates them from the reference."""
     name, launch = PREVIOUS[exercise_id]
-    v = check(exercise_id, kernels.source(name), backend="emu", **launch)
+    v = check(exercise_id, previous_source(exercise_id), backend="emu", **launch)
     correct = [i.status for i in v.items if i.name.startswith("correct")]
     assert correct and all(st == PASS for st in correct), v.text()
 

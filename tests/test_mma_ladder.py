@@ -174,3 +174,20 @@ def test_ldmatrix_layouts_agree_and_the_plain_one_is_slowest():
     assert all(r["ok"] for r in rows)
     plain = next(r for r in rows if r["layout"] == 0)
     assert plain["ms"] > 2 * min(r["ms"] for r in rows)
+
+
+@pytest.mark.parametrize("bug", ["wait one group too loose", "no barrier after the wait"])
+def test_a_broken_pipeline_fails_the_exercise_on_the_emulator(bug):
+    """The grader's CPU path catches the pipeline bugs of the exercise's kernel, in the PTX names
+    the kernel uses (cp.async.wait_group, not the cuda_pipeline.h primitives)."""
+    from grader import check
+
+    src = kernels.source("mma_gemm_tuned")
+    wait = "                cp_async_wait<STAGES - 2>();  // tile kt+1 landed (STAGES + kt groups committed)\n"
+    broken = (src.replace(wait, wait.replace("STAGES - 2", "STAGES - 1")) if bug.startswith("wait")
+              else src.replace(wait + "                __syncthreads();\n", wait))
+    assert broken != src
+    v = check("mma-gemm", broken, backend="emu")
+    assert not v.passed and v.score == 0
+    text = v.text()
+    assert "cp.async.wait_group" in text and "__pipeline_wait_prior" not in text, text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import re
 import sys
 import time
 
@@ -29,6 +30,14 @@ PREVIOUS = {"transpose": ("transpose_naive", {}), "sgemm-tiled": ("sgemm_naive",
             "mma-gemm": ("wmma_gemm_fragdb", next(r for r in LADDER if r.file == "wmma_gemm_fragdb").launch)}
 
 
+def previous_source(exercise_id: str) -> str:
+    """The previous lesson's kernel for `exercise_id`, its entry point named as the exercise's
+    (notebook 06's wmma_gemm graded as mma-gemm's mma_gemm; the contract is otherwise the same)."""
+    name, _ = PREVIOUS[exercise_id]
+    src, entry = kernels.source(name), exercises.get(exercise_id).kernel
+    return src if re.search(rf"\b{entry}\(", src) else re.sub(r"\bwmma_gemm\(", f"{entry}(", src)
+
+
 def rows():
     out = []
     for ex in exercises.EXERCISES.values():
@@ -39,10 +48,7 @@ def rows():
                    passed=v.passed, speed=v.speed, headline=v.headline)
         if ex.id in PREVIOUS:
             name, launch = PREVIOUS[ex.id]
-            src = kernels.source(name)
-            if f" {ex.kernel}(" not in src:
-                src = src.replace(" wmma_gemm(", f" {ex.kernel}(")
-            p = check(ex.id, src, backend="gpu", **launch)
+            p = check(ex.id, previous_source(ex.id), backend="gpu", **launch)
             row["previous"] = (name, p.speed["ratio"] if p.speed else None, p.score)
         out.append(row)
         print(_line(row), flush=True)

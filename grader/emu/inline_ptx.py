@@ -182,9 +182,10 @@ class Program:
                     self.regs[name] = len(self.regs)
             return
         if head in HOPPER or opcode.startswith(("cp.async.bulk", "fence.proxy", "fence.mbarrier_init")):
-            raise Unsupported(f"the inline PTX instruction '{opcode}' (line {self.line}) belongs to Hopper's "
-                              "asynchronous machinery (wgmma, TMA cp.async.bulk, mbarrier, setmaxnreg), which the "
-                              "CPU emulator does not model: this kernel needs an sm_90 GPU")
+            raise Unsupported(f"the inline PTX instruction '{opcode}' (line {self.line}) is not supported by the "
+                              "CPU emulator: it belongs to Hopper's asynchronous machinery (wgmma, TMA "
+                              "cp.async.bulk, mbarrier, setmaxnreg), which the emulator does not model; this "
+                              "kernel needs an sm_90 GPU")
         if opcode.startswith("mma."):
             return self.mma(opcode, parts, args)
         if head == "ldmatrix":

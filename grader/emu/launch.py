@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from grader.emu.compiler import Built, build_module, runner_path
-from grader.emu.translate import Param
+from grader.emu.translate import Param, code_view
 from grader.runtime import sandbox
 from grader.runtime.errors import FaultLocation, KernelFault, KernelTimeout, LaunchArgumentError
 
@@ -76,6 +76,14 @@ def _workers(meta: dict) -> int:
 def _tmpdir() -> str:
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     return tempfile.mkdtemp(prefix="tc-emu-", dir=base)
+
+
+def _ptx_names(text: str) -> str:
+    """The runner names the cuda_pipeline.h primitives; a kernel that wrote its copies in PTX
+    reads about those instead (the same operations, grader/emu/inline_ptx.py)."""
+    text = re.sub(r"__pipeline_wait_prior\((\w+)\)", r"cp.async.wait_group \1", text)
+    return (text.replace("__pipeline_wait_prior", "cp.async.wait_group")
+            .replace("__pipeline_memcpy_async", "cp.async").replace("__pipeline_commit", "cp.async.commit_group"))
 
 
 class EmuModule:
@@ -258,7 +266,10 @@ class EmuModule:
                           "then all meet at __syncthreads(); copies of a new tile go into a buffer no warp still "
                           "reads (with STAGES buffers: tile kt+STAGES-1 into the buffer of tile kt-1).",
         }
-        return KernelFault(kind, text, where=where, hint=rec.get("hint") or hints.get(kind, ""))
+        hint = rec.get("hint") or hints.get(kind, "")
+        if "cp.async" in self.source and "__pipeline_" not in code_view(self.source):  # copies in PTX:
+            text, hint = _ptx_names(text), _ptx_names(hint)  # name what the kernel wrote
+        return KernelFault(kind, text, where=where, hint=hint)
 
     def _line_from_pcs(self, pcs: list[str]) -> int | None:
         filename = self._built.meta.get("filename", f"{self.name}.cu")
