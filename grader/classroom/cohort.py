@@ -15,8 +15,9 @@ is enough: a job's nbgrader takes seconds to minutes, a merge milliseconds, so S
 becomes the bottleneck, and no database server has to be run and secured beside the course.
 
 Why Dask: the engine's wheels are 2.5 MB of pure Python (dask, distributed, tblib, zict, partd,
-locket) against about 70 MB for Ray; the GPU test machine takes 64 MiB of carried files per call
-and the Jupyter/nbgrader wheels already fill 48 MB. Dask gives what this needs and nothing more:
+locket; 3.4 MB with the few small packages Jupyter does not already bring) against about 70 MB for
+Ray's; the GPU test machine takes 64 MiB of carried files per call and the Jupyter/nbgrader wheels
+already fill 48 MB. Dask gives what this needs and nothing more:
 per-worker resources (GPU=1, each worker one GPU through CUDA_VISIBLE_DEVICES, the way dask-cuda
 does it), a task that dies with its worker is retried elsewhere, and the same script runs on one
 host (a local cluster started here) or a cluster (dask-jobqueue for Slurm, dask-kubernetes), by
@@ -477,6 +478,9 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         client.cancel(futures)
         finished = {r["student"] for r in results}
         stopped.extend(s for s in todo if s not in finished)
+        if force:  # what --force would have regraded goes, so that a plain rerun finishes the job
+            for s in stopped:
+                forget(course, assignment, s)
     progress.close()
     return results, skipped, time.time() - t0
 
@@ -530,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     stopped: list[str] = []
 
     def _term(signum, frame):  # scancel, timeout, kill: stop like Ctrl-C, keeping what is merged
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: `timeout` signals its process group too
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
@@ -543,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     text = summary(assignment, results, skipped, wall, engine.labels, bool(on_gpus), course.logs(assignment))
     if stopped:
         text += (f"\nStopped before the end: {len(stopped)} submission(s) not graded "
-                 f"({', '.join(stopped[:10])}{' ...' if len(stopped) > 10 else ''}); run the command again to finish.\n")
+                 f"({', '.join(stopped[:10])}{' ...' if len(stopped) > 10 else ''}); run the command again "
+                 "(without --force) to finish.\n")
     print(text)
     (course.logs(assignment) / "summary.md").write_text(text)
     if args.report:

@@ -90,6 +90,17 @@ def _rows(db: Path, assignment: str, student: str) -> dict | None:
                        for nb in sub.notebooks})
 
 
+def _sweep(base: Path) -> None:
+    """Remove scratch courses whose worker is gone (killed before it could clean up)."""
+    for d in base.glob("job-*"):
+        try:
+            os.kill(int((d / "owner").read_text()), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (OSError, ValueError):
+            pass
+
+
 def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, layout: dict,
               hidden: list[str], timeout: float) -> dict:
     """One submission, on a worker: `nbgrader autograde` in a scratch course. Returns the status,
@@ -99,7 +110,9 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
     # job's scratch course, kernel sockets or connection files (its own are bound back in).
     base = Path("/tmp") / f"tc-cohort-{os.getuid()}"
     base.mkdir(mode=0o700, exist_ok=True)
+    _sweep(base)
     scratch = Path(tempfile.mkdtemp(prefix="job-", dir=base))
+    (scratch / "owner").write_text(str(os.getpid()))
     out = dict(student=student, worker=_worker_name(), device=os.environ.get("CUDA_VISIBLE_DEVICES"),
                host=os.uname().nodename, start=t0)
     try:
