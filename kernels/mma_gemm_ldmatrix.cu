@@ -5,8 +5,9 @@
  * What changed vs wmma_gemm_swizzle.cu (notebook 06's rung 5: the same 128 x 128 x 64 block
  * tile, 4 warps of 64 x 64, 3 cp.async stages, padded rows and block order): no WMMA.
  * 1. The tensor cores are driven with PTX mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32:
- *    one 16x8x16 product per instruction (a 16x16x16 wmma::mma_sync compiles to two of them,
- *    FACTS.md) on registers whose layout the PTX ISA documents (PTX ISA 9.1, 9.7.14.5.8).
+ *    one 16x8x16 product per instruction (a 16x16x16 wmma::mma_sync is two of them in SASS,
+ *    HMMA.16816, kernels/RESULTS-notebooks-04-05.md) on registers whose layout the PTX ISA
+ *    documents (PTX ISA 9.1, 9.7.14.5.8).
  * 2. Fragments come from shared memory through ldmatrix (PTX ISA 9.1, 9.7.14.5.15): every
  *    lane gives the address of one 16-byte row, one ldmatrix.x4 fills a 16x16 A fragment,
  *    one ldmatrix.x4.trans two 16x8 B fragments (B is stored as rows of k; .trans hands each

@@ -246,6 +246,38 @@ class WgmmaGemm:
                                stack_bytes=self.fn.local_size_bytes, spill_stores=-1, spill_loads=-1)
 
 
+PROBE_SECONDS = 180
+
+
+def probe(rung: Rung, timeout: float = PROBE_SECONDS) -> str | None:
+    """Run a first launch of `rung` (a check at 256^3 and 1024^3) in a child process with a time
+    limit: None when it ran and was right, else why not. The Hopper rung has not run on a GPU
+    yet, and a kernel that waits on an mbarrier nobody completes hangs, taking the caller's
+    process (and its CUDA context) with it."""
+    import subprocess
+
+    tag = ",".join(f"{k}={v}" for k, v in sorted(rung.defines.items()))
+    cmd = [sys.executable, "-m", "grader.bench.mma", "--probe", f"{rung.file}:{tag}"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"HANG: no result within {timeout:.0f} s (a deadlock waiting on an mbarrier?)"
+    if proc.returncode != 0:
+        lines = (proc.stdout + proc.stderr).strip().splitlines()
+        return (lines[-1] if lines else f"exit status {proc.returncode}")[:200]
+    return None
+
+
+def _probe_main(spec: str) -> int:
+    """`--probe FILE:K=V,...`: the child side of probe()."""
+    file, _, tag = spec.partition(":")
+    defines = {k: int(v) for k, v in (kv.split("=") for kv in tag.split(",") if kv)}
+    rung = Rung(file, file, defines, kind=next(r.kind for r in LADDER + [WGMMA, DMMA] if r.file == file))
+    ok, worst, detail = bench_wmma.check_sizes(module_of(rung), rung.spec(), (256, 1024))
+    print("ok" if ok else f"WRONG: {detail}")
+    return 0 if ok else 1
+
+
 def module_of(rung: Rung):
     if rung.kind == "wgmma":
         return WgmmaGemm(rung)
@@ -283,6 +315,10 @@ def ladder_table(sizes, only=None, out=print) -> list[dict]:
             continue
         if rung.kind == "wgmma" and arch() < 90:
             out(f"| {rung.name} | | SKIPPED: needs sm_90a, this GPU is sm_{arch()} | | | | |")
+            continue
+        why = probe(rung) if rung.kind == "wgmma" else None
+        if why:
+            out(f"| {rung.name} | | FAILED: {why} | | | | |")
             continue
         try:
             rows += _rows(rung.name, rung.spec(), module_of(rung), sizes, CHECK_SIZES, out)
@@ -389,6 +425,10 @@ def sweep_table(sizes, out=print) -> None:
             out(f"| {rung.name} | | SKIPPED: needs {rung.shared_mem} B of shared memory per block, this GPU "
                 f"allows {info.max_shared_optin} | | | | |")
             continue
+        why = probe(rung) if rung.kind == "wgmma" else None
+        if why:
+            out(f"| {rung.name} | | FAILED: {why} | | | | |")
+            continue
         try:
             _rows(rung.name, rung.spec(), module_of(rung), sizes, (1024,), out)
         except Exception as e:  # noqa: BLE001
@@ -414,15 +454,22 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="append everything printed to this file")
     ap.add_argument("--only", nargs="+", help="fragdb ldmatrix swizzled tuned wgmma dmma peak banks")
     ap.add_argument("--sweep", action="store_true", help="also time the tuning variants")
+    ap.add_argument("--probe", help=argparse.SUPPRESS)  # FILE:K=V,...: see probe()
     args = ap.parse_args(argv)
     if device_info() is None:
         print("needs a GPU: no CUDA device found", file=sys.stderr)
         return 2
-    lines: list[str] = []
+    if args.probe:
+        return _probe_main(args.probe)
+    sink = open(args.out, "a") if args.out else None  # line by line: a run cut short keeps its rows
+    if sink:
+        sink.write("\n")
 
     def out(s: str) -> None:
         print(s, flush=True)
-        lines.append(s)
+        if sink:
+            sink.write(s + "\n")
+            sink.flush()
 
     out(header())
     only = set(args.only) if args.only else None
@@ -438,9 +485,8 @@ def main(argv=None) -> int:
         if args.sweep:
             sweep_table(tuple(args.sizes), out=out)
     finally:
-        if args.out:
-            with open(args.out, "a") as f:
-                f.write("\n" + "\n".join(lines) + "\n")
+        if sink:
+            sink.close()
     return 0
 
 

@@ -296,6 +296,9 @@ def check_wgmma(sizes=((256, 512, 512), (1024, 1024, 1024))) -> str:
     """On an sm_90 GPU: the Hopper rung against float64 at a few sizes."""
     import cupy
 
+    why = bench_mma.probe(bench_mma.WGMMA)  # first in a child process: a hang must not take this one
+    if why:
+        return why
     module = bench_mma.WgmmaGemm()
     spec = bench_mma.WGMMA.spec()
     results = []
@@ -368,6 +371,10 @@ def ladder(n: int = 4096) -> tuple[list[dict], str]:
     if gpu_arch() >= 90:
         candidates.append((bench_mma.WGMMA.file, bench_mma.WGMMA.spec(), lambda: bench_mma.module_of(bench_mma.WGMMA)))
     for name, spec, make in candidates:
+        why = bench_mma.probe(bench_mma.WGMMA) if name == bench_mma.WGMMA.file else None
+        if why:
+            rows.append(dict(name=name, n=n, tflops=None, lib_tflops=None, ratio=None, detail=why))
+            continue
         module = make()
         ok, worst, detail = bench_wmma.check_sizes(module, spec, (512,))
         if not ok:
