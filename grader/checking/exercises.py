@@ -181,13 +181,14 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # default launch (>= STAGES + 1), so every pipeline buffer is refilled
         cpu_sizes=(_g(128, 256, 320), _g(256, 256, 128)),
         gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
-        # PROVISIONAL, not measured: calibrate on an H100/H200 by the course's rule (the reference,
-        # kernels/mma_gemm_tuned.cu, must beat the target by 1.3x; notebook 06's best,
-        # wmma_gemm_fragdb at ~50-56% of cuBLAS fp16, must miss it): python -m grader.bench.mma,
-        # then python -m grader.bench.calibrate. 0.58 assumes the reference reaches >= 75%.
+        # Measured once (H100, kernels/RESULTS-mma.md, session 4): the reference reached 61.6% of
+        # cuBLAS fp16 at 4096^3, notebook 06's best (wmma_gemm_fragdb) 56.0% in the same run. No
+        # target lets the first beat it by 1.3x and the second miss it; the reference's margin
+        # wins: target 0.47 (1.31x), floor 0.25. Until the mma.sync rung is faster the WMMA kernel
+        # also earns the speed points (issue #16 stays open for that).
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, min_arch=80,
         launch_defaults=dict(block_m=128, block_n=256, block_k=32, threads=256, shared_mem=98304),
-        floor=0.30, target=0.58, points_speed=2.0, race_check=True),
+        floor=0.25, target=0.47, points_speed=2.0, race_check=True),
 ]}
 
 
