@@ -255,3 +255,20 @@ def test_nested_sandbox_when_bwrap_lives_in_tmp(tmp_path, monkeypatch):
         assert out.stdout.strip() == "nested", out.stderr
     finally:
         sh.rmtree(local, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_autograde_without_bubblewrap_stops_naming_the_package(tmp_path, monkeypatch):
+    """The guide's plain `nbgrader autograde` on a machine without bwrap grades nothing and says
+    which package to install."""
+    from grader.classroom import workflow as classroom
+
+    root = classroom.new_course(tmp_path / "course")
+    classroom.release(root, "01-memory-layout")
+    classroom.submit(root, "alice", "01-memory-layout",
+                     sorted((classroom.SOLUTIONS / "01-memory-layout").glob("*.ipynb")))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools-here"))  # nbgrader's own folder is put first
+    r = classroom.nbgrader(root, "autograde", "01-memory-layout", "--student", "alice", "--create", check=False)
+    assert r.returncode != 0
+    assert "bubblewrap" in r.stdout + r.stderr
+    assert not (root / "autograded" / "alice" / "01-memory-layout").exists()
