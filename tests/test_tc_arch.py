@@ -130,3 +130,18 @@ def test_lessons_fall_back_to_the_emulator_with_one_line(fake_h100, monkeypatch,
                    "course's CPU emulator instead"]
     with pytest.raises(CompileError):
         load(kernels.source("dmma_gemm_naive"), "gpu")
+
+
+def test_exercise_above_the_gpus_arch_is_skipped_not_crashed(monkeypatch):
+    """On a GPU below an exercise's minimum arch (a T4 for an sm_80 exercise) the check says
+    'needs sm_80' and awards nothing, before compiling anything."""
+    from grader import check
+    from grader.checking import check as C
+    from grader.runtime import backend, device
+    from grader.runtime.kernels import source
+
+    monkeypatch.setattr(backend, "pick", lambda b="auto": "gpu")
+    monkeypatch.setattr(device, "needs", lambda m: f"needs sm_{m} or newer (this GPU: sm_75)" if m > 75 else "")
+    monkeypatch.setattr(C, "nvrtc_compile", lambda *a, **k: pytest.fail("compiled although it cannot run"))
+    v = check("dmma-gemm", source("dmma_gemm_naive"))
+    assert v.score == 0 and v.items[0].status == "skip" and "needs sm_80" in v.items[0].message

@@ -500,6 +500,14 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         v.items.append(Item("backend", FAIL, e.message, hint=e.hint, kind="environment"))
         return v
     v = Verdict(ex.id, chosen, max_score=ex.points)
+    if chosen == "gpu":  # a GPU (or TC_ARCH) below what the exercise needs: said, never a crash
+        from grader.runtime.device import needs
+
+        why = needs(ex.min_arch)
+        if why:
+            v.items.append(Item("arch", SKIP, f"{ex.id} {why}: it cannot run here (0 points on this GPU; "
+                                "backend='emu' checks its correctness on the CPU)", kind="environment"))
+            return _score(ex, v)
 
     # 1. compile here (no GPU needed): errors on the student's own line, PTX for honesty.
     arch = max(_arch_here(chosen), ex.min_arch)
