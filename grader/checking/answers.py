@@ -23,6 +23,8 @@ from grader.runtime import sandbox
 
 CALL_TIMEOUT = 10.0  # seconds for one call of a student function
 START_TIMEOUT = 60.0  # seconds to run the answer cells (imports of NumPy etc. included)
+TEST_BUDGET = 60.0  # seconds for all calls of one test cell (a slow answer costs that cell only)
+MAX_MESSAGE = 1 << 24  # bytes of one answer line
 
 
 class AnswerError(Exception):
@@ -107,25 +109,41 @@ def _as_exception(msg: dict) -> Exception:
 
 
 class Answers:
-    """The student's answer cells, running in a sandboxed child; call(name, *args) -> data."""
+    """The student's answer cells, running in a sandboxed child; call(name, *args) -> data.
+
+    Every read has a deadline that a partial line cannot defeat (the pipe is read raw, not by
+    line), and `budget()` sets one more for all calls of a test cell together."""
 
     def __init__(self, preamble: list[str], cells: list[str]):
         self.preamble, self.cells = preamble, cells
         self.proc = None
+        self.box = None
         self.dead: str | None = None
         self.scratch = tempfile.mkdtemp(prefix="tc-answers-")
+        self._buf = b""
+        self._deadline: float | None = None
+        self._budget = 0.0
+
+    def budget(self, end: float | None, seconds: float = 0.0) -> None:
+        """Every call ends by `end` (time.monotonic(); None: no shared limit): a test cell's
+        budget of `seconds` for all its calls."""
+        self._deadline, self._budget = end, seconds
 
     def _start(self):
         r, w = os.pipe()
         cmd = sandbox.python_command("grader.checking.answers") + [str(w)]
         env = {"PATH": os.environ.get("PATH", ""), "HOME": self.scratch, "MPLBACKEND": "Agg",
                "MPLCONFIGDIR": self.scratch, "TC_HEADLESS": "1"}
-        cmd = sandbox.maybe_wrap(cmd, writable=[self.scratch])
+        self.box = sandbox.maybe_box(writable=[self.scratch], env={"HOME": self.scratch, "MPLCONFIGDIR": self.scratch})
+        if self.box is not None:
+            cmd = self.box.argv(cmd)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, pass_fds=(w,), env=env, cwd=self.scratch,
                                      text=True, start_new_session=True)
         os.close(w)
-        self.reader = os.fdopen(r, "r")
+        if self.box is not None:
+            self.box.watch(self.close)
+        self.reader = r
         self._send({"preamble": self.preamble, "cells": self.cells})
         first = self._read(START_TIMEOUT, "running your answer cells")
         if "error" in first:
@@ -135,30 +153,53 @@ class Answers:
         self.proc.stdin.write(json.dumps(obj) + "\n")
         self.proc.stdin.flush()
 
-    def _read(self, timeout: float, doing: str) -> dict:
-        end = time.monotonic() + timeout
-        while True:
+    def _line(self, end: float) -> bytes | None:
+        """One line from the child, or None at `end`; b"" when the child closed the pipe."""
+        while b"\n" not in self._buf:
             left = end - time.monotonic()
             if left <= 0:
-                self.close()
-                self.dead = f"no answer after {timeout:.0f} s while {doing}: stopped"
-                raise AnswerError(self.dead)
+                return None
             ready, _, _ = select.select([self.reader], [], [], min(left, 1.0))
             if ready:
-                line = self.reader.readline()
-                if not line:
-                    code = self.proc.wait(5)
-                    self.dead = f"the process running your code ended (exit code {code}) while {doing}"
-                    raise AnswerError(self.dead)
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    msg = None
-                if not isinstance(msg, dict):
-                    self.close()
-                    self.dead = f"the process running your code sent something that is not an answer while {doing}"
-                    raise AnswerError(self.dead)
-                return msg
+                chunk = os.read(self.reader, 1 << 16)
+                if not chunk:
+                    return b""
+                self._buf += chunk
+                if len(self._buf) > MAX_MESSAGE:
+                    return b"\0"  # not an answer: far too long
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line + b"\n"
+
+    def _read(self, timeout: float, doing: str) -> dict:
+        end = time.monotonic() + timeout
+        shared = self._deadline is not None and self._deadline < end
+        if shared:
+            end = self._deadline
+        line = self._line(end)
+        if line is None:
+            self.close()
+            if self.box is not None and self.box.exceeded:
+                self.dead = f"stopped while {doing}: {self.box.exceeded}"
+            elif shared:
+                self.dead = (f"your functions used up this test's {self._budget:.0f} s while {doing}: stopped "
+                             f"(each test cell has {self._budget:.0f} s for all its calls)")
+            else:
+                self.dead = f"no answer after {timeout:.0f} s while {doing}: stopped"
+            raise AnswerError(self.dead)
+        if not line:
+            code = self.proc.wait(5)
+            why = f": {self.box.exceeded}" if self.box is not None and self.box.exceeded else ""
+            self.dead = f"the process running your code ended (exit code {code}) while {doing}{why}"
+            raise AnswerError(self.dead)
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict):
+            self.close()
+            self.dead = f"the process running your code sent something that is not an answer while {doing}"
+            raise AnswerError(self.dead)
+        return msg
 
     def call(self, name: str, *args):
         if self.proc is None and self.dead is None:
@@ -188,7 +229,19 @@ class Answers:
                 os.killpg(self.proc.pid, 9)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
-            self.proc.wait(5)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def release(self):
+        """Stop the child and remove its folders."""
+        self.close()
+        if self.box is not None:
+            self.box.close()
+        import shutil
+
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import sys
 import traceback
 
 from grader.checking import static
-from grader.checking.answers import AnswerError, Answers
+from grader.checking.answers import TEST_BUDGET, AnswerError, Answers
 
 NOTE_UNTRUSTED = ("Graded without the sandbox (the instructor opted out): student code ran with the "
                   "grader's rights while this notebook executed.")
@@ -117,6 +117,7 @@ class Grader:
         self.ns["grade"] = self._grade
         self.imports = imports
         self._answers: Answers | None = None
+        self._test_end: float | None = None
         self._answer_cells: dict[int, str] = {}
 
     # ------------------------------------------------------------------ student names
@@ -144,6 +145,7 @@ class Grader:
             if self._answers is None or self._answers.cells != cells:  # a later test needs more cells
                 self.close()
                 self._answers = Answers(self.imports, cells)
+            self._answers.budget(self._test_end, TEST_BUDGET)
             return self._answers.call(name, *args)
 
         call.__name__ = name
@@ -159,6 +161,16 @@ class Grader:
         if not isinstance(source, str):
             raise _Fail(f"the kernel source must be a string literal, not a {type(source).__name__}. "
                         f"{static.HOW_TO_WRITE}")
+        # only the exercise's own launch parameters come from the submission: never the grader's
+        # settings (backend, case_timeout, speed), whatever name a LAUNCH dict gives them
+        from grader.checking import exercises
+
+        allowed = set(exercises.get(exercise_id).launch_defaults)
+        extra = sorted(set(launch) - allowed)
+        if extra:
+            raise _Fail(f"{', '.join(extra)} {'is not a launch parameter' if len(extra) == 1 else 'are not launch parameters'}"
+                        f" of {exercise_id}" + (f" (it takes {', '.join(sorted(allowed))})" if allowed else
+                                                " (it takes none)"))
         v = check(exercise_id, source, **launch)
         self.displayed.append(v)
         return v.points(points)
@@ -167,6 +179,9 @@ class Grader:
     def run_test(self, cell: dict) -> dict:
         points = float(cell["points"])
         self.displayed = []
+        import time
+
+        self._test_end = time.monotonic() + TEST_BUDGET
         printed = io.StringIO()
         tree = static.parse_cell(cell["source"])
         score, error = 0.0, None
@@ -195,7 +210,7 @@ class Grader:
 
     def close(self):
         if self._answers is not None:
-            self._answers.close()
+            self._answers.release()
 
 
 def _render(obj) -> dict:

@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
 RUNTIME = HERE / "runtime"
 CXX = os.environ.get("TC_EMU_CXX", "g++")
+COMPILE_TIMEOUT = 120.0  # seconds for g++ on one kernel (template bombs end here)
 MODULE_FLAGS = ["-std=gnu++17", "-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer",
                 "-fno-strict-aliasing", "-fno-finite-loops", "-fno-exceptions", "-fvisibility=default",
                 "-fstack-usage"]
@@ -29,6 +30,48 @@ def cache_root() -> Path:
     p = Path(base) / "emu"
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def shared_cache() -> Path | None:
+    """A read-only cache of the course's own builds (the runner, the header stand-ins) that the
+    grader prepared before sandboxing (TC_SHARED_CACHE): found there, they are not rebuilt in
+    the sandbox's private cache, which holds no one else's kernels."""
+    p = os.environ.get("TC_SHARED_CACHE")
+    return Path(p) / "emu" if p else None
+
+
+def prepare_shared() -> Path:
+    """Build the course's own cache entries here (trusted code only) and return the folder to
+    pass as TC_SHARED_CACHE."""
+    runner_path()
+    _scan_include_dir()
+    return cache_root().parent
+
+
+def _cached(name: str) -> Path:
+    """`name` in the shared cache when it is there, else in this process's own."""
+    shared = shared_cache()
+    if shared is not None and (shared / name).exists():
+        return shared / name
+    return cache_root() / name
+
+
+def _sandboxed(cmd: list[str], workdir: Path, **kw) -> subprocess.CompletedProcess:
+    """g++ on a student's source, sandboxed under grading (TC_SANDBOX): an #include of any file
+    of the machine would otherwise print it in the compile error."""
+    from grader.runtime import sandbox
+
+    box = sandbox.maybe_box(writable=[str(workdir)], readable=[str(INCLUDE)] + [str(p) for p in _readable()])
+    try:
+        return subprocess.run(box.argv(cmd) if box else cmd, capture_output=True, text=True, **kw)
+    finally:
+        if box is not None:
+            box.close()
+
+
+def _readable() -> list[Path]:
+    shared = shared_cache()
+    return [shared] if shared is not None and shared.exists() else []
 
 
 def _files_digest(paths: Sequence[Path]) -> str:
@@ -67,10 +110,11 @@ def runner_path() -> Path:
     """Build (once) and return the emu_runner executable."""
     key = hashlib.sha256((_files_digest([RUNTIME / "runner.cpp", INCLUDE / "emu_abi.h"]) + compiler_id())
                          .encode()).hexdigest()[:16]
-    final = cache_root() / f"runner-{key}"
+    final = _cached(f"runner-{key}")
     exe = final / "emu_runner"
     if exe.exists():
         return exe
+    final = cache_root() / f"runner-{key}"
     tmp = Path(tempfile.mkdtemp(prefix="runner-tmp-", dir=cache_root()))
     cmd = [CXX, "-std=gnu++17", "-O2", "-g", "-fno-omit-frame-pointer", "-rdynamic", f"-I{INCLUDE}",
            str(RUNTIME / "runner.cpp"), "-o", str(tmp / "emu_runner"), "-ldl"]
@@ -160,8 +204,9 @@ class Built:
 
 def _scan_include_dir() -> Path:
     """Empty stand-ins for the CUDA headers, so `g++ -E` can expand the user's macros."""
-    d = cache_root() / f"scan-include-{prelude_digest()[:12]}"
+    d = _cached(f"scan-include-{prelude_digest()[:12]}")
     if not d.exists():
+        d = cache_root() / d.name
         tmp = Path(tempfile.mkdtemp(prefix="scan-tmp-", dir=cache_root()))
         for p in INCLUDE.rglob("*.h*"):
             q = tmp / p.relative_to(INCLUDE)
@@ -178,7 +223,7 @@ def scan_kernels(source: str, flags: list[str]) -> dict | None:
     cmd = [CXX, "-E", "-P", "-x", "c++", "-std=gnu++17", "-D__CUDACC__", "-D__CUDACC_RTC__", *arch,
            f"-I{_scan_include_dir()}", *flags, "-"]
     try:
-        r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=60)
+        r = _sandboxed(cmd, cache_root(), input=source, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if r.returncode != 0:
@@ -196,7 +241,11 @@ def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[
     (tmp / "kernel.cpp").write_text(tr.source)
     cmd = [CXX, *[f if not f.startswith("-std=") else f"-std={std}" for f in MODULE_FLAGS],
            f"-I{INCLUDE}", *flags, "-fdiagnostics-color=never", "-o", str(tmp / "kernel.so"), str(tmp / "kernel.cpp")]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        r = _sandboxed(cmd, tmp, timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None, f"kernel.cpp:1:1: error: the compiler did not finish within {COMPILE_TIMEOUT:g} s"
     if r.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         return None, r.stderr

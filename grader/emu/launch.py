@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -184,24 +185,36 @@ class EmuModule:
             t0 = time.perf_counter()
             # the runner executes the student's code natively: sandboxed when grading (TC_SANDBOX)
             runner = runner_path()
-            cmd = sandbox.maybe_wrap([str(runner), str(self._built.so), inp, out, rep], writable=[tmp],
-                                     readable=[str(runner.parent), str(Path(self._built.so).parent)])
-            proc = subprocess.Popen(cmd,
+            cmd = [str(runner), str(self._built.so), inp, out, rep]
+            box = sandbox.maybe_box(writable=[tmp], readable=[str(runner.parent), str(Path(self._built.so).parent)])
+            proc = subprocess.Popen(box.argv(cmd) if box else cmd,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+            def kill():
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+            if box is not None:
+                box.watch(kill)
             try:
                 so, se = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                kill()
                 proc.communicate()
                 raise KernelTimeout(
                     f"kernel '{kernel}' did not finish within {timeout:g} s on the CPU emulator "
                     f"(grid {grid}, block {block}): an infinite loop, or a wait that never ends",
                     seconds=timeout) from None
+            finally:
+                if box is not None:
+                    box.close()
             seconds = time.perf_counter() - t0
             stdout = so.decode("utf-8", "replace")
+            if box is not None and box.exceeded:
+                raise KernelFault("crash", f"kernel '{kernel}' was stopped on the CPU emulator: {box.exceeded}",
+                                  hint="A kernel writes only its output arrays; nothing else should grow.")
             if proc.returncode == 0:
                 outputs = Path(out).read_bytes()
                 return stdout, seconds, outputs
@@ -217,10 +230,7 @@ class EmuModule:
                     os.unlink(os.path.join(tmp, n))
                 except OSError:
                     pass
-            try:
-                os.rmdir(tmp)
-            except OSError:
-                pass
+            shutil.rmtree(tmp, ignore_errors=True)  # with whatever the kernel's code left there
 
     def _fault(self, kernel: str, report: str, stdout: str) -> KernelFault:
         rec: dict[str, str] = {}
