@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import os
-import subprocess
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -48,6 +48,7 @@ class CourseExecute(Execute):
             from grader.classroom.sandbox_kernel import SandboxedKernelManager
 
             sandbox.require()  # stops autograde here, naming the package, if bwrap is missing
+            sandbox.self_test()  # ... or saying why the sandbox cannot start on this machine
             kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
 
@@ -114,29 +115,35 @@ class TrustedGrade(NbGraderPreprocessor):
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch,
                "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
                "LANG": os.environ.get("LANG", "C.UTF-8")}
-        for k in ("TC_ARCH", "TC_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH"):
+        for k in ("TC_ARCH", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH", "TC_NVRTC", "TC_BWRAP"):
             if k in os.environ:
                 env[k] = os.environ[k]
+        box = None
         if not sandbox_opted_out():
-            hidden = private_paths(coursedir) + list(self.extra_hidden)
-            env.update(TC_SANDBOX="1", TC_SANDBOX_HIDE=os.pathsep.join(hidden))
-            # its own scratch and the emulator's compile cache stay writable (the cache holds
-            # only what the grader's compiler wrote; the code that runs student kernels gets a
-            # read-only view of it, sandboxed again)
-            from grader.emu.compiler import cache_root
+            from grader.emu.compiler import prepare_shared
+            from grader.runtime.kernels import KERNELS_DIR
 
-            env["TC_CACHE_DIR"] = str(cache_root().parent)
-            cmd = sandbox.wrap(cmd, writable=[scratch, str(cache_root())], hide=hidden)
+            hidden = private_paths(coursedir) + list(self.extra_hidden)
+            # its children are sandboxed again; the emulator's compile cache is its own (no
+            # classmate's kernel in it), the course's own builds shared read-only
+            shared = str(prepare_shared())
+            env.update(TC_SANDBOX="1", TC_SANDBOX_HIDE=os.pathsep.join(hidden), TC_CACHE_DIR=os.path.join(scratch, "cache"),
+                       TC_SHARED_CACHE=shared)
+            box = sandbox.Box(writable=[scratch], readable=[str(KERNELS_DIR), shared], hide=hidden)
         try:
-            r = subprocess.run(cmd, input=json.dumps(request), capture_output=True, text=True,
-                               timeout=self.timeout, env=env, cwd=scratch)
-        except subprocess.TimeoutExpired:
-            return dict(failed=f"the trusted grader took more than {self.timeout:.0f} s")
-        if r.returncode != 0:
-            self.log.error("trusted grader failed:\n%s", r.stderr[-4000:])
-            return dict(failed=f"the trusted grader failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+            code, out, err, stopped = sandbox.run(cmd, timeout=self.timeout, box=box, input=json.dumps(request).encode(),
+                                                  env=env, cwd=scratch)
+        finally:
+            if box is not None:
+                box.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+        if stopped:
+            return dict(failed=f"the trusted grader was stopped: {stopped}")
+        if code != 0:
+            self.log.error("trusted grader failed:\n%s", err[-4000:])
+            return dict(failed=f"the trusted grader failed (exit {code}): {err.strip()[-500:]}")
         try:
-            return json.loads(r.stdout)
+            return json.loads(out)
         except ValueError:
             return dict(failed="the trusted grader's answer could not be read")
 

@@ -1,9 +1,10 @@
 """The notebook kernel of `nbgrader autograde`, started inside the sandbox (grader.runtime.sandbox).
 
-Student code runs in that kernel before the test cells, as the instructor's user. Inside the
-sandbox it reads what it needs (Python, the course package, CUDA) but writes only its own
-folder (autograded/<student>/<assignment>/) and a private /tmp; the gradebook, the course's
-sources, other students' folders and the course config are hidden; there is no network.
+Student code runs in that kernel before the test cells. Inside the sandbox it reads what it
+needs (Python, the course package and kernels/, CUDA) and works in a private copy of its own
+folder: the submission's regular files, bound where the notebook expects them. Nothing it
+writes reaches autograded/ (no link or file it leaves behind is ever read by nbgrader), and
+what it writes is watched against the disk limit; the copy is removed when the kernel ends.
 Children it starts (the kernel checks of notebook cells) inherit all of that.
 
 Configured in course/nbgrader_config.py through the course's Execute (grader.classroom.autograde):
@@ -12,6 +13,8 @@ the guide's plain `nbgrader autograde` starts every kernel this way.
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -35,9 +38,26 @@ def private_paths(coursedir) -> list[str]:
     return sorted({str(p.resolve()) for p in paths if p.exists()})
 
 
+def copy_regular(src: str, dest: str) -> None:
+    """The regular files and folders under `src` into `dest`; links, devices, FIFOs and
+    sockets are left out (nothing of the machine comes in through a submission's link)."""
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        os.makedirs(os.path.join(dest, rel), exist_ok=True)
+        dirnames[:] = [d for d in dirnames if stat.S_ISDIR(os.lstat(os.path.join(dirpath, d)).st_mode)]
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            if stat.S_ISREG(os.lstat(p).st_mode):
+                shutil.copyfile(p, os.path.join(dest, rel, f), follow_symlinks=False)
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="more paths unreadable inside the sandbox (files or folders); the "
                                   "course's private paths are always hidden").tag(config=True)
+    stopped: list[str] = []  # why kernels were stopped by a limit, for the feedback (CourseExecute)
+
+    _box: sandbox.Box | None = None
+    _work: str | None = None
 
     async def _async_pre_start_kernel(self, **kw):
         if self.transport == "ipc":  # a fresh socket folder per kernel: no kernel sees another's
@@ -45,25 +65,54 @@ class SandboxedKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
     def format_kernel_cmd(self, extra_arguments=None):
+        from nbgrader.coursedir import CourseDirectory
+
+        from grader.emu.compiler import prepare_shared
+        from grader.runtime.kernels import KERNELS_DIR
+
         cmd = super().format_kernel_cmd(extra_arguments)
         cwd = os.path.realpath(self._launch_args.get("cwd") or os.getcwd())
-        writable = [cwd]
+        self._work = tempfile.mkdtemp(prefix="tc-work-")
+        copy_regular(cwd, self._work)
+        writable = []
         if self.transport == "ipc":  # the kernel creates its sockets next to this path prefix
             writable.append(os.path.dirname(os.path.realpath(self.ip)))
         scratch = "/tmp/tc-scratch"  # inside the sandbox's private /tmp
+        shared = str(prepare_shared())  # the course's own emulator builds, read-only
         env = {"HOME": scratch, "IPYTHONDIR": f"{scratch}/ipython", "MPLCONFIGDIR": f"{scratch}/mpl",
-               "TC_CACHE_DIR": f"{scratch}/cache", "CUPY_CACHE_DIR": f"{scratch}/cupy",
+               "TC_CACHE_DIR": f"{scratch}/cache", "CUPY_CACHE_DIR": f"{scratch}/cupy", "TC_SHARED_CACHE": shared,
                "XDG_CACHE_HOME": f"{scratch}/xdg", "JUPYTER_RUNTIME_DIR": f"{scratch}/runtime",
                # the kernel checks still run their own children; a second sandbox is not needed
                # inside this one, and the hidden paths are already hidden
                "TC_SANDBOX": "0"}
-        from nbgrader.coursedir import CourseDirectory
-
         hide = private_paths(CourseDirectory(config=self.config)) + list(self.hidden)
-        # hidden first, then the writable folders bound back (the own folder lies inside autograded/)
         # JPY_PARENT_PID names the grader's process, which the kernel's own process namespace
         # cannot see: ipykernel would take it for gone and exit (bwrap ends the kernel with
         # its parent anyway, --die-with-parent)
-        # (the connection file may lie in /tmp, which the sandbox replaces: shown read-only)
-        return sandbox.wrap(cmd, writable=writable, hide=hide, env=env, unset=["JPY_PARENT_PID"],
-                            dirs=[scratch], readable=[os.path.realpath(self.connection_file)])
+        conn = os.path.realpath(self.connection_file)
+        self._box = sandbox.Box(bind={self._work: cwd}, writable=writable, hide=hide, env=env,
+                                unset=["JPY_PARENT_PID"], dirs=[scratch],
+                                readable=[conn, str(KERNELS_DIR), shared])
+        if self._box.uid is not None:  # written by jupyter for its owner only
+            os.chown(conn, self._box.uid, self._box.uid)
+        return self._box.argv(cmd)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        proc = getattr(self.provisioner, "process", None)
+        box = self._box
+        if proc is not None and box is not None:
+            def stop():
+                SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
+                proc.kill()  # bwrap, whose sandbox then ends (--die-with-parent)
+
+            box.watch(stop)
+
+    async def _async_cleanup_resources(self, restart: bool = False):
+        await super()._async_cleanup_resources(restart=restart)
+        if self._box is not None:
+            self._box.close()
+            self._box = None
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None

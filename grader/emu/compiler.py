@@ -25,9 +25,12 @@ MODULE_FLAGS = ["-std=gnu++17", "-O2", "-g", "-fPIC", "-shared", "-fno-omit-fram
                 "-fstack-usage"]
 
 
+_ROOT: Path | None = None  # set while prepare_shared() builds the course's own entries
+
+
 def cache_root() -> Path:
     base = os.environ.get("TC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tensorcore-course")
-    p = Path(base) / "emu"
+    p = _ROOT or Path(base) / "emu"
     p.mkdir(parents=True, exist_ok=True)
     return p
 
@@ -41,11 +44,22 @@ def shared_cache() -> Path | None:
 
 
 def prepare_shared() -> Path:
-    """Build the course's own cache entries here (trusted code only) and return the folder to
-    pass as TC_SHARED_CACHE."""
-    runner_path()
-    _scan_include_dir()
-    return cache_root().parent
+    """Build the course's own cache entries (trusted code only) in a folder of their own, which
+    holds nothing else, readable by the sandbox's uid; return it, to pass as TC_SHARED_CACHE."""
+    global _ROOT
+    base = Path(os.environ.get("TC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                "tensorcore-course")) / "course-builds"
+    _ROOT = base / "emu"
+    try:
+        runner_path()
+        _scan_include_dir()
+    finally:
+        _ROOT = None
+    for dirpath, dirnames, filenames in os.walk(base):
+        for n in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
+            mode = os.lstat(n).st_mode
+            os.chmod(n, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+    return base
 
 
 def _cached(name: str) -> Path:

@@ -249,6 +249,10 @@ class Box:
         self.bind = {os.path.realpath(k): v for k, v in (bind or {}).items()}
         self.readable = [os.fspath(r) for r in readable]
         self.hide, self.env, self.unset, self.dirs, self.network = list(hide), dict(env or {}), list(unset), list(dirs), network
+        for d in self.dirs:  # folders of its private /tmp exist before it starts, its own
+            if _inside(d, "/tmp"):
+                os.makedirs(os.path.join(self.root, "tmp", os.path.relpath(d, "/tmp")), exist_ok=True)
+        self.dirs = [d for d in self.dirs if not _inside(d, "/tmp")]
         self.uid = _drop_uid()
         if self.uid is not None:  # the sandbox's user owns what it may write, nothing else
             for top in [self.root, *self.writable, *self.bind]:
@@ -288,12 +292,10 @@ class Box:
                  *self.readable]
         a += ["--bind", os.path.join(self.root, "tmp"), "/tmp", "--bind", os.path.join(self.root, "shm"), "/dev/shm"]
         # the folders above what is shown, as plain 0755 folders (bwrap as root would make them 0700,
-        # which the sandbox's uid cannot cross)
-        dests = [r for r in shown if os.path.exists(r)] + self.writable + list(self.bind.values())
-        above = sorted({str(q) for d in dests for q in Path(d).parents if str(q) != "/" and not
-                        _inside(str(q), "/usr") and str(q) not in ("/tmp", "/dev", "/proc")}, key=len)
-        for d in above:
-            a += ["--perms", "0755", "--dir", d]
+        # which the sandbox's uid cannot cross); again inside a hidden folder, which covers them
+        mine = self.writable + list(self.bind.values())
+        dests = [r for r in shown if os.path.exists(r)] + mine
+        a += _folders_above(dests)
         # later mounts cover earlier ones: /tmp, then shown, then hidden, then writable
         for r in shown:
             if os.path.exists(r):
@@ -303,6 +305,7 @@ class Box:
                 a += ["--tmpfs", p]
             elif os.path.exists(p):  # an empty regular file (/dev/null would not open on a nodev mount)
                 a += ["--ro-bind", _empty_file(), p]
+        a += _folders_above([d for d in mine if any(_inside(d, h) for h in self.hide)])
         for w in self.writable:
             a += ["--bind", w, w]
         for src, dest in self.bind.items():
@@ -375,6 +378,12 @@ class Box:
         self.close()
 
 
+def _folders_above(dests: Sequence[str]) -> list[str]:
+    above = sorted({str(q) for d in dests for q in Path(d).parents if str(q) != "/" and not
+                    _inside(str(q), "/usr") and str(q) not in ("/tmp", "/dev", "/proc")}, key=len)
+    return [x for d in above for x in ("--perms", "0755", "--dir", d)]
+
+
 _EMPTY: str | None = None
 
 
@@ -434,14 +443,16 @@ def python_command(module: str) -> list[str]:
     return [sys.executable, "-I", "-c", boot]
 
 
-def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, **popen) -> tuple[int | None, str, str, str | None]:
-    """Run `cmd` in `box` (or unsandboxed when None) with a wall-clock limit; returns
-    (returncode or None when stopped, stdout, stderr, why stopped). Output is read whole."""
+def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, input: bytes | None = None,
+        **popen) -> tuple[int | None, str, str, str | None]:
+    """Run `cmd` in `box` (or unsandboxed when None) with a wall-clock limit, `input` on its
+    stdin; returns (returncode or None when stopped, stdout, stderr, why stopped)."""
     import signal
     import subprocess
 
     argv = box.argv(cmd) if box is not None else list(cmd)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen)
 
     def kill():
         try:
@@ -453,7 +464,7 @@ def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, **popen) 
         box.watch(kill)
     why = None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill()
         out, err = proc.communicate()
