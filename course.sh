@@ -38,6 +38,15 @@ if [ ! -f "$stamp" ]; then
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
+# The environment's own nbgrader config, loaded before any course's: autograde refuses to run
+# without the course's sandbox and trusted grader even where a course config was replaced
+# (grader/classroom/hardening.py).
+guard="$venv/etc/jupyter/nbgrader_config.py"
+if [ ! -f "$guard" ]; then
+  mkdir -p "$(dirname "$guard")"
+  printf '%s\n' "# written by course.sh: the course's safeguards, whatever course config follows" \
+    "from grader.classroom import hardening" "hardening.install()" > "$guard"
+fi
 case "$cmd" in
   lab)  exec "$venv/bin/jupyter" lab --notebook-dir=notebooks "$@" ;;
   test) exec "$venv/bin/python" -m pytest "$@" ;;

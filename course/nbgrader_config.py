@@ -28,10 +28,14 @@ from nbgrader.preprocessors import (
     SaveCells,
 )
 
+from grader.classroom import hardening
 from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.nbgrader_ext import CudaClearSolutions
 
 HERE = Path(__file__).resolve().parent
+# nbgrader never follows a link a student left, feedback copies only its pages, and autograde
+# refuses to run without the sandbox and the trusted grader below (grader/classroom/hardening.py)
+hardening.install()
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.root = str(HERE)

@@ -53,12 +53,21 @@ class CourseExecute(Execute):
         super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
+        from grader.classroom.sandbox_kernel import SandboxedKernelManager
+
+        SandboxedKernelManager.stopped.clear()
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError as e:
             # The grade does not depend on the execution (TrustedGrade): grading goes on.
             self.log.warning("the notebook's kernel died (%s); grading continues with the trusted grader", e)
             return nb, resources
+        finally:
+            for why in SandboxedKernelManager.stopped:
+                note = (f"Your notebook was stopped while it ran: {why}. Its graded cells were still graded "
+                        "from what you wrote.")
+                self.log.warning(note)
+                (resources if resources is not None else {}).setdefault("course_notes", []).append(note)
 
 
 class TrustedGrade(NbGraderPreprocessor):
@@ -79,7 +88,7 @@ class TrustedGrade(NbGraderPreprocessor):
         t0 = time.monotonic()
         results = self._run(dict(release=release, submission=submission), coursedir)
         self.log.info("trusted grading of %s: %.1f s", info["notebook"], time.monotonic() - t0)
-        self._apply(nb, release, results)
+        self._apply(nb, release, results, resources.get("course_notes", []))
         return nb, resources
 
     # -------------------------------------------------------------- what the course says
@@ -115,8 +124,9 @@ class TrustedGrade(NbGraderPreprocessor):
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch,
                "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
                "LANG": os.environ.get("LANG", "C.UTF-8")}
-        for k in ("TC_ARCH", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH", "TC_NVRTC", "TC_BWRAP"):
-            if k in os.environ:
+        for k in os.environ:
+            if k in ("TC_ARCH", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH", "TC_NVRTC", "TC_BWRAP") or \
+                    k.startswith("TC_LIMIT_"):
                 env[k] = os.environ[k]
         box = None
         if not sandbox_opted_out():
@@ -148,7 +158,7 @@ class TrustedGrade(NbGraderPreprocessor):
             return dict(failed="the trusted grader's answer could not be read")
 
     # -------------------------------------------------------------- into the notebook
-    def _apply(self, nb, release: list[dict], results: dict):
+    def _apply(self, nb, release: list[dict], results: dict, notes: list[str] = ()):
         tests = {c["grade_id"]: c for c in release if c["kind"] == "test"}
         by_id = {g["grade_id"]: g for g in results.get("grades", [])}
         placed = set()
@@ -158,17 +168,17 @@ class TrustedGrade(NbGraderPreprocessor):
                 continue
             gid = meta.get("grade_id")
             if gid in tests and gid not in placed and cell.cell_type == "code" and meta.get("grade"):
-                self._fill(cell, tests[gid], by_id.get(gid), results.get("failed"))
+                self._fill(cell, tests[gid], by_id.get(gid), results.get("failed"), notes)
                 placed.add(gid)
             elif meta.get("grade") and not (meta.get("solution") and gid not in tests):
                 meta["grade"] = False  # a second copy, or a grade the gradebook never gave
         for gid, test in tests.items():
             if gid not in placed:  # deleted or renamed by the student: graded all the same
                 cell = new_code_cell()
-                self._fill(cell, test, by_id.get(gid), results.get("failed"))
+                self._fill(cell, test, by_id.get(gid), results.get("failed"), notes)
                 nb.cells.append(cell)
 
-    def _fill(self, cell, test: dict, result: dict | None, failed: str | None):
+    def _fill(self, cell, test: dict, result: dict | None, failed: str | None, notes: list[str] = ()):
         cell.source = test["source"]
         cell.metadata["nbgrader"] = dict(grade=True, solution=False, locked=True, grade_id=test["grade_id"],
                                          points=test["points"], schema_version=3)
@@ -177,6 +187,9 @@ class TrustedGrade(NbGraderPreprocessor):
         if sandbox_opted_out():
             parts.append(f'<p style="color:#b00;font-weight:bold">{html.escape(BANNER_UNSANDBOXED)}</p>')
             text.append(BANNER_UNSANDBOXED)
+        for note in notes:
+            parts.append(f"<p><b>NOTE</b>: {html.escape(note)}</p>")
+            text.append(f"NOTE: {note}")
         if result is None:
             msg = failed or "the trusted grader returned no result for this cell"
             parts.append(f"<p><b>FAIL</b>: {html.escape(msg)}</p>")

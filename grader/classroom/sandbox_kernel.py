@@ -29,7 +29,7 @@ def private_paths(coursedir) -> list[str]:
     student's submitted/autograded/feedback folder, the course config and its secrets."""
     root = Path(coursedir.root)
     source = Path(coursedir.source_directory)
-    paths = [root / "gradebook.db", root / ".skip_tag", root / "nbgrader_config.py",
+    paths = [root / "gradebook.db", root / ".skip_tag", root / "nbgrader_config.py", root / ".tc-integrity.json",
              source if source.is_absolute() else root / source,
              root / coursedir.submitted_directory, root / coursedir.autograded_directory,
              root / coursedir.feedback_directory]

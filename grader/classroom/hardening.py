@@ -1,0 +1,186 @@
+"""What nbgrader does with a submission's files, made safe, and autograde that fails closed.
+
+nbgrader copies, reads, writes and chmods files in submitted/ and autograded/ following
+symbolic links, so a link a student leaves there (or hands in) would make the instructor's
+nbgrader read or overwrite any file it can: a classmate's notebook, the gradebook, the course
+config. `install()` (called from course/nbgrader_config.py, and from the guard the course's
+environment loads before any course config) changes nbgrader's converters so that:
+- before a submission is read (autograde) or an autograded folder is read (feedback), every
+  link, FIFO, socket, device and hard-linked file in it is removed and setuid/setgid/world-write
+  bits are cleared (`sanitize`), each named in nbgrader's log;
+- feedback copies nothing but the pages it renders;
+- autograde refuses to start unless the course's sandboxed execution and trusted grader are in
+  its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
+  config or the instructor's sources changed since the last autograde (`INTEGRITY`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+INTEGRITY = ".tc-integrity.json"  # in the course root, hidden from graded code like the gradebook
+
+
+def sanitize(folder: str | os.PathLike, log=None) -> list[str]:
+    """Remove what is not a plain file or folder under `folder` (itself included when it is a
+    link); returns what was removed. Never follows a link."""
+    removed: list[str] = []
+    top = os.fspath(folder)
+
+    def drop(p: str, why: str):
+        try:
+            os.unlink(p)
+        except OSError:
+            return
+        removed.append(f"{p} ({why})")
+        if log is not None:
+            log.warning("removed %s from a student's folder: %s", p, why)
+
+    try:
+        st = os.lstat(top)
+    except FileNotFoundError:
+        return removed
+    if not stat.S_ISDIR(st.st_mode):
+        drop(top, "not a folder")
+        return removed
+    for dirpath, dirnames, filenames in os.walk(top):
+        keep = []
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            mode = st.st_mode
+            if stat.S_ISLNK(mode):
+                drop(p, "a symbolic link")
+            elif stat.S_ISDIR(mode):
+                keep.append(name)
+                _plain_mode(p, mode)
+            elif not stat.S_ISREG(mode):
+                drop(p, "not a regular file (FIFO, socket or device)")
+            elif st.st_nlink > 1:
+                drop(p, "a hard link to a file elsewhere")
+            else:
+                _plain_mode(p, mode)
+        dirnames[:] = [d for d in dirnames if d in keep]
+    return removed
+
+
+def sanitize_students(top: Path, assignment_id: str, log=None) -> None:
+    """sanitize() every student's folder of `assignment_id` (a glob) under `top`; a student's
+    folder that is itself a link is removed, never followed."""
+    import fnmatch
+
+    if not top.is_dir() or top.is_symlink():
+        return
+    for entry in os.scandir(top):
+        if entry.is_symlink():
+            sanitize(entry.path, log)
+        elif entry.is_dir(follow_symlinks=False):
+            for sub in os.scandir(entry.path):
+                if fnmatch.fnmatch(sub.name, assignment_id or "*"):
+                    sanitize(sub.path, log)
+
+
+def _plain_mode(p: str, mode: int) -> None:
+    bad = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWOTH
+    if mode & bad:
+        os.chmod(p, stat.S_IMODE(mode) & ~bad, follow_symlinks=False) if os.chmod in os.supports_follow_symlinks \
+            else os.chmod(p, stat.S_IMODE(mode) & ~bad)
+
+
+# ------------------------------------------------------------------------------ nbgrader
+def _pipeline_problem(converter) -> str | None:
+    """Why this autograde is not the course's safe pipeline, or None."""
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    from grader.classroom.autograde import CourseExecute, TrustedGrade, sandbox_opted_out
+
+    pre = list(converter.autograde_preprocessors)
+    names = [getattr(p, "__name__", type(p).__name__) for p in pre]
+    if TrustedGrade not in pre:
+        return f"the course's trusted grader (TrustedGrade) is not in the autograde pipeline ({', '.join(names)})"
+    if SaveAutoGrades not in pre or pre.index(TrustedGrade) > pre.index(SaveAutoGrades):
+        return "the course's trusted grader must come before SaveAutoGrades in the autograde pipeline"
+    if CourseExecute not in pre and not sandbox_opted_out():
+        return f"the course's sandboxed execution (CourseExecute) is not in the autograde pipeline ({', '.join(names)})"
+    if any(p.__name__ == "Execute" and p is not CourseExecute for p in pre if isinstance(p, type)):
+        return "nbgrader's plain Execute (student code with the grader's rights) is in the autograde pipeline"
+    return None
+
+
+def _digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for top in paths:
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
+        for p in files:
+            h.update(str(p).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _watched(coursedir) -> dict[str, list[Path]]:
+    root = Path(coursedir.root)
+    source = Path(coursedir.source_directory)
+    return {"course config": [root / "nbgrader_config.py"],
+            "instructor's sources": [source if source.is_absolute() else root / source]}
+
+
+def check_integrity(coursedir, log) -> None:
+    """Say which watched files changed since the last autograde (nobody but the instructor may
+    change them: graded code cannot reach them), then record them as they are now."""
+    path = Path(coursedir.root) / INTEGRITY
+    try:
+        before = json.loads(path.read_text())
+    except (OSError, ValueError):
+        before = {}
+    now = {name: _digest(paths) for name, paths in _watched(coursedir).items()}
+    for name, digest in now.items():
+        old = before.get(name)
+        if old and old["digest"] != digest:
+            log.warning("the %s changed since the last autograde (%s): if you did not change it, stop and check it",
+                        name, old["at"])
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    path.write_text(json.dumps({k: {"digest": v, "at": stamp} for k, v in now.items()}))
+
+
+def install() -> None:
+    """Patch nbgrader's converters (idempotent)."""
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.converters.base import NbGraderException
+    from nbgrader.converters.generate_feedback import GenerateFeedback
+
+    if getattr(Autograde, "_tc_hardened", False):
+        return
+    auto_init, auto_start = Autograde.init_assignment, Autograde.start
+
+    def init_assignment(self, assignment_id, student_id):
+        for d in (self._format_source(assignment_id, student_id), self._format_dest(assignment_id, student_id)):
+            sanitize(d, self.log)
+        return auto_init(self, assignment_id, student_id)
+
+    def start(self):
+        why = _pipeline_problem(self)
+        if why:
+            msg = (f"autograde refused: {why}. The course's nbgrader_config.py puts them there; if it was "
+                   "changed or replaced, restore it (git checkout course/nbgrader_config.py) before grading.")
+            self.log.error(msg)
+            raise NbGraderException(msg)
+        check_integrity(self.coursedir, self.log)
+        for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
+            sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
+        return auto_start(self)
+
+    def feedback_init_assignment(self, assignment_id, student_id):
+        # the pages nbgrader renders are all a student gets: no file of the autograded folder is
+        # copied along (whatever it is, and wherever a link in it would lead)
+        sanitize(self._format_source(assignment_id, student_id), self.log)
+
+    Autograde.init_assignment, Autograde.start = init_assignment, start
+    GenerateFeedback.init_assignment = feedback_init_assignment
+    Autograde._tc_hardened = True
