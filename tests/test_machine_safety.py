@@ -368,8 +368,10 @@ def test_replaced_config_refuses_to_grade(tmp_path):
                    .replace("TrustedGrade, SaveAutoGrades", "SaveAutoGrades")
                    .replace("from nbgrader.preprocessors import (", "from nbgrader.preprocessors import (\n    Execute,")
                    .replace("hardening.install()", "pass"))
-    guard = Path(sys.prefix) / "etc" / "jupyter" / "nbgrader_config.py"
-    if not guard.exists():
+    from jupyter_core.paths import jupyter_config_path
+
+    guards = [Path(d) / "nbgrader_config.py" for d in jupyter_config_path()]
+    if not any(g.exists() and "hardening" in g.read_text() for g in guards):
         pytest.skip("this environment was not set up by course.sh (no guard in its etc/jupyter)")
     r = classroom.nbgrader(course, "autograde", A, "--create", check=False)
     assert r.returncode != 0
