@@ -161,7 +161,7 @@ class TrustedGrade(NbGraderPreprocessor):
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch,
                "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
                "LANG": os.environ.get("LANG", "C.UTF-8")}
-        for k in ("TC_ARCH", "TC_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH"):
+        for k in ("TC_ARCH", "TC_CPU_ONLY", "TC_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH"):
             if k in os.environ:
                 env[k] = os.environ[k]
         if not sandbox_opted_out():
