@@ -50,8 +50,12 @@ class ColabSetupCell(NbGraderPreprocessor):
     the notebooks/ copies (grader.classroom.notebooks.colab_cell), or `import grader` fails there."""
 
     def preprocess(self, nb, resources):
+        from grader.classroom.colab import PLACEHOLDER, REPOSITORY
         from grader.classroom.notebooks import COLAB_CELL_ID, colab_cell
 
+        if PLACEHOLDER in REPOSITORY:
+            self.log.warning("the release's Colab setup cell names no repository (%s): set it in pyproject.toml, "
+                             "[tool.tensorcore-course] repository (course/README.md, 'Once')", REPOSITORY)
         if not any(c.get("id") == COLAB_CELL_ID for c in nb.cells):
             nb.cells.insert(0, colab_cell())
         return nb, resources
