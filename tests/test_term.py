@@ -135,7 +135,6 @@ def term(tmp_path_factory):
         gb.db.commit()
     logs["eve_before"] = classroom.scores(course, A1)["eve"]
     hand_in(course, "eve", A1, book(A1, course), "2026-11-24 18:00:00 UTC")
-    logs["eve"], _ = run(course, "autograde", A1, "--student", "eve")  # newer hand-in: graded again
 
     # 02: ben partial and 57 h late, frank's file is not a notebook
     hand_in(course, "ada", A2, book(A2, course), "2026-11-29 10:00:00 UTC")
@@ -144,12 +143,13 @@ def term(tmp_path_factory):
             "2026-11-29 12:00:00 UTC")
     hand_in(course, "eve", A2, book(A2, course), "2026-11-30 11:59:00 UTC")
     hand_in(course, "frank", A2, '{"cells": [', "2026-11-30 10:00:00 UTC")
-    logs["autograde2"], _ = run(course, "autograde", A2, "--create", check=False)
+    # one nbgrader run: eve's newer 01 hand-in is graded again (the rest of 01 is skipped), and 02
+    logs["autograde2"], _ = run(course, "autograde", "*", "--create", check=False)
+    logs["eve"] = logs["autograde2"]
 
     stray = course / "autograded" / "cy" / A1 / "scratch.ipynb"  # a stray notebook beside an autograded one
     nbformat.write(nbformat.v4.new_notebook(), stray)
-    logs["feedback"], _ = run(course, "generate_feedback", A1)
-    logs["feedback"] += run(course, "generate_feedback", A2)[0]
+    logs["feedback"], _ = run(course, "generate_feedback", "*")
     logs["export"], _ = run(course, "export", "--to", "grades.csv")
     exported = (course / "grades.csv").read_text()
 
@@ -215,8 +215,18 @@ def test_looping_notebook_graded_in_under_two_minutes(term):
 def test_manual_score_cleared_by_the_resubmission(term):
     assert term["logs"]["eve_before"][0] == pytest.approx(0.5)
     assert "the manual score 0.5 is cleared" in term["logs"]["eve"]
-    page = (term["course"] / "feedback" / "eve" / A1 / f"{A1}.html").read_text()
-    assert "0.5" not in re.sub(r"<[^>]+>", " ", page).split(), "the feedback still shows the manual 0.5"
+    page = re.sub(r"<[^>]+>", " ", (term["course"] / "feedback" / "eve" / A1 / f"{A1}.html").read_text())
+    assert not re.search(r"Score: 0\.5\b", page) and re.search(r"Score: 2(\.0)? / 2(\.0)?\b", page), \
+        "the feedback still shows the manual 0.5"
+
+
+def test_feedback_pages_show_one_score_per_cell(term):
+    """The trusted grader's "N of M points" of each graded cell is nbgrader's "Score: N / M"."""
+    for page in sorted((term["course"] / "feedback").glob("*/*/*.html")):
+        text = re.sub(r"<[^>]+>", " ", page.read_text())
+        said = {(float(a), float(b)) for a, b in re.findall(r"trusted grader: ([\d.]+) of ([\d.]+) points", text)}
+        shown = {(float(a), float(b)) for a, b in re.findall(r"Score: ([\d.]+) / ([\d.]+)", text)}
+        assert said and said <= shown, (page, said, shown)
 
 
 def test_feedback_pages_hold_no_hidden_test_and_no_passed_with_zero(term):
