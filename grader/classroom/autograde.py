@@ -1,8 +1,9 @@
 """The course's two steps in nbgrader's Autograde pipeline (course/nbgrader_config.py):
 
 CourseExecute   runs the submission as nbgrader's Execute does, in a sandboxed kernel
-                (grader.classroom.sandbox_kernel); a kernel that dies (os._exit, a crash) ends
-                the execution of that notebook but not its grading.
+                (grader.classroom.sandbox_kernel); a kernel that dies (os._exit, a crash) or a
+                cell that runs past its limit (timeout_plain / timeout_graded) ends the execution
+                of that notebook but not its grading; the stopped cell says why.
 TrustedGrade    after execution, before SaveAutoGrades: replaces every graded cell's output by
                 the verdict of the trusted grader (python -I -m grader.checking.trusted, in the
                 sandbox, fed the submission's text and the course's own test cells), so what the
