@@ -8,6 +8,7 @@ traceback or SQLAlchemy's warnings. tests/test_class_workflow.py covers every as
 adversarial submissions through grader.classroom; this one covers the guide's own words.
 """
 import csv
+import json
 import os
 import re
 import shutil
@@ -217,3 +218,41 @@ def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none():
     ignored = subprocess.run(["git", "check-ignore", "gradebook.db", "notebooks/gradebook.db", "x/y/gradebook.db"],
                              cwd=classroom.ROOT, capture_output=True, text=True)
     assert len(ignored.stdout.split()) == 3, "a gradebook.db outside course/ is not git-ignored"
+
+
+@pytest.mark.slow
+def test_formgrader_opens_on_the_course_with_every_assignment(tmp_path):
+    """`./course.sh grade`'s JupyterLab command, run in a course folder: the formgrader's API lists
+    every assignment of solutions/, and the only gradebook.db is the course's."""
+    import socket
+    import time
+    import urllib.request
+
+    script = (classroom.ROOT / "course.sh").read_text()
+    grade = re.search(r"^\s*grade\)(.*?);;", script, re.M | re.S).group(1)
+    args = re.findall(r"--ServerApp\.\w+=\S+", grade)
+    course = classroom.new_course(tmp_path / "course")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TC_SOURCE_DIR=str(classroom.SOLUTIONS), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "lab", *args, "--no-browser",
+                             f"--port={port}", "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=t"],
+                            cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        names, deadline = None, time.monotonic() + 120
+        while names is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/formgrader/api/assignments?token=t",
+                                            timeout=30) as r:
+                    names = {a["name"] for a in json.loads(r.read())}
+            except OSError:
+                time.sleep(1)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert names is not None, "the formgrader did not answer"
+    assert set(classroom.assignments()) <= names
+    assert (course / "gradebook.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "rt") == ["course"]

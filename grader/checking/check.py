@@ -547,10 +547,11 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         v.items.append(same)
         return _score(ex, v)
     if _is_empty_stub(ex, source):  # said once, not once per case
+        hint = ("Write it, try it with the notebook's check cell, then hand the notebook in again." if handed_in()
+                else "If you did write it, run that cell again: the check sees the source as it was when its "
+                     "cell last ran.")
         v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in "
-                            f"{cell.name if cell else 'the cell above'}", kind="empty-kernel",
-                            hint="If you did write it, run that cell again: the check sees the source as it "
-                                 "was when its cell last ran."))
+                            f"{cell.name if cell else 'the cell above'}", kind="empty-kernel", hint=hint))
         return v
     # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
     # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
