@@ -2,7 +2,8 @@
 # The course in one command. On a fresh machine with Python 3.10+ and pip:
 #   ./course.sh lab     set up (first time only) and open the course in JupyterLab
 #   ./course.sh test    set up (first time only) and run the test suite (extra args go to pytest;
-#                       about 7 min on 2 CPU cores, `-m "not slow"` for a quicker subset)
+#                       `-m "not slow"` for a quicker subset)
+#   ./course.sh grade   the instructor's side: JupyterLab on course/ with nbgrader's formgrader open
 #   ./course.sh stack   say which CUDA stack this machine gets, and why (installs nothing)
 # Idempotent: the virtual environment in .venv is rebuilt only when pyproject.toml or the
 # stack this machine needs changes.
@@ -47,8 +48,14 @@ if [ ! -f "$guard" ]; then
   printf '%s\n' "# written by course.sh: the course's safeguards, whatever course config follows" \
     "from grader.classroom import hardening" "hardening.install()" > "$guard"
 fi
+# A student's lab has no use for nbgrader's instructor pages; the formgrader would create an
+# empty gradebook.db wherever the server runs. `grade` opens it on the course (course/).
+NO_NBGRADER='{"nbgrader.server_extensions.formgrader": false, "nbgrader.server_extensions.assignment_list": false, "nbgrader.server_extensions.course_list": false}'
 case "$cmd" in
-  lab)  exec "$venv/bin/jupyter" lab --notebook-dir=notebooks "$@" ;;
-  test) exec "$venv/bin/python" -m pytest "$@" ;;
-  *)    echo "usage: ./course.sh lab | test [pytest arguments] | stack" >&2; exit 2 ;;
+  lab)   exec "$venv/bin/jupyter" lab --notebook-dir=notebooks --ServerApp.jpserver_extensions="$NO_NBGRADER" "$@" ;;
+  grade) bin=$(cd "$venv/bin" && pwd)
+         cd course && PATH="$bin:$PATH" exec "$bin/jupyter" lab --ServerApp.root_dir=. \
+           --ServerApp.default_url=/formgrader "$@" ;;
+  test)  exec "$venv/bin/python" -m pytest "$@" ;;
+  *)     echo "usage: ./course.sh lab | grade | test [pytest arguments] | stack" >&2; exit 2 ;;
 esac

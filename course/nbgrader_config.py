@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -19,18 +20,45 @@ from nbgrader.preprocessors import (
     ClearMarkScheme,
     ClearOutput,
     ComputeChecksums,
+    DeduplicateIds,
+    GetGrades,
     IgnorePattern,
     IncludeHeaderFooter,
     InstantiateTests,
     LimitOutput,
     LockCells,
+    OverwriteKernelspec,
     SaveAutoGrades,
     SaveCells,
 )
 
 from grader.classroom import hardening
+from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
-from grader.classroom.nbgrader_ext import CudaClearSolutions
+from grader.classroom.export import CourseCsvExport
+from grader.classroom.feedback import OneScorePerCell, StripHiddenTests
+from grader.classroom.late import DailyPenalty
+from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
+from grader.classroom.scores import ReconcileManualScores, RememberScores
+
+# ---- the term's settings (course/README.md, "A term") -------------------------------------
+# CPU-only grading: speed cells award nothing and count for nothing (maximum, scores, feedback
+# and export are out of the correctness points). One switch for the whole term: set it before
+# `generate_assignment` (the gradebook's maximum comes from there); TC_CPU_ONLY=1 turns it on
+# for one command.
+CPU_ONLY = False
+# Late hand-ins lose this share of their score per started day past the due date (due dates:
+# `python -m grader.classroom.term schedule ...`); 100 makes any late hand-in a 0.
+LATE_PERCENT_PER_DAY = 10.0
+# A manual (formgrader) score on a cell whose automatic score changes on a regrade:
+# "clear" (the new automatic score counts; the log says so) or "keep".
+MANUAL_SCORE_ON_REGRADE = "clear"
+# Seconds a cell may run while autograding: one that awards no points, and a graded one.
+CELL_LIMIT_PLAIN, CELL_LIMIT_GRADED = 60, 300
+# ---------------------------------------------------------------------------------------------
+
+if CPU_ONLY:
+    os.environ.setdefault("TC_CPU_ONLY", "1")
 
 HERE = Path(__file__).resolve().parent
 # nbgrader never follows a link a student left, feedback copies only its pages, and autograde
@@ -44,9 +72,12 @@ c.CourseDirectory.course_id = "tensor-cores"
 c.CourseDirectory.source_directory = os.environ.get("TC_SOURCE_DIR", str(HERE.parent / "solutions"))
 
 # Kernel solutions live in CUDA strings: their stub must be C++ that compiles, not Python.
+# The release starts with the Colab setup cell, like the notebooks/ copies; under CPU-only
+# grading a kernel cell is worth its correctness points (SpeedPoints, before SaveCells).
 c.GenerateAssignment.preprocessors = [
     IncludeHeaderFooter, InstantiateTests, LockCells, CudaClearSolutions, ClearOutput, CheckCellMetadata,
-    ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums, CheckCellMetadata,
+    SpeedPoints, ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ColabSetupCell, ComputeChecksums,
+    CheckCellMetadata,
 ]
 
 # What is trusted (course/README.md, "What is trusted"): the notebook runs in a sandboxed kernel
@@ -54,10 +85,34 @@ c.GenerateAssignment.preprocessors = [
 # with a warning on every feedback page), then TrustedGrade replaces every graded cell's output
 # by the verdict of a fresh interpreter that reads the submission as text. nbgrader's own list,
 # with those two in place of Execute and just before SaveAutoGrades.
+# RememberScores / ReconcileManualScores around SaveAutoGrades: a manual score on a cell whose
+# automatic score changed is cleared (or kept, MANUAL_SCORE_ON_REGRADE) before penalties count.
 c.Autograde.autograde_preprocessors = [
-    CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata,
+    CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, RememberScores,
+    SaveAutoGrades, ReconcileManualScores, AssignLatePenalties, CheckCellMetadata,
 ]
+c.ReconcileManualScores.on_change = MANUAL_SCORE_ON_REGRADE
+# nbgrader's sanitizing step, with no checksum warning for an untouched test cell (its hidden
+# tests are in the gradebook, not in the release).
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, QuietOverwriteCells,
+                                     CheckCellMetadata]
+# A cell that runs too long is stopped and the notebook graded all the same (CourseExecute).
+c.CourseExecute.timeout_plain = CELL_LIMIT_PLAIN
+c.CourseExecute.timeout_graded = CELL_LIMIT_GRADED
+
+# Feedback: hidden tests cut (the graded cells carry the full test source), one score per cell.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, StripHiddenTests, OneScorePerCell,
+                                    CSSHTMLHeaderPreprocessor]
+# A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
+# student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
+regrade.install()
+
+# Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing).
+c.AssignLatePenalties.plugin_class = DailyPenalty
+c.DailyPenalty.percent_per_day = LATE_PERCENT_PER_DAY
+# grades.csv sorted by assignment and student, with a status column: a submission the trusted
+# grader could not grade is flagged, never exported as a plain 0; late hand-ins show their penalty.
+c.ExportApp.plugin_class = CourseCsvExport
 
 # A graded kernel cell compiles, runs several cases in a child process and, on a GPU, times the
 # kernel and the library: minutes on the CPU emulator in the worst case. The grader's own

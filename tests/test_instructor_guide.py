@@ -8,6 +8,7 @@ traceback or SQLAlchemy's warnings. tests/test_class_workflow.py covers every as
 adversarial submissions through grader.classroom; this one covers the guide's own words.
 """
 import csv
+import json
 import os
 import re
 import shutil
@@ -147,3 +148,111 @@ def test_dry_run_flags_cells_that_raised_outside_the_tests(tmp_path):
     in_solution = classroom.cell_errors(tmp_path, "01-x", "solution", in_tests=True)
     assert [e.split(":")[0] for e in in_solution] == ["lesson cell 1", "lesson cell 2", "lesson cell 3"]
     assert classroom.cell_errors(tmp_path, "02-y", "solution", in_tests=True) == []
+
+
+def _solution_points(assignment: str) -> tuple[float, float]:
+    """(every point, what grading without a GPU can award) of an assignment's solutions."""
+    import nbformat
+
+    sols = sorted((classroom.SOLUTIONS / assignment).glob("*.ipynb"))
+    total = sum(float(c.metadata.get("nbgrader", {}).get("points", 0)) for p in sols
+                for c in nbformat.read(p, as_version=4).cells if c.metadata.get("nbgrader", {}).get("grade"))
+    return total, sum(classroom.cpu_max_score(p) for p in sols)
+
+
+def test_expected_scores_table_matches_the_solutions():
+    text = GUIDE.read_text()
+    section = text[text.index("### Expected scores"):]
+    rows = re.findall(r"^\| `([\w-]+)` \| (.+) \|$", section, re.M)
+    assert [a for a, _ in rows] == classroom.assignments(), "the table must list every assignment, in order"
+    for a, rest in rows:
+        total, cpu = _solution_points(a)
+        want = [f"{total:g}", f"{total:g} / {total:g}", f"{cpu:g} / {total:g}", f"{cpu:g} / {cpu:g}", "0"]
+        assert [c.strip() for c in rest.split("|")] == want, a
+
+
+def test_cpu_only_switch_worth_matches_cpu_max_score(monkeypatch):
+    """The switch (TC_CPU_ONLY) scales a kernel cell the way the table's CPU-only column says."""
+    import nbformat
+
+    from grader.classroom.nbgrader_ext import SpeedPoints
+
+    monkeypatch.setenv("TC_CPU_ONLY", "1")
+    for a in classroom.assignments():
+        for sol in sorted((classroom.SOLUTIONS / a).glob("*.ipynb")):
+            nb, _ = SpeedPoints().preprocess(nbformat.read(sol, as_version=4), {})
+            worth = sum(float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
+                        if c.metadata.get("nbgrader", {}).get("grade"))
+            assert worth == pytest.approx(classroom.cpu_max_score(sol)), a
+    monkeypatch.setenv("TC_CPU_ONLY", "0")
+    nb, _ = SpeedPoints().preprocess(nbformat.read(classroom.SOLUTIONS / "01-memory-layout" / "01-memory-layout.ipynb",
+                                                   as_version=4), {})
+    assert sum(float(c.metadata["nbgrader"].get("points", 0)) for c in nb.cells
+               if c.metadata.get("nbgrader", {}).get("grade")) == 4
+
+
+def test_the_guides_counts_are_true():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cheats", classroom.ROOT / "tests" / "test_cheats.py")
+    cheats = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cheats)
+    n = len(cheats.CHEATS)
+    text = GUIDE.read_text() + (classroom.ROOT / "README.md").read_text()
+    counts = re.findall(r"(?:holds|autogrades) (\w+) cheat", text)
+    assert counts and all(c == str(n) for c in counts), (counts, n)
+    assert "twenty" not in text and "about 7 min" not in text
+    assert "H200 so far" not in text and "not yet all of them" not in text
+    # every "N s" time the guide quotes for an autograde on an H100 is in the record
+    record = (classroom.ROOT / "kernels" / "RESULTS-grader.md").read_text()
+    for t in re.findall(r"(\d+) s (?:for 03|\(09\))", GUIDE.read_text()):
+        assert re.search(rf"\| {t} s\b", record), t
+
+
+def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none():
+    script = (classroom.ROOT / "course.sh").read_text()
+    grade = re.search(r"^\s*grade\)(.*?);;", script, re.M | re.S).group(1)
+    assert "cd course" in grade and "default_url=/formgrader" in grade
+    lab = re.search(r"^\s*lab\)(.*?);;", script, re.M | re.S).group(1)
+    assert "NO_NBGRADER" in lab and '"nbgrader.server_extensions.formgrader": false' in script
+    ignored = subprocess.run(["git", "check-ignore", "gradebook.db", "notebooks/gradebook.db", "x/y/gradebook.db"],
+                             cwd=classroom.ROOT, capture_output=True, text=True)
+    assert len(ignored.stdout.split()) == 3, "a gradebook.db outside course/ is not git-ignored"
+
+
+@pytest.mark.slow
+def test_formgrader_opens_on_the_course_with_every_assignment(tmp_path):
+    """`./course.sh grade`'s JupyterLab command, run in a course folder: the formgrader's API lists
+    every assignment of solutions/, and the only gradebook.db is the course's."""
+    import socket
+    import time
+    import urllib.request
+
+    script = (classroom.ROOT / "course.sh").read_text()
+    grade = re.search(r"^\s*grade\)(.*?);;", script, re.M | re.S).group(1)
+    args = re.findall(r"--ServerApp\.\w+=\S+", grade)
+    course = classroom.new_course(tmp_path / "course")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TC_SOURCE_DIR=str(classroom.SOLUTIONS), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "lab", *args, "--no-browser",
+                             f"--port={port}", "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=t"],
+                            cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        names, deadline = None, time.monotonic() + 120
+        while names is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/formgrader/api/assignments?token=t",
+                                            timeout=30) as r:
+                    names = {a["name"] for a in json.loads(r.read())}
+            except OSError:
+                time.sleep(1)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert names is not None, "the formgrader did not answer"
+    assert set(classroom.assignments()) <= names
+    assert (course / "gradebook.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "rt") == ["course"]

@@ -446,6 +446,21 @@ def _launch_item(ex, unknown: list[str], given: dict) -> Item:
                 where=dict(unknown=unknown, accepted=list(ex.launch_defaults)))
 
 
+def speed_graded() -> bool:
+    """False under CPU-only grading (TC_CPU_ONLY=1, course/nbgrader_config.py): speed earns
+    nothing and counts for nothing, so an exercise is worth its correctness points only."""
+    return os.environ.get("TC_CPU_ONLY", "0") in ("", "0")
+
+
+NO_SPEED = "not graded in this class (CPU-only grading: speed earns no points and counts for none)"
+
+
+def handed_in() -> bool:
+    """Grading a handed-in notebook (the trusted grader sets TC_HANDIN): hints speak of the
+    hand-in, not of re-running a cell the student is not looking at."""
+    return os.environ.get("TC_HANDIN") == "1"
+
+
 def _unfilled(ex, v: Verdict, stubs: list[Stub], cell: SourceCell | None) -> Verdict:
     """One message for the parts of the stub still empty, instead of all their symptoms:
     compiler warnings held back, no per-case diagnoses, no other hints."""
@@ -455,10 +470,16 @@ def _unfilled(ex, v: Verdict, stubs: list[Stub], cell: SourceCell | None) -> Ver
     one = len(stubs) == 1
     msg = (f"the part{'' if one else 's'} marked YOUR CODE HERE ({', '.join(parts)}) "
            f"{'is' if one else 'are'} still empty")
-    hint = (f"Write {'it' if one else 'them'} (the marker says about how many lines), then run that cell "
-            "again; compiler warnings and the other diagnoses wait until then. If you did write "
-            f"{'it' if one else 'them'}, delete the `{MARKER}` line{'' if one else 's'} and run the cell "
-            "again.")
+    if handed_in():  # a feedback page: the student reads it away from the running notebook
+        hint = (f"Write {'it' if one else 'them'} (the marker says about how many lines), try "
+                f"{'it' if one else 'them'} with the notebook's check cell, then hand the notebook in again. "
+                f"If you did write {'it' if one else 'them'}, delete the `{MARKER}` line{'' if one else 's'} "
+                "before handing in.")
+    else:
+        hint = (f"Write {'it' if one else 'them'} (the marker says about how many lines), then run that cell "
+                "again; compiler warnings and the other diagnoses wait until then. If you did write "
+                f"{'it' if one else 'them'}, delete the `{MARKER}` line{'' if one else 's'} and run the cell "
+                "again.")
     kept = []
     for i in v.items:
         if i.name == "compile" and i.status == PASS:
@@ -482,24 +503,24 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
 
     ex = exercises.get(exercise_id)
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # nobody reads it; the trusted pass grades
-        v = Verdict(ex.id, backend, max_score=ex.points)
+        v = Verdict(ex.id, backend, max_score=_worth(ex))
         v.items.append(Item("check", SKIP, "not run while autograding: the graded cell shows the trusted "
                             "grader's verdict"))
         return v
     cell = find_cell(source)  # inside a notebook: the cell the kernel was written in
     unknown = sorted(set(launch) - set(ex.launch_defaults))
     if unknown:  # said as a verdict, like every other mistake
-        v = Verdict(ex.id, backend, max_score=ex.points)
+        v = Verdict(ex.id, backend, max_score=_worth(ex))
         v.items.append(_launch_item(ex, unknown, launch))
         return v
     launch = {**ex.launch_defaults, **launch}
     try:
         chosen = pick(backend)
     except CourseError as e:
-        v = Verdict(ex.id, backend, max_score=ex.points)
+        v = Verdict(ex.id, backend, max_score=_worth(ex))
         v.items.append(Item("backend", FAIL, e.message, hint=e.hint, kind="environment"))
         return v
-    v = Verdict(ex.id, chosen, max_score=ex.points)
+    v = Verdict(ex.id, chosen, max_score=_worth(ex))
     if chosen == "gpu":  # a GPU (or TC_ARCH) below what the exercise needs: said, never a crash
         from grader.runtime.device import needs
 
@@ -526,10 +547,11 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         v.items.append(same)
         return _score(ex, v)
     if _is_empty_stub(ex, source):  # said once, not once per case
+        hint = ("Write it, try it with the notebook's check cell, then hand the notebook in again." if handed_in()
+                else "If you did write it, run that cell again: the check sees the source as it was when its "
+                     "cell last ran.")
         v.items.append(Item("kernel", FAIL, "Your kernel body is still empty — write the kernel in "
-                            f"{cell.name if cell else 'the cell above'}", kind="empty-kernel",
-                            hint="If you did write it, run that cell again: the check sees the source as it "
-                                 "was when its cell last ran."))
+                            f"{cell.name if cell else 'the cell above'}", kind="empty-kernel", hint=hint))
         return v
     # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
     # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
@@ -560,7 +582,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     seeds = [secrets.randbits(32) for _ in dims_list]  # unpredictable, never shown
     cases = [ex.problem.make(d, np.random.default_rng(s), launch) for d, s in zip(dims_list, seeds)]
     _distinct_labels(cases)
-    do_perf = speed and chosen == "gpu" and ex.perf_size is not None
+    do_perf = speed and speed_graded() and chosen == "gpu" and ex.perf_size is not None
     perf_seed = secrets.randbits(32)
     # which output elements of the timed launches are checked: unpredictable, never shown
     perf_samples = _perf_samples(ex, launch, perf_seed) if do_perf else []
@@ -587,7 +609,9 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     # 3. speed, only for a correct kernel on a GPU.
     if ex.target is not None:
         correct = all(i.status == PASS for i in v.items)
-        if chosen != "gpu":
+        if not speed_graded():
+            v.items.append(Item("speed", SKIP, NO_SPEED))
+        elif chosen != "gpu":
             v.items.append(Item("speed", SKIP, "needs a GPU" + ("" if has_gpu() else " (none here)")))
         elif not speed:
             v.items.append(Item("speed", SKIP, "not measured (speed=False)"))
@@ -672,6 +696,10 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
     return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=SLOW_HINTS.get(ex.id, ""))
 
 
+def _worth(ex) -> float:
+    return ex.points if speed_graded() else ex.points_correct
+
+
 def _score(ex, v: Verdict) -> Verdict:
     correctness = [i for i in v.items if i.name != "speed"]
     correct = bool(correctness) and all(i.status == PASS for i in correctness) and any(
@@ -692,6 +720,9 @@ def grade(exercise_id: str, source: str, points: float | None = None, **kwargs) 
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         print(f"{exercise_id}: graded outside this notebook by the course's trusted grader.")
         return 0.0
+    ex = exercises.get(exercise_id)
+    if points is not None and not speed_graded():  # the cell is worth its correctness share
+        points = points * ex.points_correct / ex.points
     v = check(exercise_id, source, **kwargs)
     try:
         from IPython.display import display

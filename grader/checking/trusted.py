@@ -232,6 +232,7 @@ def main() -> int:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # only the result goes to stdout
     os.environ.pop("NBGRADER_EXECUTION", None)  # this is the real check, not the notebook's copy
+    os.environ["TC_HANDIN"] = "1"  # its hints speak of a hand-in (grader.checking.check.handed_in)
     result = grade_notebook(request)
     real_stdout.write(json.dumps(result))
     real_stdout.flush()

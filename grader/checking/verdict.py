@@ -66,8 +66,15 @@ class Verdict:
         return float(min(max(frac * out_of, 0.0), out_of))
 
     @property
+    def ran(self) -> bool:
+        """Some check ran (a verdict of skips only, like a check cell under autograde, passed nothing)."""
+        return any(i.status != SKIP for i in self.items)
+
+    @property
     def headline(self) -> str:
         speed_skipped = any(i.name == "speed" and i.status == SKIP for i in self.items)
+        if not self.ran:
+            return f"{self.exercise}: not checked here: {self.items[0].message if self.items else 'nothing ran'}"
         if not self.passed:
             first = next(i for i in self.items if i.status == FAIL)
             return f"{self.exercise}: NOT YET — {first.name}: {first.message}"
@@ -98,7 +105,7 @@ class Verdict:
 
     def text(self) -> str:
         mark = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
-        lines = [self.headline, f"  backend: {self.backend}; score {self.score:g}/{self.max_score:g}"]
+        lines = [self.headline] + ([f"  backend: {self.backend}; score {self.score:g}/{self.max_score:g}"] if self.ran else [])
         for i, also in self.shown():
             lines.append(f"  [{mark[i.status]}] {i.name}: {i.message}")
             if also:
@@ -125,7 +132,7 @@ class Verdict:
 
     def _repr_html_(self) -> str:
         ok = self.passed
-        color = "#1a7f37" if ok else "#cf222e"
+        color = ("#1a7f37" if ok else "#cf222e") if self.ran else "#6e7781"
         rows = []
         for i, also in self.shown():
             extra = ""
@@ -145,7 +152,8 @@ class Verdict:
                        f"{html.escape(self.stdout[-5000:])}</pre></details>")
         return (f"<div style='border-left:6px solid {color};padding:4px 10px'>"
                 f"<div style='font-size:1.15em;color:{color}'><b>{html.escape(self.headline)}</b></div>"
-                f"<div style='color:#666'>backend: {self.backend} · score {self.score:g}/{self.max_score:g}</div>"
+                + (f"<div style='color:#666'>backend: {self.backend} · score {self.score:g}/{self.max_score:g}</div>"
+                   if self.ran else "") +
                 f"<table>{''.join(rows)}</table>{printed}</div>")
 
 

@@ -1,8 +1,9 @@
 """The course's two steps in nbgrader's Autograde pipeline (course/nbgrader_config.py):
 
 CourseExecute   runs the submission as nbgrader's Execute does, in a sandboxed kernel
-                (grader.classroom.sandbox_kernel); a kernel that dies (os._exit, a crash) ends
-                the execution of that notebook but not its grading.
+                (grader.classroom.sandbox_kernel); a kernel that dies (os._exit, a crash) or a
+                cell that runs past its limit (timeout_plain / timeout_graded) ends the execution
+                of that notebook but not its grading; the stopped cell says why.
 TrustedGrade    after execution, before SaveAutoGrades: replaces every graded cell's output by
                 the verdict of the trusted grader (python -I -m grader.checking.trusted, in the
                 sandbox, fed the submission's text and the course's own test cells), so what the
@@ -22,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Float, List, Unicode
+from traitlets import Float, Integer, List, Unicode
 
 from grader.classroom.sandbox_kernel import private_paths
 from grader.runtime import sandbox
@@ -41,7 +42,14 @@ def sandbox_opted_out() -> bool:
 
 
 class CourseExecute(Execute):
-    """nbgrader's Execute with the course's sandboxed kernel; survives a dead kernel."""
+    """nbgrader's Execute with the course's sandboxed kernel; survives a dead kernel and a cell
+    that runs too long (the grade never depends on the execution: TrustedGrade reads the text)."""
+
+    # A cell that awards no points needs seconds (autograde skips the notebook's own kernel
+    # checks), so a short limit stops a forgotten loop early; a graded cell runs the student's
+    # Python answers (the kernel checks happen in the trusted pass), so it gets more.
+    timeout_plain = Integer(60, help="seconds a cell that awards no points may run").tag(config=True)
+    timeout_graded = Integer(300, help="seconds a graded cell may run").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         if not sandbox_opted_out():
@@ -51,6 +59,21 @@ class CourseExecute(Execute):
             sandbox.self_test()  # ... or saying why the sandbox cannot start on this machine
             kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
+        if self.timeout_func is None:
+            self.timeout_func = self.cell_timeout
+
+    def cell_timeout(self, cell) -> int:
+        limit = self.timeout_graded if cell.metadata.get("nbgrader", {}).get("grade") else self.timeout_plain
+        return min(limit, self.timeout) if self.timeout and self.timeout > 0 else limit
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        # Said in the cell itself, so the feedback page shows which cell was stopped and why.
+        why = stopped_message(cell, timeout)
+        self.log.warning("%s", why)
+        if cell is not None:
+            stopped_cells(cell_meta=cell.metadata, why=why)
+        self.error_on_timeout = dict(ename="CellTimeoutError", evalue=why, traceback=[f"CellTimeoutError: {why}"])
+        return await super()._async_handle_timeout(timeout, cell)
 
     def preprocess(self, nb, resources=None, km=None):
         from grader.classroom.sandbox_kernel import SandboxedKernelManager
@@ -62,12 +85,38 @@ class CourseExecute(Execute):
             # The grade does not depend on the execution (TrustedGrade): grading goes on.
             self.log.warning("the notebook's kernel died (%s); grading continues with the trusted grader", e)
             return nb, resources
+        except CellTimeoutError as e:
+            # The kernel did not answer the interrupt (a loop in C, or a sandboxed kernel that
+            # signals cannot reach): the rest is not run, the grading goes on all the same.
+            cell = next((c for c in nb.cells if c.metadata.get("course", {}).get("stopped")), None)
+            why = cell.metadata["course"]["stopped"] if cell is not None else str(e).splitlines()[0]
+            if cell is not None and not any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+                cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=why,
+                                               traceback=[f"CellTimeoutError: {why}"]))
+            self.log.warning("execution stopped (%s); the cells after it did not run; grading continues with the "
+                             "trusted grader", why)
+            return nb, resources
+
         finally:
             for why in SandboxedKernelManager.stopped:
                 note = (f"Your notebook was stopped while it ran: {why}. Its graded cells were still graded "
                         "from what you wrote.")
                 self.log.warning(note)
                 (resources if resources is not None else {}).setdefault("course_notes", []).append(note)
+
+
+def stopped_message(cell, timeout) -> str:
+    graded = bool(cell is not None and cell.metadata.get("nbgrader", {}).get("grade"))
+    kind = "a graded cell" if graded else "a cell that awards no points"
+    gid = cell.metadata.get("nbgrader", {}).get("grade_id") if cell is not None else None
+    name = f" ({gid})" if gid else ""
+    return (f"the autograder stopped this cell{name}: it ran longer than {timeout} s, the limit for {kind} "
+            "(a loop that never ends?). Your grade does not depend on it: the course's trusted grader reads "
+            "your answers and kernels as text.")
+
+
+def stopped_cells(cell_meta, why: str) -> None:
+    cell_meta.setdefault("course", {})["stopped"] = why
 
 
 class TrustedGrade(NbGraderPreprocessor):
@@ -125,8 +174,8 @@ class TrustedGrade(NbGraderPreprocessor):
                "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
                "LANG": os.environ.get("LANG", "C.UTF-8")}
         for k in os.environ:
-            if k in ("TC_ARCH", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH", "TC_NVRTC", "TC_BWRAP") or \
-                    k.startswith("TC_LIMIT_"):
+            if k in ("TC_ARCH", "TC_CPU_ONLY", "TC_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH",
+                     "TC_NVRTC", "TC_BWRAP") or k.startswith("TC_LIMIT_"):
                 env[k] = os.environ[k]
         box = None
         if not sandbox_opted_out():

@@ -25,8 +25,10 @@ pointing --scheduler at it.
 
 Done means what nbgrader's own skip means: autograded/S/ASSIGNMENT exists and the submission is
 not newer (timestamp.txt), unless --force. A job that crashes, hangs past --timeout or is killed
-changes nothing in the gradebook and leaves that student no autograded folder (so the next run
-grades it again), and costs nobody else anything. Job logs: autograded/.cohort-logs/ASSIGNMENT/ (hidden from every
+changes nothing in the gradebook and leaves that student's earlier result (if any) in place; the
+student is pending (autograded/.cohort-logs/ASSIGNMENT/pending.json), so the next run grades it
+again, and it costs nobody else anything. A submission with no result at all is flagged in the
+summary and in grades.csv (grader.classroom.export), never exported as a 0. Job logs: autograded/.cohort-logs/ASSIGNMENT/ (hidden from every
 sandbox, like the rest of autograded/).
 """
 from __future__ import annotations
@@ -141,10 +143,34 @@ def submissions(course: Course, assignment: str, pattern: str = "*") -> list[str
     return out
 
 
+def _pending_file(course: Course, assignment: str) -> Path:
+    return course.logs(assignment) / "pending.json"
+
+
+def pending(course: Course, assignment: str) -> set[str]:
+    """Students whose regrade was asked for but did not finish (a stopped --force, a job that
+    failed): their earlier result stays in place until a run grades them."""
+    f = _pending_file(course, assignment)
+    try:
+        return set(json.loads(f.read_text()))
+    except (OSError, ValueError):
+        return set()
+
+
+def _set_pending(course: Course, assignment: str, students: set[str]) -> None:
+    f = _pending_file(course, assignment)
+    if students:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(sorted(students)))
+    elif f.exists():
+        f.unlink()
+
+
 def is_done(course: Course, assignment: str, student: str, force: bool = False) -> bool:
     """nbgrader's own rule (BaseConverter.init_destination): done when the autograded folder
-    exists and the submission is not newer than it; --force redoes everything."""
-    if force:
+    exists and the submission is not newer than it; --force redoes everything, and a regrade
+    that did not finish (pending) is done again."""
+    if force or student in pending(course, assignment):
         return False
     dest = course.path("autograded_directory", student, assignment)
     if not dest.is_dir():
@@ -181,6 +207,8 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
     then the autograded folder moved in whole."""
     student = result["student"]
     dest = course.path("autograded_directory", student, assignment)
+    if result.get("status") != "graded" and dest.is_dir():
+        return  # a regrade that failed: the earlier result stays (and is pending, see autograde)
     if dest.exists():
         shutil.rmtree(dest)
     rows = result.get("rows")
@@ -195,6 +223,8 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
                 if g.name in nbrow["grades"]:
                     g.auto_score = nbrow["grades"][g.name]["auto_score"]
                     g.needs_manual_grade = nbrow["grades"][g.name]["needs_manual_grade"]
+                    if "manual_score" in nbrow["grades"][g.name]:  # cleared by ReconcileManualScores
+                        g.manual_score = nbrow["grades"][g.name]["manual_score"]
             for c in snb.comments:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
@@ -206,11 +236,9 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
 
 
 def forget(course: Course, assignment: str, student: str) -> None:
-    """A job that did not finish: no autograded folder, so the next run grades it (nbgrader's
-    --force removes it before grading too; the gradebook keeps its rows, as nbgrader's does)."""
-    dest = course.path("autograded_directory", student, assignment)
-    if dest.exists():
-        shutil.rmtree(dest)
+    """A job that did not finish: whatever result the student had stays in place (its feedback
+    too), and the student is pending, so the next run, --force or not, grades it again."""
+    _set_pending(course, assignment, pending(course, assignment) | {student})
 
 
 # ------------------------------------------------------------------ where jobs run
@@ -464,6 +492,8 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                     r = _outcome(f, keys[f.key])
                     if r["status"] in ("graded", "failed"):
                         merge(gb, course, assignment, r)
+                    if r["status"] == "graded":
+                        _set_pending(course, assignment, pending(course, assignment) - {r["student"]})
                     else:
                         forget(course, assignment, r["student"])
                     (logs / f"{r['student']}.log").write_text(
@@ -478,9 +508,8 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         client.cancel(futures)
         finished = {r["student"] for r in results}
         stopped.extend(s for s in todo if s not in finished)
-        if force:  # what --force would have regraded goes, so that a plain rerun finishes the job
-            for s in stopped:
-                forget(course, assignment, s)
+        # nothing is removed: every earlier result stays; a plain rerun regrades what was left
+        _set_pending(course, assignment, pending(course, assignment) | set(stopped))
     progress.close()
     return results, skipped, time.time() - t0
 
@@ -546,10 +575,14 @@ def main(argv: list[str] | None = None) -> int:
         engine.close()  # its workers end, and with them any job still running
     on_gpus = bool(gpus) or (args.scheduler is not None and engine.resources.get("GPU"))
     text = summary(assignment, results, skipped, wall, engine.labels, bool(on_gpus), course.logs(assignment))
+    ungraded = [st for st in submissions(course, assignment, args.student)
+                if not course.path("autograded_directory", st, assignment).is_dir()]
+    if ungraded:
+        text += (f"\nNOT GRADED (no result at all; grades.csv says so, never 0): {', '.join(ungraded)}\n")
     if stopped:
         text += (f"\nStopped before the end: {len(stopped)} submission(s) not graded "
                  f"({', '.join(stopped[:10])}{' ...' if len(stopped) > 10 else ''}); run the command again "
-                 "(without --force) to finish.\n")
+                 "(without --force) to finish; their earlier results stay in place until then.\n")
     print(text)
     (course.logs(assignment) / "summary.md").write_text(text)
     if args.report:

@@ -83,7 +83,7 @@ def _rows(db: Path, assignment: str, student: str) -> dict | None:
         return dict(
             timestamp=sub.timestamp.isoformat() if sub.timestamp else None,
             notebooks={nb.name: dict(late_submission_penalty=nb.late_submission_penalty,
-                                     grades={g.name: dict(auto_score=g.auto_score,
+                                     grades={g.name: dict(auto_score=g.auto_score, manual_score=g.manual_score,
                                                           needs_manual_grade=g.needs_manual_grade)
                                              for g in nb.grades},
                                      comments={c.name: dict(auto_comment=c.auto_comment) for c in nb.comments})

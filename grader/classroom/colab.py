@@ -1,6 +1,7 @@
 """Google Colab: one step from a student notebook opened from GitHub to a working course.
 
-    python -m grader.classroom.colab readme    rewrite README.md's "Open in Colab" links (REPOSITORY)
+    python -m grader.classroom.colab readme    rewrite README.md's "Open in Colab" links (REPOSITORY,
+                                               set in pyproject.toml [tool.tensorcore-course])
 
 Every student notebook starts with CELL (grader/classroom/notebooks.py puts it there, one home):
 outside Colab it does nothing; in Colab it clones the course (once) and calls `setup`, which
@@ -27,8 +28,25 @@ from pathlib import Path
 
 from grader.runtime import stack as stacks
 
+PLACEHOLDER = "YOUR-ORG"
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def configured_repository(pyproject: Path = _ROOT / "pyproject.toml") -> str:
+    """The course's one repository setting: `repository` under [tool.tensorcore-course] in
+    pyproject.toml (read as text: this module runs before anything is installed, on 3.10 too)."""
+    try:
+        text = pyproject.read_text()
+    except OSError:
+        return f"https://github.com/{PLACEHOLDER}/tensorcore-course"
+    section = re.search(r"^\[tool\.tensorcore-course\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    m = re.search(r'^\s*repository\s*=\s*"([^"]+)"', section.group(1), re.M) if section else None
+    return m.group(1) if m else f"https://github.com/{PLACEHOLDER}/tensorcore-course"
+
+
 # Where the course lives on GitHub: the clone in CELL and the README's "Open in Colab" links.
-REPOSITORY = "https://github.com/YOUR-ORG/tensorcore-course"
+# Set in ONE place, pyproject.toml [tool.tensorcore-course] repository (course/README.md says so).
+REPOSITORY = configured_repository()
 BRANCH = "main"
 HOME = "/content/tensorcore-course"
 
@@ -37,9 +55,12 @@ CELL = f'''# Colab: set up the course in this runtime (the grader and the CUDA s
 import os, subprocess, sys
 if "google.colab" in sys.modules:
     home = os.environ.get("TC_COURSE_HOME", "{HOME}")
+    url = os.environ.get("TC_COURSE_GIT", "{REPOSITORY}")
+    if not os.path.isdir(home) and "{PLACEHOLDER}" in url:
+        raise SystemExit("This notebook does not name its course repository yet: ask your instructor "
+                         "(pyproject.toml, [tool.tensorcore-course] repository, then regenerate).")
     if not os.path.isdir(home):
-        subprocess.run(["git", "clone", "-q", "--depth=1", "--branch", "{BRANCH}",
-                        os.environ.get("TC_COURSE_GIT", "{REPOSITORY}"), home], check=True)
+        subprocess.run(["git", "clone", "-q", "--depth=1", "--branch", "{BRANCH}", url, home], check=True)
     if home not in sys.path:
         sys.path.insert(0, home)
     from grader.classroom.colab import setup

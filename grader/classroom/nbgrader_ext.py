@@ -5,12 +5,16 @@ CudaClearSolutions: a solution region inside a CUDA source string (`// BEGIN SOL
 grader answers "not yet" with a diagnosis; nbgrader's own stub there would be Python
 (`raise NotImplementedError()`) inside C++. Python regions keep nbgrader's behaviour.
 The text after BEGIN SOLUTION on the marker line (e.g. "(about 6 lines)") is kept in the stub.
+
+ColabSetupCell (the release opens in Colab), SpeedPoints (CPU-only grading: kernel cells worth
+their correctness share), QuietOverwriteCells (no checksum warning for an untouched test cell).
 """
 from __future__ import annotations
 
 import re
 
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 
 from grader.checking.stubs import MARKER
 
@@ -39,3 +43,68 @@ class CudaClearSolutions(ClearSolutions):
             raise RuntimeError("no end solution statement found")
         cell.source = "\n".join(out)
         return replaced
+
+
+class ColabSetupCell(NbGraderPreprocessor):
+    """The release is what students open, Colab included: it starts with the same setup cell as
+    the notebooks/ copies (grader.classroom.notebooks.colab_cell), or `import grader` fails there."""
+
+    def preprocess(self, nb, resources):
+        from grader.classroom.colab import PLACEHOLDER, REPOSITORY
+        from grader.classroom.notebooks import COLAB_CELL_ID, colab_cell
+
+        if PLACEHOLDER in REPOSITORY:
+            self.log.warning("the release's Colab setup cell names no repository (%s): set it in pyproject.toml, "
+                             "[tool.tensorcore-course] repository (course/README.md, 'Once')", REPOSITORY)
+        if not any(c.get("id") == COLAB_CELL_ID for c in nb.cells):
+            nb.cells.insert(0, colab_cell())
+        return nb, resources
+
+
+class SpeedPoints(NbGraderPreprocessor):
+    """CPU-only grading (TC_CPU_ONLY=1, set by course/nbgrader_config.py's CPU_ONLY): a kernel
+    test cell is worth its correctness share only, so the gradebook's maximum, the feedback and
+    the export leave the speed points out (workflow.cpu_max_score computes the same)."""
+
+    def preprocess(self, nb, resources):
+        from grader.checking import exercises
+        from grader.checking.check import speed_graded
+
+        if speed_graded():
+            return nb, resources
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            ids = [e for e in exercises.EXERCISES if f'grade("{e}"' in cell.source] if meta.get("grade") else []
+            if ids:
+                ex = exercises.get(ids[0])
+                meta["points"] = float(meta.get("points", 0)) * ex.points_correct / ex.points
+        return nb, resources
+
+
+class QuietOverwriteCells(OverwriteCells):
+    """nbgrader's OverwriteCells, without its "Attribute 'checksum' ... has changed!" for every
+    honest student: the gradebook holds a test cell's source WITH its hidden tests, the release
+    the same cell without them, so an untouched cell always "changed". A cell equal to its
+    released text is restored silently; a cell the student edited is still reported."""
+
+    def preprocess_cell(self, cell, resources, index):
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid is not None and cell.cell_type == "code":
+            try:
+                src = self.gradebook.find_source_cell(gid, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                src = None
+            if src is not None and src.locked and src.source != cell.source \
+                    and released_text(src.source) == cell.source.strip():
+                cell.source = src.source
+        return super().preprocess_cell(cell, resources, index)
+
+
+def released_text(source: str) -> str:
+    """A test cell's text as the release has it: hidden tests cleared (nbgrader's ClearHiddenTests)."""
+    from nbformat.v4 import new_code_cell
+
+    cell = new_code_cell(source, metadata={"nbgrader": {"grade": True, "grade_id": "x", "points": 0,
+                                                         "solution": False, "locked": True}})
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source.strip()

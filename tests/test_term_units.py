@@ -1,0 +1,182 @@
+"""The pieces of an instructor's term (issue 27) one by one, without running nbgrader's commands:
+late penalty, the schedule command, manual scores against a regrade (both choices), grades.csv
+statuses and order, feedback pages, and a cohort that never removes an earlier result.
+tests/test_term.py runs them together through real nbgrader."""
+import csv
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from grader.checking.verdict import SKIP, Item, Verdict
+from grader.classroom import cohort, export, feedback, late, scores, term
+
+
+@pytest.fixture(autouse=True)
+def _tools_on_path(monkeypatch):
+    """nbgrader's Gradebook runs `alembic` from its environment (the guide activates it)."""
+    import os
+    import sys
+
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+
+
+def test_daily_penalty_per_started_day():
+    p = late.DailyPenalty(percent_per_day=10)
+    assert p.late_submission_penalty("s", 3.0, 0) is None
+    assert p.late_submission_penalty("s", 3.0, 1) == pytest.approx(0.3)  # a second late is a day
+    assert p.late_submission_penalty("s", 3.0, 30 * 3600) == pytest.approx(0.6)
+    assert p.late_submission_penalty("s", 2.0, 57 * 3600) == pytest.approx(0.6)
+    assert late.DailyPenalty(percent_per_day=100).late_submission_penalty("s", 2.0, 60) == pytest.approx(2.0)
+    assert p.late_submission_penalty("s", 3.0, 40 * 86400) == pytest.approx(3.0)  # never more than all
+
+
+def _gradebook(tmp_path: Path) -> str:
+    """A course with one assignment A (notebook nb: cells t1 (2 points), t2 (1 point)) and
+    students ann, bob, cid; ann and bob submitted."""
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.update_or_create_assignment("A")
+        gb.add_notebook("nb", "A")
+        for name, pts in (("t1", 2), ("t2", 1)):
+            gb.add_grade_cell(name, "nb", "A", max_score=pts, cell_type="code")
+            gb.add_source_cell(name, "nb", "A", cell_type="code", source="x", checksum="c", locked=True)
+        for s in ("cid", "bob", "ann"):
+            gb.add_student(s, first_name=s.title())
+        for s in ("bob", "ann"):
+            gb.add_submission("A", s)
+    return url
+
+
+def _resources(url, student="ann"):
+    return {"nbgrader": dict(db_url=url, notebook="nb", assignment="A", student=student)}
+
+
+@pytest.mark.parametrize("choice", ["clear", "keep"])
+def test_manual_score_on_a_regraded_cell(tmp_path, choice, caplog):
+    url = _gradebook(tmp_path)
+    with Gradebook(url) as gb:
+        t1 = gb.find_grade("t1", "nb", "A", "ann")
+        t1.auto_score, t1.manual_score = 0.0, 0.5
+        t2 = gb.find_grade("t2", "nb", "A", "ann")
+        t2.auto_score, t2.manual_score = 1.0, 0.25  # its automatic score will not change
+        gb.db.commit()
+    res = _resources(url)
+    scores.RememberScores().preprocess(nbformat.v4.new_notebook(), res)
+    with Gradebook(url) as gb:  # what SaveAutoGrades writes for the resubmission
+        gb.find_grade("t1", "nb", "A", "ann").auto_score = 2.0
+        gb.find_grade("t2", "nb", "A", "ann").auto_score = 1.0
+        gb.db.commit()
+    caplog.set_level("WARNING")
+    scores.ReconcileManualScores(on_change=choice).preprocess(nbformat.v4.new_notebook(), res)
+    with Gradebook(url) as gb:
+        t1 = gb.find_grade("t1", "nb", "A", "ann")
+        t2 = gb.find_grade("t2", "nb", "A", "ann")
+        assert t2.manual_score == 0.25  # unchanged cell: the instructor's score stands
+        if choice == "clear":
+            assert t1.manual_score is None and t1.score == 2.0 and not t1.needs_manual_grade
+            assert "manual score 0.5 is cleared" in caplog.text
+        else:
+            assert t1.manual_score == 0.5 and t1.score == 0.5
+            assert "manual score 0.5 is kept" in caplog.text
+
+
+def test_one_score_per_cell_on_the_feedback_page(tmp_path):
+    url = _gradebook(tmp_path)
+    with Gradebook(url) as gb:
+        g = gb.find_grade("t1", "nb", "A", "ann")
+        g.auto_score, g.manual_score = 2.0, 0.5
+        gb.db.commit()
+    nb = nbformat.v4.new_notebook()
+    for gid in ("t1", "t2"):
+        c = nbformat.v4.new_code_cell("grade()", metadata={"nbgrader": {"grade": True, "grade_id": gid}})
+        c.outputs = [nbformat.v4.new_output("display_data", data={
+                         "text/html": "<p><i>Graded by the course's trusted grader: 2 of 2 points.</i></p>",
+                         "text/plain": "Graded by the course's trusted grader: 2 of 2 points."}),
+                     nbformat.v4.new_output("execute_result", data={"text/plain": "2.0"}, execution_count=1)]
+        nb.cells.append(c)
+    nb, _ = feedback.OneScorePerCell().preprocess(nb, _resources(url))
+    manual, auto = nb.cells
+    assert [o.output_type for o in manual.outputs] == ["display_data"]
+    assert "2 of 2" not in json.dumps(manual.outputs) and "instructor" in json.dumps(manual.outputs)
+    assert "2 of 2" in json.dumps(auto.outputs) and len(auto.outputs) == 2
+
+
+def test_hidden_tests_are_cut_from_source_and_outputs():
+    c = nbformat.v4.new_code_cell("a = 1\n### BEGIN HIDDEN TESTS\nassert secret()\n### END HIDDEN TESTS\nb = 2")
+    c.outputs = [nbformat.v4.new_output("stream", text="### BEGIN HIDDEN TESTS\nassert secret()")]
+    c, _ = feedback.StripHiddenTests().preprocess_cell(c, {}, 0)
+    assert "secret" not in c.source and "b = 2" in c.source and "secret" not in c.outputs[0]["text"]
+
+
+def test_a_check_that_did_not_run_never_says_passed():
+    v = Verdict("wmma-gemm", "auto", max_score=1.0)
+    v.items.append(Item("check", SKIP, "not run while autograding"))
+    assert "PASSED" not in v.headline and "not checked here" in v.headline
+    assert "PASSED" not in v._repr_html_() and "#1a7f37" not in v._repr_html_()
+
+
+def _coursedir(root: Path) -> CourseDirectory:
+    cfg = Config()
+    cfg.CourseDirectory.root = str(root)
+    return CourseDirectory(config=cfg)
+
+
+def test_export_flags_what_nothing_graded_and_sorts(tmp_path):
+    url = _gradebook(tmp_path)
+    with Gradebook(url) as gb:
+        for g in gb.find_submission_notebook("nb", "A", "bob").grades:
+            g.auto_score = 1.0
+        gb.db.commit()
+        (tmp_path / "autograded" / "bob" / "A").mkdir(parents=True)
+        (tmp_path / "autograded" / "bob" / "A" / "nb.ipynb").write_text("{}")
+        got = export.rows(gb, _coursedir(tmp_path))
+    assert [r["student_id"] for r in got] == ["ann", "bob", "cid"]
+    ann, bob, cid = got
+    assert ann["status"].startswith("NOT GRADED") and ann["raw_score"] == "" and ann["score"] == ""
+    assert bob["status"] == "graded" and float(bob["score"]) == 2.0 and float(bob["max_score"]) == 3.0
+    assert cid["status"] == "not submitted" and float(cid["score"]) == 0.0
+
+
+def test_schedule_sets_every_due_date_in_one_command(tmp_path, capsys):
+    import shutil
+
+    from grader.classroom import workflow
+
+    course = workflow.new_course(tmp_path / "course")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}"):
+        pass
+    (tmp_path / "s.csv").write_text("assignment,due\n01,2026-12-01 23:59 UTC\n02-precision,2026-12-08T12:00Z\n")
+    assert term.main(["schedule", str(tmp_path / "s.csv"), "--course", str(course)]) == 0
+    out = capsys.readouterr().out
+    assert "01-memory-layout: due 2026-12-01 23:59:00 UTC" in out and "02-precision: due 2026-12-08 12:00:00" in out
+    assert term.main(["schedule", "99=2026-01-01", "--course", str(course)]) == 2
+    assert term.main(["schedule", "01=not a date", "--course", str(course)]) == 2
+    shutil.rmtree(course)
+
+
+def test_cohort_keeps_earlier_results_of_failed_or_stopped_regrades(tmp_path):
+    from grader.classroom import workflow
+
+    root = workflow.new_course(tmp_path / "course")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment("01-memory-layout")
+    c = cohort.load_course(root)
+    a = "01-memory-layout"
+    for s in ("ann", "bob"):
+        d = root / "submitted" / s / a
+        d.mkdir(parents=True)
+        (d / f"{a}.ipynb").write_text("{}")
+        (root / "autograded" / s / a).mkdir(parents=True)
+        (root / "autograded" / s / a / f"{a}.ipynb").write_text("earlier")
+    with Gradebook(c.coursedir.db_url) as gb:
+        cohort.merge(gb, c, a, dict(student="ann", status="failed", rows=None, autograded=None))
+    assert (root / "autograded" / "ann" / a / f"{a}.ipynb").read_text() == "earlier"
+    cohort.forget(c, a, "bob")  # killed, timed out, or stopped by Ctrl-C
+    assert (root / "autograded" / "bob" / a / f"{a}.ipynb").read_text() == "earlier"
+    assert cohort.is_done(c, a, "ann") and not cohort.is_done(c, a, "bob")  # bob is graded again
+    assert cohort.pending(c, a) == {"bob"}
