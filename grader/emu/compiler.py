@@ -191,6 +191,15 @@ def scan_kernels(source: str, flags: list[str]) -> dict | None:
     return kernels
 
 
+# A source that uses vector types gets g++'s alignment checks: a misaligned float4 load faults
+# on a GPU, and the runner reports it (__ubsan_handle_type_mismatch_v1) with the user's line.
+_VECTOR_TYPES = re.compile(r"\b(?:float|int|uint|double|short|ushort|char|uchar|longlong|ulonglong)[234]\b|\b__?half2\b")
+
+
+def _sanitize_flags(source: str) -> list[str]:
+    return ["-fsanitize=alignment"] if _VECTOR_TYPES.search(source) else []
+
+
 def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[Path | None, str]:
     tmp = Path(tempfile.mkdtemp(prefix="mod-tmp-", dir=cache_root()))
     (tmp / "kernel.cpp").write_text(tr.source)
@@ -220,6 +229,7 @@ def _user_stack_bytes(directory: Path, filename: str) -> int:
 def build_module(source: str, options: Sequence[str], name: str) -> Built:
     filename = f"{name}.cu"
     flags, std = filter_options(options)
+    flags = flags + _sanitize_flags(source)
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
                                      MODULE_FLAGS]).encode()).hexdigest()[:24]
     final = cache_root() / f"mod-{key}"

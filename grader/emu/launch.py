@@ -261,6 +261,13 @@ class EmuModule:
             "partial-warp-collective": "All 32 lanes of the warp (or every lane in the mask) must reach a warp collective or WMMA call: do not return early before it.",
             "uninitialized-shared": "Some thread reads shared memory before any thread wrote it: a missing __syncthreads() between the writes and the reads, or a tile that is not fully loaded.",
             "assert": "An assert() in the kernel failed for this thread.",
+            "wmma-ldm": "When K (or N) is not a multiple of 8, the rows of A (or B) are not 16-byte aligned, so even "
+                        "full tiles cannot be loaded straight from global memory: copy them into shared memory "
+                        "(as the edge tiles), whose row length is a multiple of 8 halves (16, or 24 with padding).",
+            "misaligned-address": "A tile's first element must sit at a multiple of 32 bytes (16 halves, 8 floats) "
+                                  "from the start of its matrix, and a vector access (float4, 16-byte copy) at a "
+                                  "multiple of its size: check the offset you add to the pointer and the row "
+                                  "length (ldm).",
             "async-copy": "Before any thread reads a tile, each thread waits for its own copies of it "
                           "(__pipeline_wait_prior(n) leaves only its n most recent commit groups in flight) and "
                           "then all meet at __syncthreads(); copies of a new tile go into a buffer no warp still "

@@ -274,6 +274,42 @@ template <int NUM, bool TRANS> void ldmatrix_combine(void** pl, unsigned) {
   (void)line;
 }
 
+// A row ldmatrix reads (PTX ISA, ldmatrix: "If the generic address doesn't fall in .shared
+// state space, then the behavior is undefined"): in shared memory, inside one array, and
+// written by the block (the same rule as a plain read of a checked __shared__ array).
+__attribute__((noinline)) inline void ldmatrix_row_rules(const unsigned char* row, int lane, int line) {
+  __emu_region reg;
+  __emu_region_of(row, &reg);
+  char msg[400];
+  if (reg.kind != 2 && reg.kind != 3) {
+    snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in %s", lane,
+             reg.kind == 1 ? reg.name : reg.kind == 4 ? "a local variable" : "no shared-memory array");
+    if (reg.kind == 1) snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in "
+                                "argument '%s' (global memory)", lane, reg.name);
+    __emu_fault("crash", msg, 0, -1, -1, line);
+  }
+  const long long byte = (long long)(row - (const unsigned char*)reg.base);
+  if (byte < 0 || (unsigned long long)byte + 16 > reg.bytes) {
+    snprintf(msg, sizeof msg, "ldmatrix: lane %d gives a row address at byte %lld of %s%s, whose 16 bytes reach past its "
+             "end (%llu bytes)", lane, byte, reg.kind == 3 ? "the dynamic shared memory (extern __shared__)" : "__shared__ ",
+             reg.kind == 3 ? "" : reg.name, reg.bytes);
+    __emu_fault("shared-out-of-bounds", msg, reg.name, byte, (long long)reg.bytes, line);
+  }
+  if (!__emu_check_uninit) return;
+  for (int h = 0; h < 8; ++h) {
+    const unsigned char* q = row + 2 * h;
+    const long long b = byte + 2 * h;
+    if (reg.arr && reg.arr->shadow && reg.arr->itemsize && reg.arr->shadow[b / reg.arr->itemsize]) continue;
+    if (q[0] != 0xFF || q[1] != 0xFF) continue;
+    char el[160];
+    if (reg.arr) ::emu::elem_text(el, sizeof el, reg.arr, b / (reg.arr->itemsize ? reg.arr->itemsize : 2));
+    else snprintf(el, sizeof el, "dynamic shared memory (extern __shared__) byte %lld", b);
+    snprintf(msg, sizeof msg, "ldmatrix: lane %d's row reads __shared__ %s, which no thread of this block has written",
+             lane, el);
+    __emu_fault("uninitialized-shared", msg, reg.name, b, (long long)reg.bytes, line);
+  }
+}
+
 // ldmatrix.sync.aligned.m8n8.xNUM{.trans}{.shared}.b16 {d...}, [addr + off]
 template <int NUM, bool TRANS, bool SHARED>
 EMU_AI void ldmatrix(int line, Slot* const* d, const Slot* addr, long long off) {
@@ -293,6 +329,7 @@ EMU_AI void ldmatrix(int line, Slot* const* d, const Slot* addr, long long off) 
       __emu_fault("misaligned-address", msg, 0, -1, -1, line);
     }
     if (__emu_cp_pending) ::emu::cp_touch(p.row, 16, 0, line);  // a cp.async not landed yet?
+    ldmatrix_row_rules(p.row, lane, line);
   }
   __emu_warp_op(EMU_OP_LDMATRIX, 0xffffffffu, line, &p, &ldmatrix_combine<NUM, TRANS>);
   for (int j = 0; j < NUM; ++j) set(d[j], p.out[j]);

@@ -975,6 +975,56 @@ unsigned __emu_activemask(void) {
 void* __emu_dyn_smem(void) { return g_smem; }
 unsigned long long __emu_dyn_smem_size(void) { return g_smem_size; }
 
+void __emu_region_of(const void* p, __emu_region* r) {
+  uintptr_t a = (uintptr_t)p;
+  memset(r, 0, sizeof *r);
+  if (const Buffer* B = buffer_of(a)) {
+    r->kind = 1; r->name = B->name.c_str(); r->base = B->start; r->bytes = B->nbytes;
+  } else if (__emu_shared_base* s = static_array_of(a)) {
+    r->kind = 2; r->name = s->name; r->base = (const char*)s->data; r->bytes = s->bytes; r->arr = s;
+  } else if (g_smem_region && a >= (uintptr_t)g_smem_region && a < (uintptr_t)g_smem_region + g_smem_region_len) {
+    r->kind = 3; r->name = "extern __shared__"; r->base = g_smem; r->bytes = g_smem_size;
+  } else if (Fiber* f = (Fiber*)__emu_cur) {
+    if (a >= (uintptr_t)f->stack_lo && a < (uintptr_t)f->stack_hi) { r->kind = 4; r->name = "a local variable"; }
+  }
+}
+
+// Vector loads and stores (float4, int2, half2 ...): a module whose source uses vector types is
+// built with g++ -fsanitize=alignment, which calls this for an access its type's alignment
+// forbids (GCC's TypeMismatchData layout). A GPU faults there ("misaligned address"). The
+// address is judged from the start of its allocation (argument buffers here start wherever
+// their end lands on a page; a GPU allocation starts 256-byte aligned).
+struct UbsanLoc { const char* file; unsigned line, column; };
+struct UbsanType { unsigned short kind, info; char name[1]; };
+struct UbsanMismatch { UbsanLoc loc; const UbsanType* type; unsigned char log_alignment, check_kind; };
+static void ubsan_mismatch(UbsanMismatch* d, uintptr_t ptr) {
+  if (!ptr || !d->log_alignment) return;
+  unsigned long long align = 1ull << d->log_alignment;
+  __emu_region reg;
+  __emu_region_of((const void*)ptr, &reg);
+  unsigned long long off = reg.kind == 1 || reg.kind == 3 ? (unsigned long long)(ptr - (uintptr_t)reg.base) : ptr;
+  if (off % align == 0) return;
+  char msg[700], at[200] = "";
+  if (reg.kind == 1) snprintf(at, sizeof at, " into argument '%s' at byte %llu", reg.name, off);
+  else if (reg.kind == 2 || reg.kind == 3) snprintf(at, sizeof at, " into %s%s at byte %llu",
+      reg.kind == 3 ? "dynamic shared memory (extern __shared__)" : "__shared__ ", reg.kind == 3 ? "" : reg.name,
+      (unsigned long long)(ptr - (uintptr_t)reg.base));
+  const char* what = d->check_kind == 1 ? "store" : d->check_kind == 0 ? "load" : "access";
+  snprintf(msg, sizeof msg, "misaligned %s of a %s%s: a %llu-byte vector access needs an address that is a multiple of "
+           "%llu bytes, but this one is %llu bytes past one (a GPU faults with \"misaligned address\"): check the "
+           "offset you cast to a vector pointer and that the row length keeps every row a multiple of %llu bytes",
+           what, d->type ? d->type->name : "value", at, align, align, off % align, align);
+  Rep r;
+  r.add("kind=misaligned-address\n");
+  r.str("message", msg);
+  add_where(r, (Fiber*)__emu_cur);
+  if (reg.kind == 1) r.add("argument=%s\nindex=%llu\n", reg.name, off / (buffer_of(ptr) ? buffer_of(ptr)->itemsize : 1));
+  if (d->loc.line) r.add("line=%u\n", d->loc.line);
+  finish_report(r);
+}
+void __ubsan_handle_type_mismatch_v1(UbsanMismatch* d, uintptr_t ptr) { ubsan_mismatch(d, ptr); }
+void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_t ptr) { ubsan_mismatch(d, ptr); }
+
 void __emu_register_shared(__emu_shared_base* s) {
   s->next = g_shared_head;
   g_shared_head = s;
