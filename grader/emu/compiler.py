@@ -65,14 +65,14 @@ def _atomic_install(tmpdir: Path, final: Path) -> None:
 
 def runner_path() -> Path:
     """Build (once) and return the emu_runner executable."""
-    key = hashlib.sha256((_files_digest([RUNTIME / "runner.cpp", INCLUDE / "emu_abi.h"]) + compiler_id())
+    key = hashlib.sha256((_files_digest([RUNTIME / "runner.cpp", RUNTIME / "traffic.h", INCLUDE / "emu_abi.h"]) + compiler_id())
                          .encode()).hexdigest()[:16]
     final = cache_root() / f"runner-{key}"
     exe = final / "emu_runner"
     if exe.exists():
         return exe
     tmp = Path(tempfile.mkdtemp(prefix="runner-tmp-", dir=cache_root()))
-    cmd = [CXX, "-std=gnu++17", "-O2", "-g", "-fno-omit-frame-pointer", "-rdynamic", f"-I{INCLUDE}",
+    cmd = [CXX, "-std=gnu++17", "-O2", "-g", "-fno-omit-frame-pointer", "-rdynamic", f"-I{INCLUDE}", f"-I{RUNTIME}",
            str(RUNTIME / "runner.cpp"), "-o", str(tmp / "emu_runner"), "-ldl"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -226,12 +226,18 @@ def _user_stack_bytes(directory: Path, filename: str) -> int:
     return total
 
 
-def build_module(source: str, options: Sequence[str], name: str) -> Built:
+# A traffic build (grader/emu/traffic.py): every load and store calls the runner
+# (__asan_loadN_noabort ...), which counts sectors and bank wavefronts per warp request.
+TRAFFIC_FLAGS = ["-fsanitize=kernel-address", "--param", "asan-instrumentation-with-call-threshold=0",
+                 "--param", "asan-stack=0", "--param", "asan-globals=0", "-fno-sanitize-address-use-after-scope"]
+
+
+def build_module(source: str, options: Sequence[str], name: str, traffic: bool = False) -> Built:
     filename = f"{name}.cu"
     flags, std = filter_options(options)
-    flags = flags + _sanitize_flags(source)
+    flags = flags + _sanitize_flags(source) + (TRAFFIC_FLAGS if traffic else [])
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
-                                     MODULE_FLAGS]).encode()).hexdigest()[:24]
+                                     MODULE_FLAGS] + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
     final = cache_root() / f"mod-{key}"
     if (final / "meta.json").exists() and (final / "kernel.so").exists():
         return Built(final, json.loads((final / "meta.json").read_text()))

@@ -164,9 +164,11 @@ class EmuModule:
     # the orders the runner can resume a block's threads in (its flag bits; blocks too for reverse)
     _ORDERS = {"forward": 0, "reverse": 1, "lanes-reversed": 4, "warps-reversed": 8}
 
-    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, order="forward", check_uninit=False):
-        """One launch in a child process: (stdout, seconds, bytes of every pointer argument)."""
-        flags = self._ORDERS[order] | (2 if check_uninit else 0)
+    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, order="forward", check_uninit=False,
+             traffic: list | None = None):
+        """One launch in a child process: (stdout, seconds, bytes of every pointer argument).
+        `traffic`: a list that receives the runner's memory-traffic lines (a traffic build)."""
+        flags = self._ORDERS[order] | (2 if check_uninit else 0) | (16 if traffic is not None else 0)
         sym = f"__emu_tramp_{kernel}".encode()
         hdr = [struct.pack("<I", 0x31554D45), struct.pack("<6I", *grid, *block), struct.pack("<Q", int(shared_mem)),
                struct.pack("<II", flags, _workers(self._built.meta)),
@@ -184,7 +186,9 @@ class EmuModule:
             t0 = time.perf_counter()
             # the runner executes the student's code natively: sandboxed when grading (TC_SANDBOX)
             runner = runner_path()
-            cmd = sandbox.maybe_wrap([str(runner), str(self._built.so), inp, out, rep], writable=[tmp],
+            tr = os.path.join(tmp, "traffic.txt")
+            cmd = sandbox.maybe_wrap([str(runner), str(self._built.so), inp, out, rep]
+                                     + ([tr] if traffic is not None else []), writable=[tmp],
                                      readable=[str(runner.parent), str(Path(self._built.so).parent)])
             proc = subprocess.Popen(cmd,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -204,6 +208,8 @@ class EmuModule:
             stdout = so.decode("utf-8", "replace")
             if proc.returncode == 0:
                 outputs = Path(out).read_bytes()
+                if traffic is not None and os.path.exists(tr):
+                    traffic.extend(Path(tr).read_text().splitlines())
                 return stdout, seconds, outputs
             report = Path(rep).read_text() if os.path.exists(rep) else ""
             if proc.returncode == 3 and report:
@@ -212,7 +218,7 @@ class EmuModule:
                               f"{se.decode('utf-8', 'replace').strip()[-2000:]}",
                               where=FaultLocation(extra={"stdout": stdout}))
         finally:
-            for n in ("in.bin", "out.bin", "report.txt"):
+            for n in ("in.bin", "out.bin", "report.txt", "traffic.txt"):
                 try:
                     os.unlink(os.path.join(tmp, n))
                 except OSError:
@@ -287,7 +293,9 @@ class EmuModule:
             return None
         for ln in r.stdout.splitlines():
             m = re.match(r"^(.*):(\d+)(?: \(discriminator \d+\))?$", ln.strip())
-            if m and os.path.basename(m.group(1)) == filename and int(m.group(2)) > 0:
+            # binutils 2.40 names DWARF 5's file entry 1 (the user's, via #line) by entry 0,
+            # the translated kernel.cpp, when the source had nothing to rewrite: same line numbers
+            if m and os.path.basename(m.group(1)) in (filename, "kernel.cpp") and int(m.group(2)) > 0:
                 return int(m.group(2))
         return None
 
@@ -411,10 +419,12 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def compile_module(source: str, *, options: Sequence[str] = (), name: str = "kernel") -> EmuModule:
-    """Compile a CUDA C++ source for the CPU emulator (cached on disk)."""
+def compile_module(source: str, *, options: Sequence[str] = (), name: str = "kernel",
+                   traffic: bool = False) -> EmuModule:
+    """Compile a CUDA C++ source for the CPU emulator (cached on disk). `traffic`: a build whose
+    loads and stores are observed (grader.emu.traffic), slower; for that view only."""
     if not re.match(r"^[A-Za-z_][\w.-]*$", name):
         name = "kernel"
-    built = build_module(source, tuple(options), name)
+    built = build_module(source, tuple(options), name, traffic=traffic)
     runner_path()
     return EmuModule(built, name, source)

@@ -182,8 +182,19 @@ extern "C" __global__ void dyn_unwritten(const half* A, float* C, int n) {
     __syncwarp();
     wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
     wmma::load_matrix_sync(a, d, 16);
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fill_fragment(b, __float2half(1.0f));
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, (float)a.x[0]);
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::mma_sync(acc, a, b, acc);
+    wmma::store_matrix_sync(C, acc, 16, wmma::mem_row_major);
+}
+extern "C" __global__ void unused_prefetch(const half* A, float* C) {
+    extern __shared__ half d[];     // a pipelined kernel may load fragments it never uses
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::load_matrix_sync(a, d, 16);
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 1.0f);
     wmma::store_matrix_sync(C, acc, 16, wmma::mem_row_major);
 }
 """
@@ -215,8 +226,11 @@ def test_unwritten_dynamic_shared_memory_read_by_load_matrix_sync():
     e = _fault(SHARED, "dyn_unwritten", (1,), (32,), [np.ones(256, np.float16), np.zeros(256, np.float32), 200],
                shared_mem=512)
     assert e.kind == "uninitialized-shared" and "dynamic shared memory" in e.message
+    assert e.where.line == _line(SHARED, "load_matrix_sync(a, d, 16)") and "mma_sync at line" in e.message
     mod = compile_module(SHARED)
     mod.launch("dyn_unwritten", (1,), (32,), [np.ones(256, np.float16), np.zeros(256, np.float32), 256],
+               shared_mem=512)
+    mod.launch("unused_prefetch", (1,), (32,), [np.ones(256, np.float16), np.zeros(256, np.float32)],
                shared_mem=512)
 
 
@@ -255,4 +269,4 @@ def test_plain_shared_reads_name_declared_dims():
     assert e.kind == "uninitialized-shared" and re.search(r"tile\[[123]\]\[[0-7]\]", e.message), e.message
     src2 = src.replace("tile[threadIdx.x / 8][threadIdx.x % 8]", "tile[0][threadIdx.x]")
     e = _fault(src2, "k", (1,), (32,), [np.zeros(32, np.float32)])
-    assert e.kind == "shared-out-of-bounds" and "tile[4][8]" in e.message and "tile[0][8]" in e.message
+    assert e.kind == "shared-out-of-bounds" and "declared tile[4][8]" in e.message and "tile[0][31]" in e.message

@@ -246,6 +246,12 @@ EMU_AI void mma(int line, Slot* const* d, Slot* const* a, Slot* const* b, Slot* 
   for (int i = 0; i < RA; ++i) p.a[i] = a[i]->v;
   for (int i = 0; i < RB; ++i) p.b[i] = b[i]->v;
   for (int i = 0; i < RC; ++i) p.c[i] = c[i]->v;
+  if (__emu_check_uninit && !f64) {  // an all-ones half (0xFFFF) in A or B: poison from unwritten shared memory
+    bool nan_in = false;
+    for (int i = 0; i < RA; ++i) nan_in |= (p.a[i] & 0xFFFF) == 0xFFFF || (p.a[i] >> 16 & 0xFFFF) == 0xFFFF;
+    for (int i = 0; i < RB; ++i) nan_in |= (p.b[i] & 0xFFFF) == 0xFFFF || (p.b[i] >> 16 & 0xFFFF) == 0xFFFF;
+    ::nvcuda::wmma::detail::used_unwritten(nan_in, "mma.sync", line);
+  }
   __emu_warp_op(EMU_OP_PTX_MMA, 0xffffffffu, line, &p, &mma_combine<M, N, K, DT, AT, CT>);
   for (int i = 0; i < RD; ++i) set(d[i], p.d[i]);
 }
@@ -296,17 +302,13 @@ __attribute__((noinline)) inline void ldmatrix_row_rules(const unsigned char* ro
     __emu_fault("shared-out-of-bounds", msg, reg.name, byte, (long long)reg.bytes, line);
   }
   if (!__emu_check_uninit) return;
-  for (int h = 0; h < 8; ++h) {
+  for (int h = 0; h < 8; ++h) {  // reported where mma.sync uses it (nvcuda::wmma::detail::used_unwritten)
     const unsigned char* q = row + 2 * h;
     const long long b = byte + 2 * h;
     if (reg.arr && reg.arr->shadow && reg.arr->itemsize && reg.arr->shadow[b / reg.arr->itemsize]) continue;
     if (q[0] != 0xFF || q[1] != 0xFF) continue;
-    char el[160];
-    if (reg.arr) ::emu::elem_text(el, sizeof el, reg.arr, b / (reg.arr->itemsize ? reg.arr->itemsize : 2));
-    else snprintf(el, sizeof el, "dynamic shared memory (extern __shared__) byte %lld", b);
-    snprintf(msg, sizeof msg, "ldmatrix: lane %d's row reads __shared__ %s, which no thread of this block has written",
-             lane, el);
-    __emu_fault("uninitialized-shared", msg, reg.name, b, (long long)reg.bytes, line);
+    ::nvcuda::wmma::detail::shared_tile_unwritten("ldmatrix", &reg, b, 2, -1, -1, line);
+    return;
   }
 }
 

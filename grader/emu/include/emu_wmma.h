@@ -227,15 +227,35 @@ __attribute__((noinline, noreturn)) inline void shared_tile_oob(const char* op, 
            dims, r, c, byte, reg->bytes);
   __emu_fault("shared-out-of-bounds", msg, reg->name, byte / esz, (long long)(reg->bytes / esz), line);
 }
-__attribute__((noinline, noreturn)) inline void shared_tile_unwritten(const char* op, const __emu_region* reg,
-                                                                     long long byte, unsigned esz, int r, int c, int line) {
-  char msg[500], el[160];
+// A read of unwritten shared memory is reported when its value is USED (by mma_sync): a
+// pipelined kernel may load fragments from a buffer it never uses again (a prefetch past the
+// last tile), which is harmless on a GPU. The thread's first such read in the block is kept.
+struct Unwritten { unsigned bx, by, bz; int line; long long index, size; const char* arr; char msg[360]; };
+inline Unwritten g_unwritten[1024];
+__attribute__((noinline)) inline void shared_tile_unwritten(const char* op, const __emu_region* reg,
+                                                            long long byte, unsigned esz, int r, int c, int line) {
+  Unwritten& u = g_unwritten[__emu_cur->tid & 1023];
+  if (u.line && u.bx == __emu_bidx.x && u.by == __emu_bidx.y && u.bz == __emu_bidx.z) return;
+  char el[160];
   if (reg->arr) ::emu::elem_text(el, sizeof el, reg->arr, byte / (reg->arr->itemsize ? reg->arr->itemsize : esz));
   else snprintf(el, sizeof el, "dynamic shared memory (extern __shared__) byte %lld", byte);
-  snprintf(msg, sizeof msg, "wmma::%s reads __shared__ %s (tile element (%d, %d)), which no thread of this block has "
-           "written: every element of the 16-row tile it loads must be written first (zeros where the matrix ends)",
-           op, el, r, c);
-  __emu_fault("uninitialized-shared", msg, reg->name, byte / esz, (long long)(reg->bytes / esz), line);
+  char te[48] = "";
+  if (r >= 0) snprintf(te, sizeof te, " (tile element (%d, %d))", r, c);
+  snprintf(u.msg, sizeof u.msg, "%s reads __shared__ %s%s, which no thread of this block has written: every element "
+           "of the %s it loads must be written first (zeros where the matrix ends)",
+           op, el, te, r >= 0 ? "tile" : "8x8 matrices");
+  u.bx = __emu_bidx.x; u.by = __emu_bidx.y; u.bz = __emu_bidx.z; u.line = line;
+  u.arr = reg->name; u.index = byte / esz; u.size = (long long)(reg->bytes / esz);
+}
+// At a tensor-core operation whose inputs hold NaN (poison: inputs are finite): the unwritten
+// read that put it there, if this thread made one in this block.
+inline void used_unwritten(bool nan_in, const char* by, int line) {
+  if (!nan_in) return;
+  Unwritten& u = g_unwritten[__emu_cur->tid & 1023];
+  if (!u.line || u.bx != __emu_bidx.x || u.by != __emu_bidx.y || u.bz != __emu_bidx.z) return;
+  char msg[520];
+  snprintf(msg, sizeof msg, "%s; %s at line %d uses it", u.msg, by, line);
+  __emu_fault("uninitialized-shared", msg, u.arr, u.index, u.size, u.line);
 }
 template <class E> EMU_AI void shared_elem(const char* op, const __emu_region* reg, const E* q, int r, int c, bool write,
                                            int line) {
@@ -264,7 +284,7 @@ EMU_AI void load(E* x, int num, const E* p, unsigned ldm, int line) {
     int r, c; coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i, r, c);
     const E* q = ROWMAJOR ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
     if (inflight) ::emu::cp_touch(q, sizeof(E), 0, line);
-    if (shared) shared_elem("load_matrix_sync", &reg, q, r, c, false, line);
+    if (shared) shared_elem("wmma::load_matrix_sync", &reg, q, r, c, false, line);
     x[i] = *q;
   }
 }
@@ -365,6 +385,13 @@ EMU_AI void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment
                      bool satf = false, int line = __builtin_LINE()) {
   (void)satf;
   detail::whole_warp("mma_sync", line);
+  if (__emu_check_uninit) {
+    bool nan_in = false;
+    for (int i = 0; i < a.num_elements; ++i) nan_in |= (double)a.x[i] != (double)a.x[i];
+    for (int i = 0; i < b.num_elements; ++i) nan_in |= (double)b.x[i] != (double)b.x[i];
+    for (int i = 0; i < c.num_elements; ++i) nan_in |= (double)c.x[i] != (double)c.x[i];
+    detail::used_unwritten(nan_in, "wmma::mma_sync", line);
+  }
   detail::MmaPayload p{&d, &a, &b, &c};
   __emu_warp_op(EMU_OP_WMMA_MMA, 0xffffffffu, line, &p,
                 &detail::mma_combine<fragment<accumulator, M, N, K, TD, void>, fragment<matrix_a, M, N, K, TA, LA>,

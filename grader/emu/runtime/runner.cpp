@@ -173,6 +173,14 @@ int g_bar_red[3];
 int g_bar_result[2][3];
 __emu_shared_base* g_shared_head;
 
+// memory traffic (traffic.h): on only for a launch that asks for it
+bool g_tr_on = false;
+const char* g_tr_path = 0;
+void tr_init();
+void tr_block_start();
+void tr_block_end();
+void tr_write(const char* path);
+
 // printf capture
 char g_out[1 << 16];
 size_t g_out_len;
@@ -415,6 +423,7 @@ void run_block(unsigned long long b) {
   __emu_bidx.z = (unsigned)(b / ((unsigned long long)__emu_gdim.x * __emu_gdim.y));
   reset_shared();
   cp_reset_block();
+  if (g_tr_on) tr_block_start();
   for (unsigned i = 0; i < g_nthreads; ++i) {
     Fiber& f = g_fibers[i];
     f.state = RUNNABLE;
@@ -447,6 +456,7 @@ void run_block(unsigned long long b) {
     __emu_cur = 0;
     if (!resumed && g_done < g_nthreads) deadlock();
   }
+  if (g_tr_on) tr_block_end();
 }
 
 // ------------------------------------------------------------------ signals
@@ -625,6 +635,7 @@ int worker_main() {
     if (b >= g_nblocks) break;
     run_block(g_order_mode == 1 ? g_nblocks - 1 - b : b);
   }
+  if (g_tr_on && g_tr_path) tr_write(g_tr_path);
   if (g_out_truncated) {
     const char* note = "\n[emulator: printf output truncated at 4 MiB]\n";
     if (g_out_len + strlen(note) < sizeof g_out) { memcpy(g_out + g_out_len, note, strlen(note)); g_out_len += strlen(note); }
@@ -635,6 +646,7 @@ int worker_main() {
 
 }  // namespace
 
+#include "traffic.h"
 
 // ------------------------------------------------------------------ cp.async (cuda_pipeline.h)
 // __pipeline_memcpy_async / __pipeline_commit / __pipeline_wait_prior with the ordering a GPU
@@ -1069,8 +1081,8 @@ long long __emu_clock(void) {
 }  // extern "C"
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: emu_runner MODULE.so INPUT OUTPUT REPORT\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: emu_runner MODULE.so INPUT OUTPUT REPORT [TRAFFIC]\n");
     return 2;
   }
   std::vector<char> in = slurp(argv[2]);
@@ -1088,7 +1100,7 @@ int main(int argc, char** argv) {
   if (g_fill_init > STACK - PAGE) g_fill_init = STACK - PAGE;
   std::string sym = rd.str();
   unsigned nargs = rd.get<unsigned>();
-  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised
+  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised (16: memory traffic)
   // __shared__ reads, 4 reverse the lanes of each warp only, 8 reverse the warps only
   g_order_mode = (flags & 1) ? 1 : (flags & 4) ? 2 : (flags & 8) ? 3 : 0;
   __emu_check_uninit = (flags & 2) ? 1 : 0;
@@ -1142,6 +1154,11 @@ int main(int argc, char** argv) {
   Dl_info info;
   if (dladdr((void*)g_tramp, &info)) g_mod_base = (uintptr_t)info.dli_fbase;
 
+  if (flags & 16) {  // memory traffic into argv[5], from one worker (traffic.h)
+    g_tr_path = argc == 6 ? argv[5] : 0;
+    tr_init();
+    nworkers = 1;
+  }
   if (nworkers < 1) nworkers = 1;
   if (nworkers > g_nblocks) nworkers = (unsigned)(g_nblocks ? g_nblocks : 1);
   fflush(stdout);
