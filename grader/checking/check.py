@@ -12,7 +12,7 @@ import secrets
 
 import numpy as np
 
-from grader.checking import exercises, isolate
+from grader.checking import exercises, isolate, lesson_point
 from grader.checking import hints as _hints
 from grader.checking.cells import SourceCell, find_cell, relabel
 from grader.checking.stubs import MARKER, Stub, unfilled
@@ -584,11 +584,19 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
 
-    # 3. speed, only for a correct kernel on a GPU.
+    # 3. speed, only for a correct kernel on a GPU; on the emulator, what the lesson is about.
     if ex.target is not None:
         correct = all(i.status == PASS for i in v.items)
+        lesson = None
+        if chosen == "emu" and correct and speed:
+            lesson = _lesson_item(ex, job, cases, launch)
+            if lesson is not None:
+                v.items.append(lesson)
         if chosen != "gpu":
-            v.items.append(Item("speed", SKIP, "needs a GPU" + ("" if has_gpu() else " (none here)")))
+            why = "needs a GPU" + ("" if has_gpu() else " (none here)")
+            if lesson is not None and lesson.kind == "lesson-point":
+                why += f"; and on the emulator it is {lesson_point.NOT_YET} (see {lesson_point.NAME})"
+            v.items.append(Item("speed", SKIP, why))
         elif not speed:
             v.items.append(Item("speed", SKIP, "not measured (speed=False)"))
         elif not correct:
@@ -599,6 +607,22 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             if timed.status == PASS:
                 v.items.append(_speed_item(ex, result["perf"], v))
     return _score(ex, v)
+
+
+def _lesson_item(ex, job: dict, cases: list[Case], launch: dict) -> Item | None:
+    """The memory traffic of a correct kernel on the emulator, judged against the lesson
+    (grader.checking.lesson_point); None when it cannot be observed."""
+    from grader.emu.traffic import MemoryTraffic
+
+    idx = lesson_point.observed_case(ex)
+    if idx is None:
+        return None
+    tjob = dict(job, cases=[], race_check=False, perf=False, traffic=cases[idx].job(), case_timeout=60.0)
+    res = isolate.run(tjob, compile_timeout=240, case_timeout=60.0, perf_timeout=60.0)
+    if not res.get("traffic"):
+        return None
+    dims = (list(ex.cpu_sizes) + [ex.cpu_sizes[0]])[idx]
+    return lesson_point.item(ex, MemoryTraffic.from_dict(res["traffic"]), dims, launch)
 
 
 TIMED_SAMPLES = 2048
@@ -673,7 +697,7 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
 
 
 def _score(ex, v: Verdict) -> Verdict:
-    correctness = [i for i in v.items if i.name != "speed"]
+    correctness = [i for i in v.items if i.name not in ("speed", lesson_point.NAME)]
     correct = bool(correctness) and all(i.status == PASS for i in correctness) and any(
         i.name.startswith("correct") for i in correctness)
     score = ex.points_correct if correct else 0.0
