@@ -280,6 +280,15 @@ class EmuModule:
                           "reads (with STAGES buffers: tile kt+STAGES-1 into the buffer of tile kt-1).",
         }
         hint = rec.get("hint") or hints.get(kind, "")
+        if kind in ("divergent-barrier", "partial-warp-collective") and not re.search(r"\breturn\b", code_view(self.source)):
+            # no `return` in the kernel: the threads that never arrive skipped the call inside a branch
+            hint = ("Some threads of the block never reach this call: it sits inside an `if` (a bounds check, "
+                    "a loop whose trip count differs between threads) that not all of them enter. Keep the "
+                    "barrier or warp call outside the branch and guard only the loads and stores.")
+        if kind == "uninitialized-shared" and "wmma::load_matrix_sync" in msg:
+            hint = ("Every element of the 16x16 tile that load_matrix_sync reads from shared memory must be "
+                    "written first: write 0 where the tile overhangs the matrix (the padding), and make the writes "
+                    "visible to the warp (__syncwarp(), or __syncthreads() for a block) before the load.")
         if "cp.async" in self.source and "__pipeline_" not in code_view(self.source):  # copies in PTX:
             text, hint = _ptx_names(text), _ptx_names(hint)  # name what the kernel wrote
         return KernelFault(kind, text, where=where, hint=hint)
@@ -329,7 +338,8 @@ class EmuModule:
             if outputs2 != outputs:
                 raise self._race(kernel, g, b, packed, shared_mem, timeout, arrays, outputs, outputs2, stdout,
                                  unwritten)
-            if unwritten is not None:
+            if unwritten is not None:  # both orders agree: no barrier is missing, nobody writes it
+                unwritten.hint = _never_written_hint(unwritten)
                 raise unwritten
         off = 0
         for a in arrays:
@@ -377,13 +387,23 @@ class EmuModule:
                     "(and before overwriting a tile others may still read).")
         if unwritten is not None:
             w = unwritten.where
-            msg += (f". In order, thread {w.thread} of block {w.block} read __shared__ '{w.argument}' element "
-                    f"{w.index} before any thread wrote it"
+            el = re.search(r"__shared__ (\w+(?:\[\d+\])+)", unwritten.message)  # by its declared dims
+            msg += (f". In order, thread {w.thread} of block {w.block} read __shared__ "
+                    f"{el[1] if el else repr(w.argument) + ' element ' + str(w.index)} before any thread wrote it"
                     + (f" (line {w.line}: {w.extra.get('source_line', '')})" if w.line else ""))
         where = FaultLocation(argument=p.name, index=i, size=int(a.size), extra={"stdout": stdout})
         if a.ndim >= 2:
             where.extra["index_nd"] = tuple(int(x) for x in np.unravel_index(i, a.shape))
         return KernelFault("race", msg, where=where, hint=hint)
+
+
+def _never_written_hint(e: KernelFault) -> str:
+    what = ("the 16x16 tile load_matrix_sync reads" if "load_matrix_sync" in e.message else
+            "the matrices ldmatrix reads" if "ldmatrix" in e.message else "the shared array")
+    return ("No thread of the block ever writes this element: running the threads in the opposite order "
+            "reads the same unwritten element, so it is not a missing barrier. Every element of "
+            f"{what} must be written before it is read: write 0 where a tile overhangs the matrix (the "
+            "padding), and check the indices of the writes against those of the reads.")
 
 
 def _first_difference(params, arrays, out1: bytes, out2: bytes):

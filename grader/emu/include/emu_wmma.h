@@ -331,6 +331,30 @@ EMU_AI void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void
   __emu_warp_op(EMU_OP_WMMA_STORE, 0xffffffffu, line, 0, 0);
 }
 
+// A static __shared__ array (emu::SharedArray, or one row of it, emu::View) passed where an
+// accumulator load/store deduces T from the pointer: the same call on its storage (the array's
+// element checks stay on: WMMA marks what it writes, see detail::shared_elem).
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void store_matrix_sync(::emu::SharedArray<T, D...>& p, const fragment<accumulator, M, N, K, T, void>& f,
+                              unsigned ldm, layout_t layout, int line = __builtin_LINE()) {
+  store_matrix_sync(p.store, f, ldm, layout, line);
+}
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void store_matrix_sync(const ::emu::View<T, D...>& p, const fragment<accumulator, M, N, K, T, void>& f,
+                              unsigned ldm, layout_t layout, int line = __builtin_LINE()) {
+  store_matrix_sync(p.p, f, ldm, layout, line);
+}
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, ::emu::SharedArray<T, D...>& p, unsigned ldm,
+                             layout_t layout, int line = __builtin_LINE()) {
+  load_matrix_sync(f, (const T*)p.store, ldm, layout, line);
+}
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, const ::emu::View<T, D...>& p, unsigned ldm,
+                             layout_t layout, int line = __builtin_LINE()) {
+  load_matrix_sync(f, (const T*)p.p, ldm, layout, line);
+}
+
 namespace detail {
 template <class F> struct frag_col { static constexpr bool value = false; };
 template <class U, int M, int N, int K, class T> struct frag_col<fragment<U, M, N, K, T, col_major>> {

@@ -302,6 +302,23 @@ void unit3(char* b, size_t n, const Fiber* f) {
   snprintf(b, n, "(%u,%u,%u)", f->t.tidx.x, f->t.tidx.y, f->t.tidx.z);
 }
 
+// "lanes 0-15, 20" (a warp mask as a list of lanes: easier to read than hex)
+const char* lanes_text(unsigned m, char* b, size_t n) {
+  if (m == 0xffffffffu) { snprintf(b, n, "all 32 lanes"); return b; }
+  if (!m) { snprintf(b, n, "no lane"); return b; }
+  int k = snprintf(b, n, "lane%s ", __builtin_popcount(m) == 1 ? "" : "s");
+  bool first = true;
+  for (int l = 0; l < 32 && k > 0 && (size_t)k < n; ++l) {
+    if (!(m >> l & 1)) continue;
+    int e = l;
+    while (e + 1 < 32 && (m >> (e + 1) & 1)) ++e;
+    k += e > l ? snprintf(b + k, n - k, "%s%d-%d", first ? "" : ", ", l, e) : snprintf(b + k, n - k, "%s%d", first ? "" : ", ", l);
+    first = false;
+    l = e;
+  }
+  return b;
+}
+
 // ------------------------------------------------------------------ scheduling
 [[noreturn]] void deadlock() {
   char msg[2048], a[64], b[64];
@@ -318,16 +335,17 @@ void unit3(char* b, size_t n, const Fiber* f) {
     if (other >= 0) {
       Fiber* fo = &g_fibers[w * 32 + other];
       unit3(b, sizeof b, fo);
-      if (fo->state == DONE) why = "had already exited (returned)";
+      if (fo->state == DONE) why = "had already finished the kernel";
       else if (fo->state == AT_BARRIER) { why = "is waiting at __syncthreads()"; oline = fo->line; }
     } else snprintf(b, sizeof b, "?");
     char oline_s[32] = "";
     if (oline) snprintf(oline_s, sizeof oline_s, " at line %d", oline);
+    char lm[160], la[160];
     snprintf(msg, sizeof msg,
              "%s at line %d was reached by only %d of the %d lanes of warp %u that must take part "
-             "(mask 0x%08x, arrived 0x%08x): e.g. thread %s waits there, but thread %s %s%s",
-             op_name(W.kind), W.line, __builtin_popcount(W.arrived), __builtin_popcount(W.mask), w, W.mask,
-             W.arrived, a, b, why, oline_s);
+             "(%s must; %s arrived): e.g. thread %s waits there, but thread %s %s%s",
+             op_name(W.kind), W.line, __builtin_popcount(W.arrived), __builtin_popcount(W.mask), w,
+             lanes_text(W.mask, lm, sizeof lm), lanes_text(W.arrived, la, sizeof la), a, b, why, oline_s);
     fault_at("partial-warp-collective", msg, fw, W.line);
   }
   // a barrier that can never open
@@ -343,8 +361,8 @@ void unit3(char* b, size_t n, const Fiber* f) {
     if (exited >= 0) unit3(b, sizeof b, &g_fibers[exited]);
     snprintf(msg, sizeof msg,
              "__syncthreads() at line %d can never complete: %u of %u threads of the block wait there "
-             "(e.g. thread %s) but %u threads exited (returned) without reaching it (e.g. thread %s). "
-             "Every thread of a block must reach every __syncthreads(): do not return early before one",
+             "(e.g. thread %s) but %u threads finished the kernel without reaching it (e.g. thread %s). "
+             "Every thread of a block must reach every __syncthreads()",
              fw->line, g_bar_arrived, g_nthreads, a, ndone, exited >= 0 ? b : "?");
     fault_at("divergent-barrier", msg, fw, fw->line);
   }
@@ -939,12 +957,13 @@ void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combi
   if (W.arrived == 0) {
     W.mask = parts; W.kind = kind; W.line = line; W.fn = fn;
   } else if (W.mask != parts || W.kind != kind) {
-    char msg[512], a[64];
+    char msg[768], a[64], lm[160], la[160], lp[160];
     unit3(a, sizeof a, f);
     snprintf(msg, sizeof msg,
-             "lanes of warp %d reached different warp collectives: %s at line %d (mask 0x%08x, lanes 0x%08x "
-             "waiting) and thread %s at %s at line %d (mask 0x%08x)",
-             f->t.warp, op_name(W.kind), W.line, W.mask, W.arrived, a, op_name(kind), line, parts);
+             "lanes of warp %d reached different warp collectives: %s at line %d (for %s; %s waiting) and "
+             "thread %s at %s at line %d (for %s)",
+             f->t.warp, op_name(W.kind), W.line, lanes_text(W.mask, lm, sizeof lm), lanes_text(W.arrived, la, sizeof la),
+             a, op_name(kind), line, lanes_text(parts, lp, sizeof lp));
     fault_at("partial-warp-collective", msg, f, line);
   }
   // a participant that already exited can never arrive
@@ -952,13 +971,13 @@ void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combi
   for (unsigned m = parts; m; m &= m - 1) {
     unsigned l = __builtin_ctz(m);
     if (g_fibers[base + l].state == DONE) {
-      char msg[512], a[64], b[64];
+      char msg[640], a[64], b[64], lp[160];
       unit3(a, sizeof a, f);
       unit3(b, sizeof b, &g_fibers[base + l]);
       snprintf(msg, sizeof msg,
-               "%s at line %d (mask 0x%08x) needs lane %u of warp %d, but that thread %s had already exited "
-               "(returned); thread %s is waiting for it",
-               op_name(kind), line, parts, l, f->t.warp, b, a);
+               "%s at line %d (for %s) needs lane %u of warp %d, but that thread %s had already finished "
+               "the kernel; thread %s is waiting for it",
+               op_name(kind), line, lanes_text(parts, lp, sizeof lp), l, f->t.warp, b, a);
       fault_at("partial-warp-collective", msg, f, line);
     }
   }
