@@ -684,6 +684,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         v.items.append(item)
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
+    if chosen == "gpu" and all(i.status == PASS for i in v.items):
+        v.items.extend(_strict_items(ex, source, launch, cell))
 
     # 3. speed, only for a correct kernel on a GPU; on the emulator, what the lesson is about.
     if ex.target is not None:
@@ -708,6 +710,49 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             if timed.status == PASS:
                 v.items.append(_speed_item(ex, result["perf"], v))
     return _score(ex, v)
+
+
+STRICT = "strict checks"
+
+
+def _strict_items(ex, source: str, launch: dict, cell) -> list[Item]:
+    """A GPU grade is never laxer than the emulator's: a kernel a GPU ran right may still read out of
+    bounds, race, read shared memory nobody wrote or break a WMMA alignment rule, and the GPU's result
+    was then luck. So a kernel that passed on the GPU also runs on the emulator at its CPU sizes, and
+    any fault there fails the grade with the emulator's precise message (TC_GPU_STRICT=0: off)."""
+    if os.environ.get("TC_GPU_STRICT", "1") == "0":
+        return []
+    import shutil
+
+    from grader import emu
+
+    if not hasattr(emu, "compile_module") or shutil.which(os.environ.get("TC_EMU_CXX", "g++")) is None:
+        return [Item(STRICT, SKIP, "the emulator's strict checks need g++ on this machine (not found)")]
+    sizes = list(ex.cpu_sizes)
+    cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch) for d in sizes]
+    job = dict(exercise=ex.id, source=source, backend="emu", options=ex.problem.options(launch),
+               kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check, launch=launch,
+               perf=False, case_timeout=20.0)
+    result = isolate.run(job, compile_timeout=240, case_timeout=20.0)
+    err = result["error"]
+    if err is not None and (not result["compiled"] or not isinstance(err, KernelFault)):
+        # what the emulator cannot run (a form it does not support, a build it refuses, too slow on a
+        # CPU) says nothing against the kernel: the GPU's grade stands
+        return [Item(STRICT, SKIP, f"not run on the emulator: {err.message.splitlines()[0][:300]}")]
+    items = []
+    for case, res in zip(cases, result["cases"]):
+        item = _judge_case(ex, case, res, source)
+        if item.status == FAIL:
+            item.name = f"{STRICT}: {case.label}"
+            items.append(item)
+    if result["error"] is not None:
+        step = result.get("error_step", 0)
+        label = f"{STRICT}: " + (cases[min(step, len(cases) - 1)].label if isinstance(step, int) else "run")
+        items.append(_fault_item(result["error"], label, ex, cell))
+    for i in items:
+        i.message = ("right on the GPU, but the emulator's stricter run (CPU sizes) finds: " + i.message)
+    return items or [Item(STRICT, PASS, "the emulator's stricter run at the CPU sizes found no fault "
+                                        "(bounds, races, unwritten shared memory, alignment) and the same results")]
 
 
 def _lesson_item(ex, job: dict, cases: list[Case], launch: dict) -> Item | None:
@@ -798,7 +843,8 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
 
 
 def _score(ex, v: Verdict) -> Verdict:
-    correctness = [i for i in v.items if i.name not in ("speed", lesson_point.NAME)]
+    correctness = [i for i in v.items if i.name not in ("speed", lesson_point.NAME)
+                   and not (i.name == STRICT and i.status == SKIP)]  # a strict run that could not run
     correct = bool(correctness) and all(i.status == PASS for i in correctness) and any(
         i.name.startswith("correct") for i in correctness)
     score = ex.points_correct if correct else 0.0
