@@ -287,11 +287,12 @@ __attribute__((noinline)) inline void ldmatrix_row_rules(const unsigned char* ro
   __emu_region reg;
   __emu_region_of(row, &reg);
   char msg[400];
-  if (reg.kind != 2 && reg.kind != 3) {
-    snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in %s", lane,
-             reg.kind == 1 ? reg.name : reg.kind == 4 ? "a local variable" : "no shared-memory array");
+  if (reg.kind == 0) return;  // shared memory the runner cannot place (a __shared__ array of an unchecked build)
+  if (reg.kind == 1 || reg.kind == 4) {
     if (reg.kind == 1) snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in "
                                 "argument '%s' (global memory)", lane, reg.name);
+    else snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in a local "
+                  "variable of the thread", lane);
     __emu_fault("crash", msg, 0, -1, -1, line);
   }
   const long long byte = (long long)(row - (const unsigned char*)reg.base);
