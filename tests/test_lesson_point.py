@@ -52,6 +52,7 @@ def test_tiled_transpose_is_told_it_does_what_the_lesson_is_about(transposes):
     item = _traffic_item(transposes["tiled"])
     assert item.message.startswith("as the lesson intends")
     assert "no bank conflicts" in item.message and "global stores: 4.0 sectors" in item.message
+    assert "reads and writes coalesced (4 and 4 sectors" in item.message
     assert NOT_YET not in transposes["tiled"].headline
 
 

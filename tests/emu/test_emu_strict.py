@@ -270,3 +270,19 @@ def test_plain_shared_reads_name_declared_dims():
     src2 = src.replace("tile[threadIdx.x / 8][threadIdx.x % 8]", "tile[0][threadIdx.x]")
     e = _fault(src2, "k", (1,), (32,), [np.zeros(32, np.float32)])
     assert e.kind == "shared-out-of-bounds" and "declared tile[4][8]" in e.message and "tile[0][31]" in e.message
+
+
+def test_out_of_bounds_in_a_kernel_without_rewrites_names_its_line():
+    """sgemm-naive's out-of-bounds reports had no line: a source with nothing to rewrite was named
+    'kernel.cpp' by addr2line (binutils 2.40, DWARF 5), not the user's file."""
+    src = r"""extern "C" __global__ void sgemm(const float* A, const float* B, float* C, int M, int N, int K) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k)
+        acc += A[row * K + k] * B[k * N + col];
+    if (row < M && col < N) C[row * N + col] = acc;
+}"""
+    e = _fault(src, "sgemm", (2, 3), (16, 16), [np.ones(33 * 9, np.float32), np.ones(9 * 17, np.float32),
+                                                np.zeros(33 * 17, np.float32), 33, 17, 9])
+    assert e.kind == "out-of-bounds" and e.where.line == _line(src, "acc += A[row * K + k]")

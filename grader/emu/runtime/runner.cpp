@@ -788,6 +788,10 @@ void __emu_cp_async(void* dst, const void* src, unsigned long long size, unsigne
                "multiple of %llu", size, size);
     cp_fault("misaligned-address", msg, line);
   }
+  if (g_tr_on) {  // memory traffic: the copy reads global memory and writes shared memory
+    tr_access(sp, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0));
+    tr_access(d, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0) + 1);
+  }
   CpThread& t = f->cp;
   t.q.emplace_back();
   CpCopy& c = t.q.back();
