@@ -53,3 +53,14 @@ def test_grader_list_explains_threshold_units():
     out = subprocess.run([sys.executable, "-m", "grader", "list"], capture_output=True, text=True, timeout=120).stdout
     line = next(ln for ln in out.splitlines() if ln.startswith("sgemm-tiled"))
     assert "its time / yours" in line and "1.05x" in line and "1.25x" in line
+
+
+def test_03_tile_picture_names_the_block_as_cuda_does():
+    """block (1, 2) in (row, col) order read as blockIdx (1, 2), the other block, in 03's grid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from grader.lessons import cuda_gemm
+
+    title = cuda_gemm.tile_picture(4, 12, 12, 12, 1, 2, 1)._suptitle.get_text()
+    assert "(blockIdx.x, blockIdx.y) = (2, 1)" in title and "tile row 1, column 2" in title
