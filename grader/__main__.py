@@ -58,7 +58,9 @@ def _list(args) -> int:
         from grader.checking.check import BASELINE_NAMES
 
         base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
-        speed = (f"speed vs {base}: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}%"
+        # the units: a ratio of times, the baseline's over yours (1.25x = 25% faster than it)
+        speed = (f"speed vs {base}: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}%, i.e. its time / yours, same GPU and "
+                 f"size; speed credit from {ex.floor:g}x, full at {ex.target:g}x"
                  if ex.target is not None else "correctness only")
         launch = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in ex.launch_defaults.items())
         print(f"{ex.id}  ({ex.points:g} point{'' if ex.points == 1 else 's'}; {speed}{'; tensor cores required' if ex.tensor_cores else ''})")

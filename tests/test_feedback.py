@@ -106,7 +106,7 @@ def test_swapped_block_indices_are_suggested_for_unwritten_tiles():
     src = src.replace("int tile_col = blockIdx.y * 16;", "int tile_col = blockIdx.x * 16;")
     v, item = first_fail("wmma-gemm", src)
     assert item.kind == "unwritten", v.text()
-    assert "blockIdx.x / blockIdx.y swapped" in item.hint and "launch contract" in item.hint
+    assert "blockIdx.x and blockIdx.y swapped" in item.hint and "blockIdx.x along the rows" in item.hint
 
 
 def test_scattered_unwritten_elements_do_not_suggest_swapped_indices():

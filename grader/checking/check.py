@@ -12,12 +12,12 @@ import secrets
 
 import numpy as np
 
-from grader.checking import exercises, isolate
+from grader.checking import exercises, isolate, lesson_point
 from grader.checking import hints as _hints
 from grader.checking.cells import SourceCell, find_cell, relabel
 from grader.checking.stubs import MARKER, Stub, unfilled
 from grader.checking.verdict import FAIL, PASS, SKIP, Item, Verdict
-from grader.problems.kinds import Case, FragmentProbe, is_poison
+from grader.problems.kinds import Case, FragmentProbe, Transpose, is_poison
 from grader.runtime.compile import SUPPORTED_ARCHS, hint_for, nvrtc_compile
 from grader.runtime.errors import CompileError, CourseError, KernelFault, KernelTimeout
 from grader.runtime.signature import kernel_body, parse_kernels
@@ -76,6 +76,35 @@ def _same_everywhere_item(source: str, options) -> Item | None:
     return None
 
 
+def _redefined_item(ex, source: str, launch: dict) -> Item | None:
+    """A `#define` of a launch parameter's macro (TILE, BLOCK_M ...) to another value than the launch
+    passes: the block the grader launches and the tile the kernel computes no longer agree, which shows
+    up as wrong tiles or races far from the cause. (Inside `#ifndef NAME` it only gives a default.)"""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), source, flags=re.S)
+    lines = text.split("\n")
+    for opt in ex.problem.options(launch):
+        m = _DEFINE.match(opt)
+        if not m:
+            continue
+        name, value = m[1], m[2]
+        for n, ln in enumerate(lines):
+            d = re.match(rf"^\s*#\s*define\s+{name}\s+(.+?)\s*$", ln)
+            if not d or d[1] == value:
+                continue
+            before = next((p.strip() for p in reversed(lines[:n]) if p.strip()), "")
+            if re.match(rf"#\s*(ifndef\s+{name}|if\s+!\s*defined\s*\(?\s*{name})\b", before):
+                continue
+            key = next((k for k in launch if k.upper() == name), name.lower())
+            return Item("launch", FAIL,
+                        f"line {n + 1}: `#define {name} {d[1]}`, but the launch parameter {key}={launch.get(key, value)} "
+                        f"makes {name} {value} (the grader passes -D{name}={value} and launches the block for it): "
+                        f"your kernel would compute with {d[1]} inside a block made for {value}",
+                        kind="redefined-launch-macro", where=dict(line=n + 1),
+                        hint=f"Delete the #define, or wrap it as a default: #ifndef {name} / #define {name} {d[1]} / "
+                             f"#endif; to try {name} = {d[1]}, pass {key}={d[1]} to check().")
+    return None
+
+
 def _signature_item(ex: exercises.Exercise, source: str) -> Item:
     kernels = parse_kernels(source)
     if ex.kernel not in kernels:
@@ -110,9 +139,21 @@ def _compile_item(e: CompileError, *, source: str = "", launch: dict | None = No
     msg = str(first) if first else e.message
     hint = e.hint
     if first is not None:
-        hint = (_static_assert_hint(first, source, launch or {}, ex) or hint_for(first, arch)
-                or e.hint)
+        hint = (_static_assert_hint(first, source, launch or {}, ex) or _const_write_hint(first, source)
+                or hint_for(first, arch) or e.hint)
     return Item("compile", FAIL, msg, hint=hint, kind="compile-error", where=where)
+
+
+def _const_write_hint(d, source: str) -> str:
+    """A write into a parameter the kernel declares const: name that parameter."""
+    if "must be a modifiable lvalue" not in d.message or not d.source_line:
+        return ""
+    const = {p.name for ps in parse_kernels(source).values() for p in ps if p.is_const}
+    hit = [n for n in re.findall(r"\b(\w+)\s*\[[^\]]*\]\s*(?:[-+*/]?=)(?!=)", d.source_line) if n in const]
+    if not hit:
+        return ""
+    return (f"`{hit[0]}` is declared `const` in the kernel's signature: an input, which the kernel may only read. "
+            "Write results to the output parameter (the pointer without const).")
 
 
 _STATIC_ASSERT = re.compile(r'static assertion failed(?: with "(.*)")?')
@@ -232,6 +273,38 @@ def _epilogue_mistake(case: Case, vals: np.ndarray) -> str | None:
     return None
 
 
+def _tiles_not_transposed(case: Case, vals: np.ndarray) -> bool:
+    """out holds each 32x32 tile of in at the transposed tile position, but untransposed inside:
+    the transpose kernel that forgot to read its shared tile transposed."""
+    x, rows, cols = np.asarray(case.args[0], np.float64), case.args[2], case.args[3]
+    got = vals.reshape(cols, rows)
+    cand = np.full((cols, rows), np.nan)
+    for br in range(0, rows, 32):
+        for bc in range(0, cols, 32):
+            src = x[br:br + 32, bc:bc + 32]  # in tile (br, bc), as loaded
+            h, w = min(32, cols - bc), min(32, rows - br)
+            n_i, n_j = min(h, src.shape[0]), min(w, src.shape[1])
+            cand[bc:bc + n_i, br:br + n_j] = src[:n_i, :n_j]
+    ok = ~np.isnan(cand)
+    return bool(ok.any()) and np.array_equal(got[ok], cand[ok]) and not np.array_equal(cand[ok], x.T[ok])
+
+
+def _transpose_wrong_ld(case: Case, vals: np.ndarray) -> str:
+    """out matches a transpose that steps through in (or out) with the other matrix's row length."""
+    x, rows, cols = np.asarray(case.args[0], np.float64), case.args[2], case.args[3]
+    got = vals.reshape(cols, rows)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="xy")  # out[c, r]
+    flat_in = r * rows + c  # read in[r][c] at r * rows + c
+    ok = flat_in < x.size
+    if ok.sum() > got.size // 2 and np.array_equal(got[ok], x.ravel()[flat_in[ok]]):
+        return "out matches in read at r * rows + c: the kernel reads in with out's row length"
+    flat_out = c * cols + r  # wrote out[c][r] at c * cols + r
+    ok = flat_out < got.size
+    if ok.sum() > got.size // 2 and np.array_equal(got.ravel()[flat_out[ok]], x.T[ok]):
+        return "out matches a store at c * cols + r: the kernel writes out with in's row length"
+    return ""
+
+
 def _tile_map(bad: np.ndarray, tile) -> np.ndarray | None:
     if bad.ndim != 2:
         return None
@@ -318,7 +391,9 @@ def _judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") -
         fp = tuple(int(i) for i in np.argwhere(poison)[0])
         hint = _hints.hint(ex, "unwritten", t)
         if _hints.family(ex) not in ("im2col", "probe") and _top_left_block(~poison, exp.tile):
-            hint += _hints.SWAPPED_BLOCKS
+            # the evidence points at the grid first: whole tiles, a top-left rectangle
+            hint = _hints.SWAPPED_BLOCKS.format(contract=ex.contract.split(". ")[1] if ". " in ex.contract
+                                                else ex.contract) + " " + hint
         return failed(f"{n_poison} of {total} elements of {name} were never written, first {name}{list(fp)}",
                       "unwritten", hint=hint, index=fp)
     nonfinite = ~np.isfinite(vals)
@@ -333,7 +408,23 @@ def _judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") -
     expected_v, got = exp.ref[first], vals[first]
     detail = f"{n} of {total} elements of {name} are wrong; first {loc}: expected {expected_v:.6g}, got {got:.6g}"
     if exp.exact:
+        if isinstance(ex.problem, Transpose) and _tiles_not_transposed(case, vals):
+            return failed(detail + " — each 32x32 tile of out is in the right place, but its elements are "
+                          "not transposed", "wrong-result",
+                          hint="The tile lands where it belongs, but inside it rows stay rows: after the "
+                               "__syncthreads(), read the shared tile with its two indices swapped (the element "
+                               "a thread writes to out is a column of what was loaded), and write out row by "
+                               "row so the store stays coalesced.")
+        ld = _transpose_wrong_ld(case, vals) if isinstance(ex.problem, Transpose) else ""
+        if ld:
+            return failed(f"{detail} — {ld}", "wrong-result", hint=_hints.hint(
+                ex, "read-out-of-bounds" if "reads" in ld else "write-out-of-bounds", t))
         return failed(detail, "wrong-result", "wrong-exact")
+    whole = np.all(np.isfinite(vals)) and np.all(vals == np.round(vals))
+    if whole and not np.all(exp.ref == np.round(exp.ref)):
+        return failed(detail + " — every value is a whole number", "wrong-result",
+                      hint="The sum is kept in an integer: an `int` accumulator (or an `(int)` cast) drops "
+                           "the fraction of every product it adds. Declare the accumulator as float.")
     epilogue = getattr(ex.problem, "epilogue", False)
     if epilogue:  # the scalars are part of the input: show them
         detail += f" (alpha = {float(case.args[7]):.6g}, beta = {float(case.args[8]):.6g})"
@@ -419,6 +510,8 @@ def _fault_item(e: CourseError, step_label: str, ex=None, cell: SourceCell | Non
         hint = e.hint or hints.get(e.kind, "")
         if e.kind == "out-of-bounds" and ex is not None:  # in the exercise's own terms
             hint = _hints.out_of_bounds(ex, w.argument, _output_names(ex)) or hint
+        if e.kind == "uninitialized-shared" and ex is not None and _hints.family(ex) == "transpose":
+            hint = _hints.TRANSPOSE_UNWRITTEN + " " + hint
         if cell is not None and w.line:
             where.update(cell=cell.name, cell_line=cell.line(w.line))
         return Item(step_label, FAIL, relabel(e.message, cell), hint=hint, kind=e.kind, where=where)
@@ -542,6 +635,10 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     v.items.append(sig)
     if sig.status == FAIL:
         return v
+    redefined = _redefined_item(ex, source, launch)
+    if redefined is not None:
+        v.items.append(redefined)
+        return _score(ex, v)
     same = _same_everywhere_item(source, ex.problem.options(launch))
     if same is not None:
         v.items.append(same)
@@ -602,17 +699,31 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         label = "run" if not isinstance(step, int) else f"correct: {cases[min(step, len(cases) - 1)].label}"
         if not result["compiled"]:
             label = "load"
-        v.items.append(_fault_item(result["error"], label, ex, cell))
+        item = _fault_item(result["error"], label, ex, cell)
+        if isinstance(step, int) and item.kind == "out-of-bounds" and item.where.get("argument") == "A":
+            case = cases[min(step, len(cases) - 1)]
+            item.hint = _hints.swapped_grid(ex, item.where.get("block"), case.args) or item.hint
+        v.items.append(item)
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
+    if chosen == "gpu" and all(i.status == PASS for i in v.items):
+        v.items.extend(_strict_items(ex, source, launch, cell))
 
-    # 3. speed, only for a correct kernel on a GPU.
+    # 3. speed, only for a correct kernel on a GPU; on the emulator, what the lesson is about.
     if ex.target is not None:
         correct = all(i.status == PASS for i in v.items)
+        lesson = None
+        if chosen == "emu" and correct and speed:
+            lesson = _lesson_item(ex, job, cases, launch)
+            if lesson is not None:
+                v.items.append(lesson)
         if not speed_graded():
             v.items.append(Item("speed", SKIP, NO_SPEED))
         elif chosen != "gpu":
-            v.items.append(Item("speed", SKIP, "needs a GPU" + ("" if has_gpu() else " (none here)")))
+            why = "needs a GPU" + ("" if has_gpu() else " (none here)")
+            if lesson is not None and lesson.kind == "lesson-point":
+                why += f"; and on the emulator it is {lesson_point.NOT_YET} (see {lesson_point.NAME})"
+            v.items.append(Item("speed", SKIP, why))
         elif not speed:
             v.items.append(Item("speed", SKIP, "not measured (speed=False)"))
         elif not correct:
@@ -623,6 +734,65 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             if timed.status == PASS:
                 v.items.append(_speed_item(ex, result["perf"], v))
     return _score(ex, v)
+
+
+STRICT = "strict checks"
+
+
+def _strict_items(ex, source: str, launch: dict, cell) -> list[Item]:
+    """A GPU grade is never laxer than the emulator's: a kernel a GPU ran right may still read out of
+    bounds, race, read shared memory nobody wrote or break a WMMA alignment rule, and the GPU's result
+    was then luck. So a kernel that passed on the GPU also runs on the emulator at its CPU sizes, and
+    any fault there fails the grade with the emulator's precise message (TC_GPU_STRICT=0: off)."""
+    if os.environ.get("TC_GPU_STRICT", "1") == "0":
+        return []
+    import shutil
+
+    from grader import emu
+
+    if not hasattr(emu, "compile_module") or shutil.which(os.environ.get("TC_EMU_CXX", "g++")) is None:
+        return [Item(STRICT, SKIP, "the emulator's strict checks need g++ on this machine (not found)")]
+    sizes = list(ex.cpu_sizes)
+    cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch) for d in sizes]
+    job = dict(exercise=ex.id, source=source, backend="emu", options=ex.problem.options(launch),
+               kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check, launch=launch,
+               perf=False, case_timeout=20.0)
+    result = isolate.run(job, compile_timeout=240, case_timeout=20.0)
+    err = result["error"]
+    if err is not None and (not result["compiled"] or not isinstance(err, KernelFault)):
+        # what the emulator cannot run (a form it does not support, a build it refuses, too slow on a
+        # CPU) says nothing against the kernel: the GPU's grade stands
+        return [Item(STRICT, SKIP, f"not run on the emulator: {err.message.splitlines()[0][:300]}")]
+    items = []
+    for case, res in zip(cases, result["cases"]):
+        item = _judge_case(ex, case, res, source)
+        if item.status == FAIL:
+            item.name = f"{STRICT}: {case.label}"
+            items.append(item)
+    if result["error"] is not None:
+        step = result.get("error_step", 0)
+        label = f"{STRICT}: " + (cases[min(step, len(cases) - 1)].label if isinstance(step, int) else "run")
+        items.append(_fault_item(result["error"], label, ex, cell))
+    for i in items:
+        i.message = ("right on the GPU, but the emulator's stricter run (CPU sizes) finds: " + i.message)
+    return items or [Item(STRICT, PASS, "the emulator's stricter run at the CPU sizes found no fault "
+                                        "(bounds, races, unwritten shared memory, alignment) and the same results")]
+
+
+def _lesson_item(ex, job: dict, cases: list[Case], launch: dict) -> Item | None:
+    """The memory traffic of a correct kernel on the emulator, judged against the lesson
+    (grader.checking.lesson_point); None when it cannot be observed."""
+    from grader.emu.traffic import MemoryTraffic
+
+    idx = lesson_point.observed_case(ex)
+    if idx is None:
+        return None
+    tjob = dict(job, cases=[], race_check=False, perf=False, traffic=cases[idx].job(), case_timeout=60.0)
+    res = isolate.run(tjob, compile_timeout=240, case_timeout=60.0, perf_timeout=60.0)
+    if not res.get("traffic"):
+        return None
+    dims = (list(ex.cpu_sizes) + [ex.cpu_sizes[0]])[idx]
+    return lesson_point.item(ex, MemoryTraffic.from_dict(res["traffic"]), dims, launch)
 
 
 TIMED_SAMPLES = 2048
@@ -701,7 +871,8 @@ def _worth(ex) -> float:
 
 
 def _score(ex, v: Verdict) -> Verdict:
-    correctness = [i for i in v.items if i.name != "speed"]
+    correctness = [i for i in v.items if i.name not in ("speed", lesson_point.NAME)
+                   and not (i.name == STRICT and i.status == SKIP)]  # a strict run that could not run
     correct = bool(correctness) and all(i.status == PASS for i in correctness) and any(
         i.name.startswith("correct") for i in correctness)
     score = ex.points_correct if correct else 0.0

@@ -100,7 +100,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "wmma_gemm_any_size",
         "As wmma-gemm, but any M, N, K >= 1: pad the edge tiles with zeros, and write nothing "
         "outside C.",
-        cpu_sizes=(_g(33, 17, 9), _g(16, 40, 31)), gpu_sizes=(_g(1000, 777, 333), _g(17, 1031, 65)),
+        # (17, 33, 20): full tiles of B whose rows (N = 33) are not 16-byte aligned, as (16, 40, 31)
+        # has for A: a kernel that loads them straight from global memory faults (ldm), as on a GPU
+        cpu_sizes=(_g(33, 17, 9), _g(16, 40, 31), _g(17, 33, 20)),
+        gpu_sizes=(_g(1000, 777, 333), _g(17, 1031, 65)),
         # the reference stages edge tiles through shared memory: a missing __syncwarp() is a race
         tensor_cores=True, race_check=True),
     Exercise(

@@ -48,8 +48,8 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "An accumulator fragment that was never initialised (wmma::fill_fragment(acc, 0.0f)), or "
                 "a load_matrix_sync that reads outside A or B, gives NaN.",
         "transpose": "out only copies elements of in, so NaN means a tile element no thread loaded: check "
-                     "that you read back tile[threadIdx.x][threadIdx.y + j], the transpose of what you "
-                     "stored, and the bounds checks of the load.",
+                     "that the read of the shared tile swaps the two indices of the write (the transpose of "
+                     "what was stored), and the bounds checks of the load.",
         "im2col": "col only copies elements of x (or 0), so NaN means a read outside x: check "
                   "0 <= h < H and 0 <= w < W before reading, and the NCHW index ((n*C + c)*H + h)*W + w.",
         "conv": "An accumulator fragment never initialised (fill_fragment(acc, 0.0f)), or a shared-memory "
@@ -58,8 +58,8 @@ HINTS: dict[str, dict[str, str]] = {
     "wrong-exact": {
         "*": "Compare your index arithmetic with the contract above, element by element.",
         "transpose": "out[c * rows + r] must equal in[r * cols + c]. In the second half the block's roles "
-                     "swap: blockIdx.y * 32 gives the column of out, blockIdx.x * 32 the row, and the tile "
-                     "is read transposed (tile[threadIdx.x][threadIdx.y + j]).",
+                     "swap: blockIdx.y * 32 gives the column of out, blockIdx.x * 32 the row, and the shared "
+                     "tile is read with its two indices swapped.",
         "im2col": "Decode idx as row = idx / (C*R*S), column = idx % (C*R*S); then s = column % S, "
                   "r = (column / S) % R, c = column / (R*S); h = p*stride - pad + r, w = q*stride - pad + s.",
         "probe": "Write held[lane * 16 + i] = (int) frag.x[i] with lane = threadIdx.x % 32, after loading M "
@@ -92,8 +92,9 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "load_matrix_sync reads a whole {t}x{t} tile from the pointer you pass: check it "
                 "(A + tile_row*K + k, B + k*N + tile_col) and ldm; an edge tile that overhangs the matrix "
                 "must be copied through zero-padded shared memory.",
-        "transpose": "A read outside in (rows x cols, element (r, c) at r*cols + c): guard the load with "
-                     "if (r + j < rows && c < cols).",
+        "transpose": "A read outside in. in is rows x cols: its row length (leading dimension) is cols, so "
+                     "element (r, c) is at r * cols + c, not r * rows + c. A load needs the guard of in's own "
+                     "shape: its row index below rows and its column index below cols.",
         "im2col": "A read outside x: where the window leaves the image (h < 0, h >= H, w < 0 or w >= W) "
                   "store 0 and do not read x.",
         "conv": "A read outside x: windows that leave the image (the padding) and rows beyond N*P*Q must "
@@ -107,8 +108,9 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "store_matrix_sync writes a whole {t}x{t} tile: check the pointer (C + tile_row*N + "
                 "tile_col) and ldm (N); an edge tile that overhangs C must go through shared memory and "
                 "be copied with a bounds check.",
-        "transpose": "A store outside out (cols x rows, element (c, r) at c*rows + r): guard it with "
-                     "if (orow + j < cols && oc < rows).",
+        "transpose": "A store outside out. out is cols x rows: its row length (leading dimension) is rows, "
+                     "so element (c, r) is at c * rows + r, not c * cols + r. A store needs the guard of out's "
+                     "own shape: its row index below cols and its column index below rows.",
         "im2col": "A store past the end of col: the grid has more threads than col has elements; start "
                   "with if (idx >= N*P*Q*C*R*S) return;",
         "conv": "A store outside y: rows of the last block tile beyond N*P*Q must not be stored.",
@@ -117,7 +119,12 @@ HINTS: dict[str, dict[str, str]] = {
     },
 }
 
-SWAPPED_BLOCKS = " Or are blockIdx.x / blockIdx.y swapped? (see the launch contract)"
+TRANSPOSE_UNWRITTEN = ("In a transpose each thread loads tile elements along a row of in and, after the "
+                       "__syncthreads(), reads the tile with its two indices swapped (a column of what was "
+                       "loaded): a read whose indices are those of the write reads elements the guarded edge "
+                       "loads never wrote.")
+SWAPPED_BLOCKS = ("Only a top-left rectangle of whole tiles was written, the pattern of blockIdx.x and blockIdx.y "
+                  "swapped: check which one runs along the rows ({contract}). Otherwise:")
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
@@ -135,6 +142,20 @@ def shared_nan(source: str) -> str:
         wait = "a __syncthreads() between copying into shared memory and reading it"
     return (f"Shared memory read before it was filled gives NaN: check there is {wait} (and one "
             "before the copy overwrites a tile others still read). ")
+
+
+def swapped_grid(ex, block, args) -> str:
+    """A warp16 WMMA kernel that reads past the end of A from a block whose blockIdx.y * 16 is past the
+    last row of A: the rows were taken from blockIdx.y (notebook 03's grid, where x runs along the
+    columns), while this exercise's grid runs blockIdx.x along the rows."""
+    if getattr(ex.problem, "launch_rule", "") != "warp16" or not block or len(args) < 4:
+        return ""
+    M = int(args[3])
+    if block[1] * 16 >= M > block[0] * 16:
+        return (f"The warp that read past the end of A is block {tuple(block)}: blockIdx.y * 16 = {block[1] * 16} "
+                f"is no row of A (M = {M}). Here blockIdx.x runs along the rows of C and blockIdx.y along the "
+                "columns (grid (ceil(M/16), ceil(N/16))), the other way round from notebook 03's SGEMM.")
+    return ""
 
 
 def hint(ex, kind: str, tile: int = 16) -> str:

@@ -127,6 +127,20 @@ def _perf(module, job):
                 nonfinite=int((~cupy.isfinite(out)).sum()) if flt else 0, size=int(out.size))
 
 
+def _traffic(job) -> dict | None:
+    """The memory traffic of one launch of the case job["traffic"] (emulator; a separate build)."""
+    from grader.emu.traffic import measure
+
+    case = job["traffic"]
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
+    try:
+        return measure(job["source"], job["kernel"], case["grid"], case["block"], args,
+                       shared_mem=case["shared_mem"], options=job["options"],
+                       timeout=0.8 * job["case_timeout"]).to_dict()
+    except errors.CourseError:  # the view is extra: a run it cannot make costs only the view
+        return None
+
+
 def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
     text = f"{type(exc).__name__}: {exc}"
     for needle, kind, msg in (
@@ -160,6 +174,8 @@ def _child(conn, job):
             conn.send(("case", i, res))
         if job.get("perf"):
             conn.send(("perf", _perf(module, job)))
+        if job.get("traffic") is not None:
+            conn.send(("traffic", _traffic(job)))
         status = ("done", None)
     except errors.CourseError as e:
         status = ("error", errors.to_dict(e))
@@ -225,7 +241,7 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     os.close(job_r)
     os.close(res_w)
     sender, parent = Connection(job_w, readable=False), Connection(res_r, writable=False)
-    result = dict(compiled=False, cases=[], perf=None, stdout="", error=None)
+    result = dict(compiled=False, cases=[], perf=None, traffic=None, stdout="", error=None)
     step, deadline = "compile", time.monotonic() + compile_timeout
     try:
         sender.send(job)
@@ -266,6 +282,8 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                     step, deadline = "perf", time.monotonic() + perf_timeout
             elif kind == "perf":
                 result["perf"] = msg[1]
+            elif kind == "traffic":
+                result["traffic"] = msg[1]
             elif kind in ("done", "error"):
                 if kind == "error":
                     result["error"] = errors.from_dict(msg[1])

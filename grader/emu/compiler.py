@@ -122,7 +122,7 @@ def _atomic_install(tmpdir: Path, final: Path) -> None:
 
 def runner_path() -> Path:
     """Build (once) and return the emu_runner executable."""
-    key = hashlib.sha256((_files_digest([RUNTIME / "runner.cpp", INCLUDE / "emu_abi.h"]) + compiler_id())
+    key = hashlib.sha256((_files_digest([RUNTIME / "runner.cpp", RUNTIME / "traffic.h", INCLUDE / "emu_abi.h"]) + compiler_id())
                          .encode()).hexdigest()[:16]
     final = _cached(f"runner-{key}")
     exe = final / "emu_runner"
@@ -130,7 +130,7 @@ def runner_path() -> Path:
         return exe
     final = cache_root() / f"runner-{key}"
     tmp = Path(tempfile.mkdtemp(prefix="runner-tmp-", dir=cache_root()))
-    cmd = [CXX, "-std=gnu++17", "-O2", "-g", "-fno-omit-frame-pointer", "-rdynamic", f"-I{INCLUDE}",
+    cmd = [CXX, "-std=gnu++17", "-O2", "-g", "-fno-omit-frame-pointer", "-rdynamic", f"-I{INCLUDE}", f"-I{RUNTIME}",
            str(RUNTIME / "runner.cpp"), "-o", str(tmp / "emu_runner"), "-ldl"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -250,6 +250,15 @@ def scan_kernels(source: str, flags: list[str]) -> dict | None:
     return kernels
 
 
+# A source that uses vector types gets g++'s alignment checks: a misaligned float4 load faults
+# on a GPU, and the runner reports it (__ubsan_handle_type_mismatch_v1) with the user's line.
+_VECTOR_TYPES = re.compile(r"\b(?:float|int|uint|double|short|ushort|char|uchar|longlong|ulonglong)[234]\b|\b__?half2\b")
+
+
+def _sanitize_flags(source: str) -> list[str]:
+    return ["-fsanitize=alignment"] if _VECTOR_TYPES.search(source) else []
+
+
 def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[Path | None, str]:
     tmp = Path(tempfile.mkdtemp(prefix="mod-tmp-", dir=cache_root()))
     (tmp / "kernel.cpp").write_text(tr.source)
@@ -280,11 +289,18 @@ def _user_stack_bytes(directory: Path, filename: str) -> int:
     return total
 
 
-def build_module(source: str, options: Sequence[str], name: str) -> Built:
+# A traffic build (grader/emu/traffic.py): every load and store calls the runner
+# (__asan_loadN_noabort ...), which counts sectors and bank wavefronts per warp request.
+TRAFFIC_FLAGS = ["-fsanitize=kernel-address", "--param", "asan-instrumentation-with-call-threshold=0",
+                 "--param", "asan-stack=0", "--param", "asan-globals=0", "-fno-sanitize-address-use-after-scope"]
+
+
+def build_module(source: str, options: Sequence[str], name: str, traffic: bool = False) -> Built:
     filename = f"{name}.cu"
     flags, std = filter_options(options)
+    flags = flags + _sanitize_flags(source) + (TRAFFIC_FLAGS if traffic else [])
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
-                                     MODULE_FLAGS]).encode()).hexdigest()[:24]
+                                     MODULE_FLAGS] + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
     final = cache_root() / f"mod-{key}"
     if (final / "meta.json").exists() and (final / "kernel.so").exists():
         return Built(final, json.loads((final / "meta.json").read_text()))

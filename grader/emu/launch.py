@@ -165,9 +165,11 @@ class EmuModule:
     # the orders the runner can resume a block's threads in (its flag bits; blocks too for reverse)
     _ORDERS = {"forward": 0, "reverse": 1, "lanes-reversed": 4, "warps-reversed": 8}
 
-    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, order="forward", check_uninit=False):
-        """One launch in a child process: (stdout, seconds, bytes of every pointer argument)."""
-        flags = self._ORDERS[order] | (2 if check_uninit else 0)
+    def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, order="forward", check_uninit=False,
+             traffic: list | None = None):
+        """One launch in a child process: (stdout, seconds, bytes of every pointer argument).
+        `traffic`: a list that receives the runner's memory-traffic lines (a traffic build)."""
+        flags = self._ORDERS[order] | (2 if check_uninit else 0) | (16 if traffic is not None else 0)
         sym = f"__emu_tramp_{kernel}".encode()
         hdr = [struct.pack("<I", 0x31554D45), struct.pack("<6I", *grid, *block), struct.pack("<Q", int(shared_mem)),
                struct.pack("<II", flags, _workers(self._built.meta)),
@@ -185,7 +187,8 @@ class EmuModule:
             t0 = time.perf_counter()
             # the runner executes the student's code natively: sandboxed when grading (TC_SANDBOX)
             runner = runner_path()
-            cmd = [str(runner), str(self._built.so), inp, out, rep]
+            tr = os.path.join(tmp, "traffic.txt")
+            cmd = [str(runner), str(self._built.so), inp, out, rep] + ([tr] if traffic is not None else [])
             box = sandbox.maybe_box(writable=[tmp], readable=[str(runner.parent), str(Path(self._built.so).parent)])
             proc = subprocess.Popen(box.argv(cmd) if box else cmd,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -217,6 +220,8 @@ class EmuModule:
                                   hint="A kernel writes only its output arrays; nothing else should grow.")
             if proc.returncode == 0:
                 outputs = Path(out).read_bytes()
+                if traffic is not None and os.path.exists(tr):
+                    traffic.extend(Path(tr).read_text().splitlines())
                 return stdout, seconds, outputs
             report = Path(rep).read_text() if os.path.exists(rep) else ""
             if proc.returncode == 3 and report:
@@ -225,7 +230,7 @@ class EmuModule:
                               f"{se.decode('utf-8', 'replace').strip()[-2000:]}",
                               where=FaultLocation(extra={"stdout": stdout}))
         finally:
-            for n in ("in.bin", "out.bin", "report.txt"):
+            for n in ("in.bin", "out.bin", "report.txt", "traffic.txt"):
                 try:
                     os.unlink(os.path.join(tmp, n))
                 except OSError:
@@ -271,12 +276,28 @@ class EmuModule:
             "partial-warp-collective": "All 32 lanes of the warp (or every lane in the mask) must reach a warp collective or WMMA call: do not return early before it.",
             "uninitialized-shared": "Some thread reads shared memory before any thread wrote it: a missing __syncthreads() between the writes and the reads, or a tile that is not fully loaded.",
             "assert": "An assert() in the kernel failed for this thread.",
+            "wmma-ldm": "When K (or N) is not a multiple of 8, the rows of A (or B) are not 16-byte aligned, so even "
+                        "full tiles cannot be loaded straight from global memory: copy them into shared memory "
+                        "(as the edge tiles), whose row length is a multiple of 8 halves (16, or 24 with padding).",
+            "misaligned-address": "A tile's first element must sit at a multiple of 32 bytes (16 halves, 8 floats) "
+                                  "from the start of its matrix, and a vector access (float4, 16-byte copy) at a "
+                                  "multiple of its size: check the offset you add to the pointer and the row "
+                                  "length (ldm).",
             "async-copy": "Before any thread reads a tile, each thread waits for its own copies of it "
                           "(__pipeline_wait_prior(n) leaves only its n most recent commit groups in flight) and "
                           "then all meet at __syncthreads(); copies of a new tile go into a buffer no warp still "
                           "reads (with STAGES buffers: tile kt+STAGES-1 into the buffer of tile kt-1).",
         }
         hint = rec.get("hint") or hints.get(kind, "")
+        if kind in ("divergent-barrier", "partial-warp-collective") and not re.search(r"\breturn\b", code_view(self.source)):
+            # no `return` in the kernel: the threads that never arrive skipped the call inside a branch
+            hint = ("Some threads of the block never reach this call: it sits inside an `if` (a bounds check, "
+                    "a loop whose trip count differs between threads) that not all of them enter. Keep the "
+                    "barrier or warp call outside the branch and guard only the loads and stores.")
+        if kind == "uninitialized-shared" and "wmma::load_matrix_sync" in msg:
+            hint = ("Every element of the 16x16 tile that load_matrix_sync reads from shared memory must be "
+                    "written first: write 0 where the tile overhangs the matrix (the padding), and make the writes "
+                    "visible to the warp (__syncwarp(), or __syncthreads() for a block) before the load.")
         if "cp.async" in self.source and "__pipeline_" not in code_view(self.source):  # copies in PTX:
             text, hint = _ptx_names(text), _ptx_names(hint)  # name what the kernel wrote
         return KernelFault(kind, text, where=where, hint=hint)
@@ -290,7 +311,9 @@ class EmuModule:
             return None
         for ln in r.stdout.splitlines():
             m = re.match(r"^(.*):(\d+)(?: \(discriminator \d+\))?$", ln.strip())
-            if m and os.path.basename(m.group(1)) == filename and int(m.group(2)) > 0:
+            # binutils 2.40 names DWARF 5's file entry 1 (the user's, via #line) by entry 0,
+            # the translated kernel.cpp, when the source had nothing to rewrite: same line numbers
+            if m and os.path.basename(m.group(1)) in (filename, "kernel.cpp") and int(m.group(2)) > 0:
                 return int(m.group(2))
         return None
 
@@ -324,7 +347,8 @@ class EmuModule:
             if outputs2 != outputs:
                 raise self._race(kernel, g, b, packed, shared_mem, timeout, arrays, outputs, outputs2, stdout,
                                  unwritten)
-            if unwritten is not None:
+            if unwritten is not None:  # both orders agree: no barrier is missing, nobody writes it
+                unwritten.hint = _never_written_hint(unwritten)
                 raise unwritten
         off = 0
         for a in arrays:
@@ -372,13 +396,23 @@ class EmuModule:
                     "(and before overwriting a tile others may still read).")
         if unwritten is not None:
             w = unwritten.where
-            msg += (f". In order, thread {w.thread} of block {w.block} read __shared__ '{w.argument}' element "
-                    f"{w.index} before any thread wrote it"
+            el = re.search(r"__shared__ (\w+(?:\[\d+\])+)", unwritten.message)  # by its declared dims
+            msg += (f". In order, thread {w.thread} of block {w.block} read __shared__ "
+                    f"{el[1] if el else repr(w.argument) + ' element ' + str(w.index)} before any thread wrote it"
                     + (f" (line {w.line}: {w.extra.get('source_line', '')})" if w.line else ""))
         where = FaultLocation(argument=p.name, index=i, size=int(a.size), extra={"stdout": stdout})
         if a.ndim >= 2:
             where.extra["index_nd"] = tuple(int(x) for x in np.unravel_index(i, a.shape))
         return KernelFault("race", msg, where=where, hint=hint)
+
+
+def _never_written_hint(e: KernelFault) -> str:
+    what = ("the 16x16 tile load_matrix_sync reads" if "load_matrix_sync" in e.message else
+            "the matrices ldmatrix reads" if "ldmatrix" in e.message else "the shared array")
+    return ("No thread of the block ever writes this element: running the threads in the opposite order "
+            "reads the same unwritten element, so it is not a missing barrier. Every element of "
+            f"{what} must be written before it is read: write 0 where a tile overhangs the matrix (the "
+            "padding), and check the indices of the writes against those of the reads.")
 
 
 def _first_difference(params, arrays, out1: bytes, out2: bytes):
@@ -414,10 +448,12 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def compile_module(source: str, *, options: Sequence[str] = (), name: str = "kernel") -> EmuModule:
-    """Compile a CUDA C++ source for the CPU emulator (cached on disk)."""
+def compile_module(source: str, *, options: Sequence[str] = (), name: str = "kernel",
+                   traffic: bool = False) -> EmuModule:
+    """Compile a CUDA C++ source for the CPU emulator (cached on disk). `traffic`: a build whose
+    loads and stores are observed (grader.emu.traffic), slower; for that view only."""
     if not re.match(r"^[A-Za-z_][\w.-]*$", name):
         name = "kernel"
-    built = build_module(source, tuple(options), name)
+    built = build_module(source, tuple(options), name, traffic=traffic)
     runner_path()
     return EmuModule(built, name, source)

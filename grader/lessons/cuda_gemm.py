@@ -176,7 +176,9 @@ def tile_picture(tile: int = 4, M: int = 12, N: int = 12, K: int = 12, bi: int =
         box(axs[1], K, s * tile, c0, tile, tile, "#0969da", a)
     box(axs[2], M, r0, c0, tile, tile, "#8250df", 0.5)
     note = f" (asked for step {asked}: there are only {steps})" if asked != step else ""
-    fig.suptitle(f"block ({bi}, {bj}), K-step {step} of {steps}{note}: loads {tile}x{tile} of A and of B "
+    # named as CUDA names it, (blockIdx.x, blockIdx.y): x runs along the columns of C in notebook 03
+    fig.suptitle(f"block (blockIdx.x, blockIdx.y) = ({bj}, {bi}): tile row {bi}, column {bj} of C; "
+                 f"K-step {step} of {steps}{note}: loads {tile}x{tile} of A and of B "
                  f"into shared memory,\nthen each of its {tile * tile} threads does {tile} FMAs from them",
                  fontsize=12)
     return fig

@@ -46,7 +46,8 @@ class Comparison:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"correct (worst error {self.worst_ratio:.2g} of the bound)"
+            return (f"correct: its largest error is {self.worst_ratio:.2g} of the error allowed (the bound that "
+                    "rounding in the accumulation can explain; 1 would be the limit)")
         parts = []
         if self.n_nonfinite:
             parts.append(f"{self.n_nonfinite} NaN/Inf")

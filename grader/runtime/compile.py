@@ -195,6 +195,9 @@ def _overload_hint(message: str, arguments: str | None) -> str:
     if "accumulator" not in fragment:
         return ""
     verb = "store" if call[1] == "store_matrix_sync" else "load"
+    if verb == "store" and args and args[0].startswith("const "):
+        return ("store_matrix_sync writes through its first argument, but that pointer is `const` (an input the "
+                "kernel may only read, like `const float* C`): store into the output parameter instead.")
     if len(args) == 3:
         example = "store_matrix_sync(ptr, acc, ldm, " if verb == "store" else "load_matrix_sync(acc, ptr, ldm, "
         return (f"An accumulator {verb} needs the memory layout as its 4th argument: wmma::{example}"
@@ -232,6 +235,15 @@ def hint_for(d: Diagnostic, arch: int | None = None) -> str:
         return _overload_hint(message, d.arguments) or (
             "The fragment types do not fit this call: a float accumulator stores to float*, a half "
             "one to half*; matrix_a/matrix_b need a layout; shapes must match.")
+    if 'ambiguous "?" operation' in message and "half" in message:
+        return ("Both branches of `cond ? a : b` need one type: a half and the int 0 do not mix. Write the zero "
+                "as a half, e.g. `cond ? A[i] : __float2half(0.0f)`.")
+    if "must be a modifiable lvalue" in message:
+        target = re.match(r"\s*\*?\s*(\w+)", d.source_line or "")
+        named = f"`{target[1]}`" if target else "it"
+        return (f"This line writes into {named}, which cannot change here: a parameter declared `const` "
+                "(`const float* C`) is an input, read-only. Write the result to the output parameter (the "
+                "pointer without const), or drop a const you added yourself.")
     if 'expected a ";"' in message and d.likely_line:
         return f"A missing `;` at the end of line {d.shown(d.likely_line)} is the usual cause."
     if "expected a" in message:

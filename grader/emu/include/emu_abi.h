@@ -24,6 +24,20 @@ struct __emu_shared_base {
   int escaped;                // its address was taken: stop uninitialised-read checks
   struct __emu_shared_base* next;
   unsigned short* cp_shadow;  // cp.async copies not yet landed, per 4-byte granule (runner-owned; 0: none ever)
+  unsigned ndims;             // its declared dimensions, so reports say tile[0][8], not a flat index
+  unsigned long long dims[4];
+  unsigned itemsize;
+};
+
+// Where a pointer points (for the rules a GPU enforces per memory space and allocation):
+// kind 0 unknown, 1 a kernel argument (global), 2 a static __shared__ array, 3 dynamic
+// shared memory (extern __shared__), 4 the thread's own stack (local memory).
+struct __emu_region {
+  int kind;
+  const char* name;           // argument or array name ("extern __shared__" for dynamic)
+  const char* base;           // its first byte (a GPU allocation starts 256-byte aligned)
+  unsigned long long bytes;
+  struct __emu_shared_base* arr;  // kind 2
 };
 
 typedef void (*__emu_combine_fn)(void** payloads, unsigned mask);
@@ -69,6 +83,8 @@ void __emu_cp_wait(unsigned long long prior, int line);
 void __emu_cp_arrive(int line);
 // A read (write=0) or write of [p, p+bytes) at `line`: faults if a copy not yet landed covers it.
 void __emu_cp_touch(const void* p, unsigned long long bytes, int write, int line);
+// which memory `p` points into (one lookup; see struct __emu_region)
+void __emu_region_of(const void* p, struct __emu_region* r);
 int __emu_printf(const char* __restrict fmt, ...);
 long long __emu_clock(void);
 #ifdef __cplusplus

@@ -3,7 +3,7 @@
 // Bump EMU_PRELUDE_VERSION when behaviour changes (it keys the compile cache).
 #ifndef EMU_PRELUDE_H
 #define EMU_PRELUDE_H
-#define EMU_PRELUDE_VERSION 8
+#define EMU_PRELUDE_VERSION 9
 
 #include <assert.h>
 #include <stdint.h>
@@ -423,16 +423,37 @@ template <class T> struct tracked : std::integral_constant<bool, std::is_arithme
 template <> struct tracked<__half> : std::true_type {};
 template <> struct tracked<__nv_bfloat16> : std::true_type {};
 
-__attribute__((noinline, noreturn)) inline void shared_oob(__emu_shared_base* a, long long i, long long n) {
-  char msg[256];
-  snprintf(msg, sizeof msg, "__shared__ array '%s': index %lld is outside [0, %lld)", a->name, i, n);
+// "tile[3][8]" for element `flat` of a checked __shared__ array (its declared dimensions)
+inline void elem_text(char* b, size_t n, const __emu_shared_base* a, long long flat) {
+  int k = snprintf(b, n, "%s", a->name);
+  unsigned long long idx[4] = {0, 0, 0, 0}, rest = (unsigned long long)flat;
+  for (int d = (int)a->ndims - 1; d >= 0; --d) { idx[d] = rest % a->dims[d]; rest /= a->dims[d]; }
+  for (unsigned d = 0; d < a->ndims && k > 0 && (size_t)k < n; ++d) k += snprintf(b + k, n - k, "[%llu]", idx[d]);
+}
+// "[32][33]": the declared dimensions
+inline void dims_text(char* b, size_t n, const __emu_shared_base* a) {
+  int k = 0; b[0] = 0;
+  for (unsigned d = 0; d < a->ndims && (size_t)k < n; ++d) k += snprintf(b + k, n - k, "[%llu]", a->dims[d]);
+}
+// index i of dimension `level` is outside [0, n); `before`: flat index of the sub-array indexed
+__attribute__((noinline, noreturn)) inline void shared_oob(__emu_shared_base* a, long long before, unsigned level,
+                                                            long long i, long long n) {
+  char msg[400], dims[96], lead[160];
+  dims_text(dims, sizeof dims, a);
+  int k = snprintf(lead, sizeof lead, "%s", a->name);
+  unsigned long long rest = (unsigned long long)before, idx[4] = {0, 0, 0, 0}, span = 1;
+  for (unsigned d = level; d < a->ndims; ++d) span *= a->dims[d];
+  rest /= span;
+  for (int d = (int)level - 1; d >= 0; --d) { idx[d] = rest % a->dims[d]; rest /= a->dims[d]; }
+  for (unsigned d = 0; d < level && k > 0 && (size_t)k < sizeof lead; ++d) k += snprintf(lead + k, sizeof lead - k, "[%llu]", idx[d]);
+  snprintf(msg, sizeof msg, "__shared__ array '%s' (declared %s%s) indexed out of bounds: %s[%lld]%s, but %lld is not in "
+           "[0, %lld)", a->name, a->name, dims, lead, i, level + 1 < a->ndims ? "[...]" : "", i, n);
   __emu_fault("shared-out-of-bounds", msg, a->name, i, n, 0);
 }
 __attribute__((noinline, noreturn)) inline void shared_uninit(__emu_shared_base* a, long long flat) {
-  char msg[256];
-  snprintf(msg, sizeof msg,
-           "read of __shared__ '%s' element %lld (flat index) that no thread of this block has written",
-           a->name, flat);
+  char msg[400], el[160];
+  elem_text(el, sizeof el, a, flat);
+  snprintf(msg, sizeof msg, "read of __shared__ %s that no thread of this block has written", el);
   __emu_fault("uninitialized-shared", msg, a->name, flat, (long long)a->count, 0);
 }
 
@@ -491,7 +512,7 @@ template <class T, size_t D0> struct View<T, D0> {
   EMU_AI ref at(long long i, std::true_type) const { return ElemRef<T>{p + i, sh + i, a}; }
   EMU_AI ref at(long long i, std::false_type) const { return p[i]; }
   EMU_AI ref operator[](long long i) const {
-    if (__builtin_expect((unsigned long long)i >= D0, 0)) shared_oob(a, i, D0);
+    if (__builtin_expect((unsigned long long)i >= D0, 0)) shared_oob(a, p - (T*)a->data, a->ndims - 1, i, D0);
     return at(i, std::integral_constant<bool, tracked<T>::value>());
   }
   EMU_AI operator T*() const { a->escaped = 1; return p; }
@@ -503,7 +524,7 @@ template <class T, size_t D0, size_t D1, size_t... R> struct View<T, D0, D1, R..
   static constexpr size_t stride = prod<D1, R...>::value;
   typedef typename arr_of<T, D1, R...>::type row_t;
   EMU_AI View<T, D1, R...> operator[](long long i) const {
-    if (__builtin_expect((unsigned long long)i >= D0, 0)) shared_oob(a, i, D0);
+    if (__builtin_expect((unsigned long long)i >= D0, 0)) shared_oob(a, p - (T*)a->data, a->ndims - 2 - sizeof...(R), i, D0);
     return View<T, D1, R...>{p + i * stride, sh ? sh + i * stride : sh, a};
   }
   EMU_AI operator row_t*() const { a->escaped = 1; return (row_t*)p; }
@@ -520,6 +541,10 @@ template <class T, size_t... D> struct SharedArray : __emu_shared_base {
   SharedArray(const char* nm) {
     data = (void*)store; shadow = tracked<T>::value ? shadowbuf : 0; bytes = sizeof(store);
     count = N; name = nm; escaped = 0; next = 0; cp_shadow = 0;
+    const size_t ds[] = {D...};
+    ndims = sizeof...(D) < 4 ? (unsigned)sizeof...(D) : 4; itemsize = sizeof(T);
+    for (unsigned d = 0; d < 4; ++d) dims[d] = d < ndims ? ds[d] : 1;
+    if (sizeof...(D) > 4) { dims[3] = 1; for (size_t d = 3; d < sizeof...(D); ++d) dims[3] *= ds[d]; }
     memset((void*)store, 0xff, sizeof(store));
     memset(shadowbuf, 0, sizeof(shadowbuf));
     __emu_register_shared(this);

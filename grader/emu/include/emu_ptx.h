@@ -246,6 +246,12 @@ EMU_AI void mma(int line, Slot* const* d, Slot* const* a, Slot* const* b, Slot* 
   for (int i = 0; i < RA; ++i) p.a[i] = a[i]->v;
   for (int i = 0; i < RB; ++i) p.b[i] = b[i]->v;
   for (int i = 0; i < RC; ++i) p.c[i] = c[i]->v;
+  if (__emu_check_uninit && !f64) {  // an all-ones half (0xFFFF) in A or B: poison from unwritten shared memory
+    bool nan_in = false;
+    for (int i = 0; i < RA; ++i) nan_in |= (p.a[i] & 0xFFFF) == 0xFFFF || (p.a[i] >> 16 & 0xFFFF) == 0xFFFF;
+    for (int i = 0; i < RB; ++i) nan_in |= (p.b[i] & 0xFFFF) == 0xFFFF || (p.b[i] >> 16 & 0xFFFF) == 0xFFFF;
+    ::nvcuda::wmma::detail::used_unwritten(nan_in, "mma.sync", line);
+  }
   __emu_warp_op(EMU_OP_PTX_MMA, 0xffffffffu, line, &p, &mma_combine<M, N, K, DT, AT, CT>);
   for (int i = 0; i < RD; ++i) set(d[i], p.d[i]);
 }
@@ -274,6 +280,39 @@ template <int NUM, bool TRANS> void ldmatrix_combine(void** pl, unsigned) {
   (void)line;
 }
 
+// A row ldmatrix reads (PTX ISA, ldmatrix: "If the generic address doesn't fall in .shared
+// state space, then the behavior is undefined"): in shared memory, inside one array, and
+// written by the block (the same rule as a plain read of a checked __shared__ array).
+__attribute__((noinline)) inline void ldmatrix_row_rules(const unsigned char* row, int lane, int line) {
+  __emu_region reg;
+  __emu_region_of(row, &reg);
+  char msg[400];
+  if (reg.kind == 0) return;  // shared memory the runner cannot place (a __shared__ array of an unchecked build)
+  if (reg.kind == 1 || reg.kind == 4) {
+    if (reg.kind == 1) snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in "
+                                "argument '%s' (global memory)", lane, reg.name);
+    else snprintf(msg, sizeof msg, "ldmatrix reads shared memory, but lane %d gives a row address in a local "
+                  "variable of the thread", lane);
+    __emu_fault("crash", msg, 0, -1, -1, line);
+  }
+  const long long byte = (long long)(row - (const unsigned char*)reg.base);
+  if (byte < 0 || (unsigned long long)byte + 16 > reg.bytes) {
+    snprintf(msg, sizeof msg, "ldmatrix: lane %d gives a row address at byte %lld of %s%s, whose 16 bytes reach past its "
+             "end (%llu bytes)", lane, byte, reg.kind == 3 ? "the dynamic shared memory (extern __shared__)" : "__shared__ ",
+             reg.kind == 3 ? "" : reg.name, reg.bytes);
+    __emu_fault("shared-out-of-bounds", msg, reg.name, byte, (long long)reg.bytes, line);
+  }
+  if (!__emu_check_uninit) return;
+  for (int h = 0; h < 8; ++h) {  // reported where mma.sync uses it (nvcuda::wmma::detail::used_unwritten)
+    const unsigned char* q = row + 2 * h;
+    const long long b = byte + 2 * h;
+    if (reg.arr && reg.arr->shadow && reg.arr->itemsize && reg.arr->shadow[b / reg.arr->itemsize]) continue;
+    if (q[0] != 0xFF || q[1] != 0xFF) continue;
+    ::nvcuda::wmma::detail::shared_tile_unwritten("ldmatrix", &reg, b, 2, -1, -1, line);
+    return;
+  }
+}
+
 // ldmatrix.sync.aligned.m8n8.xNUM{.trans}{.shared}.b16 {d...}, [addr + off]
 template <int NUM, bool TRANS, bool SHARED>
 EMU_AI void ldmatrix(int line, Slot* const* d, const Slot* addr, long long off) {
@@ -293,6 +332,7 @@ EMU_AI void ldmatrix(int line, Slot* const* d, const Slot* addr, long long off) 
       __emu_fault("misaligned-address", msg, 0, -1, -1, line);
     }
     if (__emu_cp_pending) ::emu::cp_touch(p.row, 16, 0, line);  // a cp.async not landed yet?
+    ldmatrix_row_rules(p.row, lane, line);
   }
   __emu_warp_op(EMU_OP_LDMATRIX, 0xffffffffu, line, &p, &ldmatrix_combine<NUM, TRANS>);
   for (int j = 0; j < NUM; ++j) set(d[j], p.out[j]);

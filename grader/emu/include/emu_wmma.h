@@ -180,16 +180,111 @@ EMU_AI void fill_fragment(fragment<Use, M, N, K, T, L>& f, const typename detail
 }
 
 namespace detail {
+// The rules a GPU enforces on load_matrix_sync / store_matrix_sync (CUDA C++ Programming
+// Guide, "Warp Matrix Functions"): "mptr must be a 256-bit aligned pointer" and "ldm ... must
+// be a multiple of 8 for __half element type or multiple of 4 for float element type (i.e.,
+// multiple of 16 bytes in both cases)". A GPU does not check them: it computes wrong values
+// (or faults), so the emulator says so. Alignment is judged from the start of the allocation
+// the pointer points into (a GPU allocation starts 256-byte aligned).
+__attribute__((noinline)) inline void mem_rules(const char* op, const void* p, unsigned ldm, unsigned esz,
+                                                const char* ename, __emu_region* reg, int line) {
+  __emu_region_of(p, reg);
+  const unsigned long long off = reg->kind == 1 || reg->kind == 3
+      ? (unsigned long long)((const char*)p - reg->base) : (unsigned long long)(uintptr_t)p;
+  char msg[600], at[200] = "";
+  if (reg->kind == 1) snprintf(at, sizeof at, ": it points at element %llu of '%s' (byte %llu)", off / esz, reg->name, off);
+  else if (reg->kind == 2 && reg->arr) {
+    char el[160]; ::emu::elem_text(el, sizeof el, reg->arr, (long long)(((const char*)p - reg->base) / (reg->arr->itemsize ? reg->arr->itemsize : 1)));
+    snprintf(at, sizeof at, ": it points at __shared__ %s", el);
+  } else if (reg->kind == 3) snprintf(at, sizeof at, ": it points at byte %llu of the dynamic shared memory", off);
+  if (off & 31) {
+    snprintf(msg, sizeof msg, "misaligned wmma::%s: the pointer must be 256-bit (32-byte) aligned, but it is %llu bytes past "
+             "a 32-byte boundary%s. A GPU does not check this: it loads or stores wrong elements, or faults",
+             op, off & 31, at);
+    __emu_fault("misaligned-address", msg, reg->kind == 1 ? reg->name : 0, (long long)(off / esz), -1, line);
+  }
+  if ((ldm * esz) % 16) {
+    snprintf(msg, sizeof msg, "wmma::%s with ldm = %u: ldm must be a multiple of %u for %s elements (rows %u bytes apart "
+             "must be a multiple of 16 bytes, so every row of the tile starts 16-byte aligned). A GPU does not check "
+             "this: it loads or stores wrong elements", op, ldm, 16 / esz, ename, ldm * esz);
+    __emu_fault("wmma-ldm", msg, 0, ldm, -1, line);
+  }
+}
+template <class E> constexpr const char* ename() {
+  return std::is_same<E, __half>::value ? "half" : std::is_same<E, float>::value ? "float"
+       : std::is_same<E, double>::value ? "double" : "bf16";
+}
+// One element of shared memory a WMMA load reads or a store writes: inside its array, and (a
+// read) written by some thread of the block, judged as a plain read is: an element whose
+// bytes still hold the block's poison (0xFF) and that no checked access wrote.
+__attribute__((noinline, noreturn)) inline void shared_tile_oob(const char* op, const __emu_region* reg, long long byte,
+                                                               unsigned esz, int r, int c, int line) {
+  char msg[500], dims[96] = "";
+  if (reg->arr) ::emu::dims_text(dims, sizeof dims, reg->arr);
+  snprintf(msg, sizeof msg, "wmma::%s reaches outside %s%s%s: its tile element (%d, %d) is at byte %lld of it, which has "
+           "%llu bytes (check the tile's first element and ldm against the array's declared size)",
+           op, reg->kind == 3 ? "the dynamic shared memory (extern __shared__)" : "__shared__ ", reg->kind == 3 ? "" : reg->name,
+           dims, r, c, byte, reg->bytes);
+  __emu_fault("shared-out-of-bounds", msg, reg->name, byte / esz, (long long)(reg->bytes / esz), line);
+}
+// A read of unwritten shared memory is reported when its value is USED (by mma_sync): a
+// pipelined kernel may load fragments from a buffer it never uses again (a prefetch past the
+// last tile), which is harmless on a GPU. The thread's first such read in the block is kept.
+struct Unwritten { unsigned bx, by, bz; int line; long long index, size; const char* arr; char msg[360]; };
+inline Unwritten g_unwritten[1024];
+__attribute__((noinline)) inline void shared_tile_unwritten(const char* op, const __emu_region* reg,
+                                                            long long byte, unsigned esz, int r, int c, int line) {
+  Unwritten& u = g_unwritten[__emu_cur->tid & 1023];
+  if (u.line && u.bx == __emu_bidx.x && u.by == __emu_bidx.y && u.bz == __emu_bidx.z) return;
+  char el[160];
+  if (reg->arr) ::emu::elem_text(el, sizeof el, reg->arr, byte / (reg->arr->itemsize ? reg->arr->itemsize : esz));
+  else snprintf(el, sizeof el, "dynamic shared memory (extern __shared__) byte %lld", byte);
+  char te[48] = "";
+  if (r >= 0) snprintf(te, sizeof te, " (tile element (%d, %d))", r, c);
+  snprintf(u.msg, sizeof u.msg, "%s reads __shared__ %s%s, which no thread of this block has written: every element "
+           "of the %s it loads must be written first (zeros where the matrix ends)",
+           op, el, te, r >= 0 ? "tile" : "8x8 matrices");
+  u.bx = __emu_bidx.x; u.by = __emu_bidx.y; u.bz = __emu_bidx.z; u.line = line;
+  u.arr = reg->name; u.index = byte / esz; u.size = (long long)(reg->bytes / esz);
+}
+// At a tensor-core operation whose inputs hold NaN (poison: inputs are finite): the unwritten
+// read that put it there, if this thread made one in this block.
+inline void used_unwritten(bool nan_in, const char* by, int line) {
+  if (!nan_in) return;
+  Unwritten& u = g_unwritten[__emu_cur->tid & 1023];
+  if (!u.line || u.bx != __emu_bidx.x || u.by != __emu_bidx.y || u.bz != __emu_bidx.z) return;
+  char msg[520];
+  snprintf(msg, sizeof msg, "%s; %s at line %d uses it", u.msg, by, line);
+  __emu_fault("uninitialized-shared", msg, u.arr, u.index, u.size, u.line);
+}
+template <class E> EMU_AI void shared_elem(const char* op, const __emu_region* reg, const E* q, int r, int c, bool write,
+                                           int line) {
+  const long long byte = (long long)((const char*)q - reg->base);
+  if (byte < 0 || (unsigned long long)byte + sizeof(E) > reg->bytes) shared_tile_oob(op, reg, byte, sizeof(E), r, c, line);
+  if (write) {
+    if (reg->arr && reg->arr->shadow) reg->arr->shadow[byte / sizeof(E)] = 1;
+    return;
+  }
+  if (!__emu_check_uninit) return;
+  if (reg->arr && reg->arr->shadow && reg->arr->shadow[byte / sizeof(E)]) return;
+  const unsigned char* b = (const unsigned char*)q;
+  for (unsigned k = 0; k < sizeof(E); ++k) if (b[k] != 0xFF) return;
+  shared_tile_unwritten(op, reg, byte, sizeof(E), r, c, line);
+}
 // Each lane reads (writes) exactly its own elements; with a cp.async in flight in the block
 // each of them is checked against the copies not yet landed (emu::cp_touch).
 template <int USE, int M, int N, int K, class E, bool ROWMAJOR>
 EMU_AI void load(E* x, int num, const E* p, unsigned ldm, int line) {
   const int lane = __emu_cur->lane;
   const bool inflight = __emu_cp_pending != 0;
+  __emu_region reg;
+  mem_rules("load_matrix_sync", p, ldm, sizeof(E), ename<E>(), &reg, line);
+  const bool shared = reg.kind == 2 || reg.kind == 3;
   for (int i = 0; i < num; ++i) {
     int r, c; coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i, r, c);
     const E* q = ROWMAJOR ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
     if (inflight) ::emu::cp_touch(q, sizeof(E), 0, line);
+    if (shared) shared_elem("wmma::load_matrix_sync", &reg, q, r, c, false, line);
     x[i] = *q;
   }
 }
@@ -223,13 +318,41 @@ EMU_AI void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T, void
   detail::whole_warp("store_matrix_sync", line);
   const int lane = __emu_cur->lane;
   const bool inflight = __emu_cp_pending != 0;
+  __emu_region reg;
+  detail::mem_rules("store_matrix_sync", p, ldm, sizeof(T), detail::ename<T>(), &reg, line);
+  const bool shared = reg.kind == 2 || reg.kind == 3;
   for (int i = 0; i < f.num_elements; ++i) {
     int r, c; detail::coord(2, M, N, K, detail::tkind<T>::value, false, lane, i, r, c);
     T* q = layout == mem_row_major ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
     if (inflight) ::emu::cp_touch(q, sizeof(T), 1, line);
+    if (shared) detail::shared_elem("store_matrix_sync", &reg, q, r, c, true, line);
     *q = f.x[i];
   }
   __emu_warp_op(EMU_OP_WMMA_STORE, 0xffffffffu, line, 0, 0);
+}
+
+// A static __shared__ array (emu::SharedArray, or one row of it, emu::View) passed where an
+// accumulator load/store deduces T from the pointer: the same call on its storage (the array's
+// element checks stay on: WMMA marks what it writes, see detail::shared_elem).
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void store_matrix_sync(::emu::SharedArray<T, D...>& p, const fragment<accumulator, M, N, K, T, void>& f,
+                              unsigned ldm, layout_t layout, int line = __builtin_LINE()) {
+  store_matrix_sync(p.store, f, ldm, layout, line);
+}
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void store_matrix_sync(const ::emu::View<T, D...>& p, const fragment<accumulator, M, N, K, T, void>& f,
+                              unsigned ldm, layout_t layout, int line = __builtin_LINE()) {
+  store_matrix_sync(p.p, f, ldm, layout, line);
+}
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, ::emu::SharedArray<T, D...>& p, unsigned ldm,
+                             layout_t layout, int line = __builtin_LINE()) {
+  load_matrix_sync(f, (const T*)p.store, ldm, layout, line);
+}
+template <int M, int N, int K, class T, size_t... D>
+EMU_AI void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f, const ::emu::View<T, D...>& p, unsigned ldm,
+                             layout_t layout, int line = __builtin_LINE()) {
+  load_matrix_sync(f, (const T*)p.p, ldm, layout, line);
 }
 
 namespace detail {
@@ -286,6 +409,13 @@ EMU_AI void mma_sync(fragment<accumulator, M, N, K, TD, void>& d, const fragment
                      bool satf = false, int line = __builtin_LINE()) {
   (void)satf;
   detail::whole_warp("mma_sync", line);
+  if (__emu_check_uninit) {
+    bool nan_in = false;
+    for (int i = 0; i < a.num_elements; ++i) nan_in |= (double)a.x[i] != (double)a.x[i];
+    for (int i = 0; i < b.num_elements; ++i) nan_in |= (double)b.x[i] != (double)b.x[i];
+    for (int i = 0; i < c.num_elements; ++i) nan_in |= (double)c.x[i] != (double)c.x[i];
+    detail::used_unwritten(nan_in, "wmma::mma_sync", line);
+  }
   detail::MmaPayload p{&d, &a, &b, &c};
   __emu_warp_op(EMU_OP_WMMA_MMA, 0xffffffffu, line, &p,
                 &detail::mma_combine<fragment<accumulator, M, N, K, TD, void>, fragment<matrix_a, M, N, K, TA, LA>,

@@ -173,6 +173,14 @@ int g_bar_red[3];
 int g_bar_result[2][3];
 __emu_shared_base* g_shared_head;
 
+// memory traffic (traffic.h): on only for a launch that asks for it
+bool g_tr_on = false;
+const char* g_tr_path = 0;
+void tr_init();
+void tr_block_start();
+void tr_block_end();
+void tr_write(const char* path);
+
 // printf capture
 char g_out[1 << 16];
 size_t g_out_len;
@@ -294,6 +302,23 @@ void unit3(char* b, size_t n, const Fiber* f) {
   snprintf(b, n, "(%u,%u,%u)", f->t.tidx.x, f->t.tidx.y, f->t.tidx.z);
 }
 
+// "lanes 0-15, 20" (a warp mask as a list of lanes: easier to read than hex)
+const char* lanes_text(unsigned m, char* b, size_t n) {
+  if (m == 0xffffffffu) { snprintf(b, n, "all 32 lanes"); return b; }
+  if (!m) { snprintf(b, n, "no lane"); return b; }
+  int k = snprintf(b, n, "lane%s ", __builtin_popcount(m) == 1 ? "" : "s");
+  bool first = true;
+  for (int l = 0; l < 32 && k > 0 && (size_t)k < n; ++l) {
+    if (!(m >> l & 1)) continue;
+    int e = l;
+    while (e + 1 < 32 && (m >> (e + 1) & 1)) ++e;
+    k += e > l ? snprintf(b + k, n - k, "%s%d-%d", first ? "" : ", ", l, e) : snprintf(b + k, n - k, "%s%d", first ? "" : ", ", l);
+    first = false;
+    l = e;
+  }
+  return b;
+}
+
 // ------------------------------------------------------------------ scheduling
 [[noreturn]] void deadlock() {
   char msg[2048], a[64], b[64];
@@ -310,16 +335,17 @@ void unit3(char* b, size_t n, const Fiber* f) {
     if (other >= 0) {
       Fiber* fo = &g_fibers[w * 32 + other];
       unit3(b, sizeof b, fo);
-      if (fo->state == DONE) why = "had already exited (returned)";
+      if (fo->state == DONE) why = "had already finished the kernel";
       else if (fo->state == AT_BARRIER) { why = "is waiting at __syncthreads()"; oline = fo->line; }
     } else snprintf(b, sizeof b, "?");
     char oline_s[32] = "";
     if (oline) snprintf(oline_s, sizeof oline_s, " at line %d", oline);
+    char lm[160], la[160];
     snprintf(msg, sizeof msg,
              "%s at line %d was reached by only %d of the %d lanes of warp %u that must take part "
-             "(mask 0x%08x, arrived 0x%08x): e.g. thread %s waits there, but thread %s %s%s",
-             op_name(W.kind), W.line, __builtin_popcount(W.arrived), __builtin_popcount(W.mask), w, W.mask,
-             W.arrived, a, b, why, oline_s);
+             "(%s must; %s arrived): e.g. thread %s waits there, but thread %s %s%s",
+             op_name(W.kind), W.line, __builtin_popcount(W.arrived), __builtin_popcount(W.mask), w,
+             lanes_text(W.mask, lm, sizeof lm), lanes_text(W.arrived, la, sizeof la), a, b, why, oline_s);
     fault_at("partial-warp-collective", msg, fw, W.line);
   }
   // a barrier that can never open
@@ -335,8 +361,8 @@ void unit3(char* b, size_t n, const Fiber* f) {
     if (exited >= 0) unit3(b, sizeof b, &g_fibers[exited]);
     snprintf(msg, sizeof msg,
              "__syncthreads() at line %d can never complete: %u of %u threads of the block wait there "
-             "(e.g. thread %s) but %u threads exited (returned) without reaching it (e.g. thread %s). "
-             "Every thread of a block must reach every __syncthreads(): do not return early before one",
+             "(e.g. thread %s) but %u threads finished the kernel without reaching it (e.g. thread %s). "
+             "Every thread of a block must reach every __syncthreads()",
              fw->line, g_bar_arrived, g_nthreads, a, ndone, exited >= 0 ? b : "?");
     fault_at("divergent-barrier", msg, fw, fw->line);
   }
@@ -415,6 +441,7 @@ void run_block(unsigned long long b) {
   __emu_bidx.z = (unsigned)(b / ((unsigned long long)__emu_gdim.x * __emu_gdim.y));
   reset_shared();
   cp_reset_block();
+  if (g_tr_on) tr_block_start();
   for (unsigned i = 0; i < g_nthreads; ++i) {
     Fiber& f = g_fibers[i];
     f.state = RUNNABLE;
@@ -447,6 +474,7 @@ void run_block(unsigned long long b) {
     __emu_cur = 0;
     if (!resumed && g_done < g_nthreads) deadlock();
   }
+  if (g_tr_on) tr_block_end();
 }
 
 // ------------------------------------------------------------------ signals
@@ -625,6 +653,7 @@ int worker_main() {
     if (b >= g_nblocks) break;
     run_block(g_order_mode == 1 ? g_nblocks - 1 - b : b);
   }
+  if (g_tr_on && g_tr_path) tr_write(g_tr_path);
   if (g_out_truncated) {
     const char* note = "\n[emulator: printf output truncated at 4 MiB]\n";
     if (g_out_len + strlen(note) < sizeof g_out) { memcpy(g_out + g_out_len, note, strlen(note)); g_out_len += strlen(note); }
@@ -635,6 +664,7 @@ int worker_main() {
 
 }  // namespace
 
+#include "traffic.h"
 
 // ------------------------------------------------------------------ cp.async (cuda_pipeline.h)
 // __pipeline_memcpy_async / __pipeline_commit / __pipeline_wait_prior with the ordering a GPU
@@ -757,6 +787,10 @@ void __emu_cp_async(void* dst, const void* src, unsigned long long size, unsigne
       snprintf(msg, sizeof msg, "misaligned __pipeline_memcpy_async: a %llu-byte copy needs a source address that is a "
                "multiple of %llu", size, size);
     cp_fault("misaligned-address", msg, line);
+  }
+  if (g_tr_on) {  // memory traffic: the copy reads global memory and writes shared memory
+    tr_access(sp, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0));
+    tr_access(d, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0) + 1);
   }
   CpThread& t = f->cp;
   t.q.emplace_back();
@@ -927,12 +961,13 @@ void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combi
   if (W.arrived == 0) {
     W.mask = parts; W.kind = kind; W.line = line; W.fn = fn;
   } else if (W.mask != parts || W.kind != kind) {
-    char msg[512], a[64];
+    char msg[768], a[64], lm[160], la[160], lp[160];
     unit3(a, sizeof a, f);
     snprintf(msg, sizeof msg,
-             "lanes of warp %d reached different warp collectives: %s at line %d (mask 0x%08x, lanes 0x%08x "
-             "waiting) and thread %s at %s at line %d (mask 0x%08x)",
-             f->t.warp, op_name(W.kind), W.line, W.mask, W.arrived, a, op_name(kind), line, parts);
+             "lanes of warp %d reached different warp collectives: %s at line %d (for %s; %s waiting) and "
+             "thread %s at %s at line %d (for %s)",
+             f->t.warp, op_name(W.kind), W.line, lanes_text(W.mask, lm, sizeof lm), lanes_text(W.arrived, la, sizeof la),
+             a, op_name(kind), line, lanes_text(parts, lp, sizeof lp));
     fault_at("partial-warp-collective", msg, f, line);
   }
   // a participant that already exited can never arrive
@@ -940,13 +975,13 @@ void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combi
   for (unsigned m = parts; m; m &= m - 1) {
     unsigned l = __builtin_ctz(m);
     if (g_fibers[base + l].state == DONE) {
-      char msg[512], a[64], b[64];
+      char msg[640], a[64], b[64], lp[160];
       unit3(a, sizeof a, f);
       unit3(b, sizeof b, &g_fibers[base + l]);
       snprintf(msg, sizeof msg,
-               "%s at line %d (mask 0x%08x) needs lane %u of warp %d, but that thread %s had already exited "
-               "(returned); thread %s is waiting for it",
-               op_name(kind), line, parts, l, f->t.warp, b, a);
+               "%s at line %d (for %s) needs lane %u of warp %d, but that thread %s had already finished "
+               "the kernel; thread %s is waiting for it",
+               op_name(kind), line, lanes_text(parts, lp, sizeof lp), l, f->t.warp, b, a);
       fault_at("partial-warp-collective", msg, f, line);
     }
   }
@@ -974,6 +1009,56 @@ unsigned __emu_activemask(void) {
 
 void* __emu_dyn_smem(void) { return g_smem; }
 unsigned long long __emu_dyn_smem_size(void) { return g_smem_size; }
+
+void __emu_region_of(const void* p, __emu_region* r) {
+  uintptr_t a = (uintptr_t)p;
+  memset(r, 0, sizeof *r);
+  if (const Buffer* B = buffer_of(a)) {
+    r->kind = 1; r->name = B->name.c_str(); r->base = B->start; r->bytes = B->nbytes;
+  } else if (__emu_shared_base* s = static_array_of(a)) {
+    r->kind = 2; r->name = s->name; r->base = (const char*)s->data; r->bytes = s->bytes; r->arr = s;
+  } else if (g_smem_region && a >= (uintptr_t)g_smem_region && a < (uintptr_t)g_smem_region + g_smem_region_len) {
+    r->kind = 3; r->name = "extern __shared__"; r->base = g_smem; r->bytes = g_smem_size;
+  } else if (Fiber* f = (Fiber*)__emu_cur) {
+    if (a >= (uintptr_t)f->stack_lo && a < (uintptr_t)f->stack_hi) { r->kind = 4; r->name = "a local variable"; }
+  }
+}
+
+// Vector loads and stores (float4, int2, half2 ...): a module whose source uses vector types is
+// built with g++ -fsanitize=alignment, which calls this for an access its type's alignment
+// forbids (GCC's TypeMismatchData layout). A GPU faults there ("misaligned address"). The
+// address is judged from the start of its allocation (argument buffers here start wherever
+// their end lands on a page; a GPU allocation starts 256-byte aligned).
+struct UbsanLoc { const char* file; unsigned line, column; };
+struct UbsanType { unsigned short kind, info; char name[1]; };
+struct UbsanMismatch { UbsanLoc loc; const UbsanType* type; unsigned char log_alignment, check_kind; };
+static void ubsan_mismatch(UbsanMismatch* d, uintptr_t ptr) {
+  if (!ptr || !d->log_alignment) return;
+  unsigned long long align = 1ull << d->log_alignment;
+  __emu_region reg;
+  __emu_region_of((const void*)ptr, &reg);
+  unsigned long long off = reg.kind == 1 || reg.kind == 3 ? (unsigned long long)(ptr - (uintptr_t)reg.base) : ptr;
+  if (off % align == 0) return;
+  char msg[700], at[200] = "";
+  if (reg.kind == 1) snprintf(at, sizeof at, " into argument '%s' at byte %llu", reg.name, off);
+  else if (reg.kind == 2 || reg.kind == 3) snprintf(at, sizeof at, " into %s%s at byte %llu",
+      reg.kind == 3 ? "dynamic shared memory (extern __shared__)" : "__shared__ ", reg.kind == 3 ? "" : reg.name,
+      (unsigned long long)(ptr - (uintptr_t)reg.base));
+  const char* what = d->check_kind == 1 ? "store" : d->check_kind == 0 ? "load" : "access";
+  snprintf(msg, sizeof msg, "misaligned %s of a %s%s: a %llu-byte vector access needs an address that is a multiple of "
+           "%llu bytes, but this one is %llu bytes past one (a GPU faults with \"misaligned address\"): check the "
+           "offset you cast to a vector pointer and that the row length keeps every row a multiple of %llu bytes",
+           what, d->type ? d->type->name : "value", at, align, align, off % align, align);
+  Rep r;
+  r.add("kind=misaligned-address\n");
+  r.str("message", msg);
+  add_where(r, (Fiber*)__emu_cur);
+  if (reg.kind == 1) r.add("argument=%s\nindex=%llu\n", reg.name, off / (buffer_of(ptr) ? buffer_of(ptr)->itemsize : 1));
+  if (d->loc.line) r.add("line=%u\n", d->loc.line);
+  finish_report(r);
+}
+void __ubsan_handle_type_mismatch_v1(UbsanMismatch* d, uintptr_t ptr) { ubsan_mismatch(d, ptr); }
+void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_t ptr) { ubsan_mismatch(d, ptr); }
 
 void __emu_register_shared(__emu_shared_base* s) {
   s->next = g_shared_head;
@@ -1019,8 +1104,8 @@ long long __emu_clock(void) {
 }  // extern "C"
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: emu_runner MODULE.so INPUT OUTPUT REPORT\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: emu_runner MODULE.so INPUT OUTPUT REPORT [TRAFFIC]\n");
     return 2;
   }
   std::vector<char> in = slurp(argv[2]);
@@ -1038,7 +1123,7 @@ int main(int argc, char** argv) {
   if (g_fill_init > STACK - PAGE) g_fill_init = STACK - PAGE;
   std::string sym = rd.str();
   unsigned nargs = rd.get<unsigned>();
-  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised
+  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised (16: memory traffic)
   // __shared__ reads, 4 reverse the lanes of each warp only, 8 reverse the warps only
   g_order_mode = (flags & 1) ? 1 : (flags & 4) ? 2 : (flags & 8) ? 3 : 0;
   __emu_check_uninit = (flags & 2) ? 1 : 0;
@@ -1092,6 +1177,11 @@ int main(int argc, char** argv) {
   Dl_info info;
   if (dladdr((void*)g_tramp, &info)) g_mod_base = (uintptr_t)info.dli_fbase;
 
+  if (flags & 16) {  // memory traffic into argv[5], from one worker (traffic.h)
+    g_tr_path = argc == 6 ? argv[5] : 0;
+    tr_init();
+    nworkers = 1;
+  }
   if (nworkers < 1) nworkers = 1;
   if (nworkers > g_nblocks) nworkers = (unsigned)(g_nblocks ? g_nblocks : 1);
   fflush(stdout);
