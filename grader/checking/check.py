@@ -534,17 +534,6 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
     # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
     stubs = unfilled(source)
-    if ex.tensor_cores:
-        if compiled.uses_tensor_cores:
-            ops = ", ".join(str(o) for o in compiled.instructions)
-            v.items.append(Item("tensor cores", PASS, f"compiled code uses {ops}"))
-        else:
-            if stubs:
-                return _unfilled(ex, v, stubs, cell)
-            v.items.append(Item("tensor cores", FAIL, "the compiled code contains no tensor-core "
-                                "instruction (wmma.mma / mma.sync)", kind="no-tensor-cores",
-                                hint="This exercise must run on tensor cores: compute with "
-                                     "wmma::mma_sync on fragments, not with scalar multiply-adds."))
 
     # 2. run on fresh random inputs in a child process; judge here.
     if chosen == "emu":
@@ -581,6 +570,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
         if not result["compiled"]:
             label = "load"
         v.items.append(_fault_item(result["error"], label, ex, cell))
+    if ex.tensor_cores:  # what the launches executed, never what the PTX mentions
+        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout))
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
 
@@ -599,6 +590,43 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             if timed.status == PASS:
                 v.items.append(_speed_item(ex, result["perf"], v))
     return _score(ex, v)
+
+
+def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout) -> Item:
+    """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
+    (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
+    from grader.checking import tensor_work
+
+    if chosen == "emu":
+        runs, dims_run = result["cases"], dims_list
+    else:
+        dims_run = list(ex.cpu_sizes)
+        cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
+                 for d in dims_run]
+        job = dict(exercise=ex.id, source=source, backend="emu", options=ex.problem.options(launch),
+                   kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
+                   perf=False, case_timeout=case_timeout)
+        runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
+    counted = [(_dims_label(d), d, tensor_work.from_result(r.get("tensor_ops")))
+               for d, r in zip(dims_run, runs) if "tensor_ops" in r]
+    emu_item = tensor_work.item(ex, counted)
+    if chosen != "gpu":
+        return emu_item
+    gpu = tensor_work.gpu_item(ex, source, launch)  # None where ncu cannot read the counters
+    if gpu is None:
+        if emu_item.status == PASS:
+            emu_item.message += " (the GPU's own counter could not be read here: ncu is not available)"
+        return emu_item
+    if emu_item.status == FAIL and counted:  # counted and too few: the emulator's count stands
+        return emu_item
+    if gpu.status == FAIL or not counted:
+        return gpu
+    emu_item.message += "; " + gpu.message
+    return emu_item
+
+
+def _dims_label(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items())
 
 
 TIMED_SAMPLES = 2048

@@ -86,8 +86,9 @@ def _run_case_emu(module, kernel, case, race_check, timeout):
                            race_check=race_check, timeout=timeout)
     changed = [i for i, a in enumerate(case["args"]) if isinstance(a, np.ndarray)
                and i not in case["outputs"] and not np.array_equal(args[i].view(np.uint8), a.view(np.uint8))]
+    ops = [[m, n, k, c] for (m, n, k), c in getattr(result, "tensor_ops", {}).items()]
     return dict(outputs={i: args[i] for i in case["outputs"]}, bands={}, changed_inputs=changed,
-                nondeterministic=[], stdout=getattr(result, "stdout", ""))
+                nondeterministic=[], stdout=getattr(result, "stdout", ""), tensor_ops=ops)
 
 
 def _perf(module, job):
