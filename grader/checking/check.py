@@ -12,7 +12,7 @@ import secrets
 
 import numpy as np
 
-from grader.checking import exercises, isolate
+from grader.checking import exercises, isolate, same_source
 from grader.checking import hints as _hints
 from grader.checking.cells import SourceCell, find_cell, relabel
 from grader.checking.stubs import MARKER, Stub, unfilled
@@ -48,32 +48,24 @@ def _arch_here(backend: str) -> int:
     return 90
 
 
-# Macros a kernel may test: the CUDA compiler's own (the emulator defines them alike) and those it
-# defines itself or gets as launch options. A test of any other (__x86_64__, __GNUC__, ...)
-# tells the emulator from a GPU: the tensor-core check reads the GPU's branch while the CPU
-# would run another, so such a kernel is refused.
-_CUDA_MACROS = {"__CUDA_ARCH__", "__CUDACC__", "__CUDACC_RTC__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
-                "__cplusplus", "__CUDA_NO_HALF_CONVERSIONS__"}
-_PP_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$", re.M)
-_PP_DEFINE = re.compile(r"^[ \t]*#[ \t]*define\s+([A-Za-z_]\w*)", re.M)
+# Functions a kernel may call that no kernel source defines: the CUDA runtime's own (printf,
+# malloc, assert). Any other external function would be resolved only when the module is
+# loaded: on a GPU it fails there, on the emulator it could reach the emulator's machinery.
+_CUDA_EXTERNALS = {"vprintf", "malloc", "free", "__assertfail", "__assert_fail", "cudaGetParameterBuffer",
+                   "cudaLaunchDevice", "cudaGetParameterBufferV2", "cudaLaunchDeviceV2", "cudaDeviceSynchronize",
+                   "cudaGetLastError", "cudaPeekAtLastError", "cudaMalloc", "cudaFree"}
+_PTX_EXTERN = re.compile(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)", re.M)
 
 
-def _same_everywhere_item(source: str, options) -> Item | None:
-    # comments out, newlines kept (line numbers stay the source's)
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n") or " ", source, flags=re.S)
-    own = set(_PP_DEFINE.findall(text)) | {o[2:].split("=")[0] for o in options if o.startswith("-D")}
-    for m in _PP_LINE.finditer(text):
-        names = set(re.findall(r"[A-Za-z_]\w*", m.group(2))) - {"defined", "__has_include"}
-        foreign = sorted(n for n in names - own - _CUDA_MACROS if n.startswith("_") or n.isupper())
-        if foreign:
-            line = text[:m.start()].count("\n") + 1
-            return Item("same on every backend", FAIL,
-                        f"line {line}: `#{m.group(1)}` tests {', '.join(foreign)}, which tells one compiler or "
-                        "machine from another; the grader must see the code that runs",
-                        kind="backend-detection",
-                        hint="Write one kernel for every backend: test only macros you #define yourself, the "
-                             "launch parameters, or __CUDA_ARCH__.")
-    return None
+def _external_item(ptx: str) -> Item | None:
+    names = sorted(set(_PTX_EXTERN.findall(ptx)) - _CUDA_EXTERNALS)
+    names = [n for n in names if not n.startswith("__nv_")]
+    if not names:
+        return None
+    return Item("same on every backend", FAIL,
+                f"your kernel calls {', '.join(names[:5])}, declared but defined nowhere: no GPU can run it "
+                "(it would fail to load), and the grader does not run what a GPU cannot",
+                kind="backend-detection", hint="Call only functions you define in your source, and CUDA's own.")
 
 
 def _signature_item(ex: exercises.Exercise, source: str) -> Item:
@@ -517,11 +509,15 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     except CompileError as e:
         v.items.append(_compile_item(e, source=source, launch=launch, ex=ex, cell=cell, arch=arch))
         return v
+    included = same_source.include_check(source, ex.problem.options(launch), arch)
+    if included is not None:  # before the signature: an included file may declare it
+        v.items.append(included)
+        return _score(ex, v)
     sig = _signature_item(ex, source)
     v.items.append(sig)
     if sig.status == FAIL:
         return v
-    same = _same_everywhere_item(source, ex.problem.options(launch))
+    same = _external_item(compiled.ptx) or same_source.check_item(source, ex.problem.options(launch), arch)
     if same is not None:
         v.items.append(same)
         return _score(ex, v)
@@ -571,7 +567,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             label = "load"
         v.items.append(_fault_item(result["error"], label, ex, cell))
     if ex.tensor_cores:  # what the launches executed, never what the PTX mentions
-        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout))
+        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch))
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
 
@@ -592,7 +588,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     return _score(ex, v)
 
 
-def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout) -> Item:
+def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch) -> Item:
     """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
     (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
     from grader.checking import tensor_work
@@ -603,7 +599,9 @@ def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout) ->
         dims_run = list(ex.cpu_sizes)
         cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
                  for d in dims_run]
-        job = dict(exercise=ex.id, source=source, backend="emu", options=ex.problem.options(launch),
+        # the GPU's arch, so __CUDA_ARCH__ reads the same as in the GPU's compile
+        job = dict(exercise=ex.id, source=source, backend="emu",
+                   options=[*ex.problem.options(launch), f"-arch=compute_{arch}"],
                    kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
                    perf=False, case_timeout=case_timeout)
         runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
