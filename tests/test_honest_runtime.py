@@ -137,3 +137,85 @@ def test_the_answer_child_cannot_import_the_package_at_run_time():
     with pytest.raises(Exception, match="not available to answers|No module named"):
         a.call("f", 1)
     a.close()
+
+
+# ------------------------------------------------------------------ one preprocessor
+SCALAR = r'''
+    for (int e = threadIdx.x; e < 256; e += 32) {
+        int i = blockIdx.x * 16 + e / 16, j = blockIdx.y * 16 + e % 16;
+        float s = 0.f;
+        for (int k = 0; k < K; ++k) s += __half2float(A[i * K + k]) * __half2float(B[k * N + j]);
+        C[i * N + j] = s;
+    }
+'''
+_HEAD, _REST = NAIVE.split('extern "C" __global__', 1)
+_SIG, _BODY = _REST.split("{", 1)
+_BODY = _BODY.rsplit("}", 1)[0]
+
+
+def _two_faced(test: str, pre: str = "") -> str:
+    """CUDA cores where `test` holds (meant: on the emulator), WMMA elsewhere."""
+    return (_HEAD + pre + 'extern "C" __global__' + _SIG + "{\n" + test + "\n" + SCALAR + "#else\n" + _BODY
+            + "#endif\n}\n")
+
+
+TWO_FACED = {
+    "host-macro": _two_faced("#if defined(__x86_64__)"),
+    "define-alias": _two_faced("#if ON_CPU", pre="#define ON_CPU __x86_64__\n"),
+    "lowercase-linux": _two_faced("#if linux"),
+    "lowercase-unix": _two_faced("#ifdef unix"),
+    "backslash-continued": _two_faced("#if defined(__GN\\\nUC__)"),
+    "token-pasting": _two_faced("#if CAT(__GN, UC__)", pre="#define CAT(a, b) a ## b\n"),
+    "emulator-macro": _two_faced("#ifdef __CUDA_EMU__"),
+    "comment-marker-in-string": _two_faced('#if defined(__GNUC__) /* "*/'),
+    "has-include": _two_faced("#if __has_include(<x86intrin.h>)"),
+    "file-name": _HEAD + 'extern "C" __global__' + _SIG + "{\n if (__FILE__[0] == '/') {" + SCALAR + "} else {"
+                 + _BODY + "}}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWO_FACED))
+def test_a_kernel_a_macro_makes_differ_is_refused(name):
+    v = check("wmma-gemm", TWO_FACED[name], backend="emu")
+    assert v.score == 0
+    bad = next(i for i in v.items if i.status == "fail")
+    assert bad.name == "same on every backend" and "line" in bad.message, v.text()
+
+
+REPO = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+INCLUDES = {
+    "absolute": f'#include "{REPO}/kernels/wmma_gemm_naive.cu"\n',
+    "absolute-with-declaration": f'#include <cuda_fp16.h>\n#include "{REPO}/kernels/wmma_gemm_naive.cu"\n'
+                                 'extern "C" __global__ void wmma_gemm(const half* A, const half* B, float* C, '
+                                 'int M, int N, int K);\n',
+    "angle-path": f"#include <{REPO}/kernels/wmma_gemm_naive.cu>\n",
+    "not-a-header": "#include <x86intrin.h>\n" + NAIVE,
+}
+
+
+@pytest.mark.parametrize("name", sorted(INCLUDES))
+def test_including_anything_but_cuda_and_std_headers_earns_nothing(name):
+    v = check("wmma-gemm", INCLUDES[name], backend="emu")
+    assert v.score == 0
+    bad = next(i for i in v.items if i.status == "fail")
+    assert bad.name in ("same on every backend", "compile"), v.text()
+    if bad.name == "same on every backend":
+        assert "#include" in bad.message
+
+
+def test_calling_the_emulators_machinery_is_refused():
+    src = (_HEAD + 'extern "C" __device__ void __emu_tensor_op(unsigned, unsigned, unsigned);\n'
+           'extern "C" __global__' + _SIG + "{\n for (int q = 0; q < K / 16; ++q) if (threadIdx.x == 0) "
+           "__emu_tensor_op(16, 16, 16);\n" + SCALAR + "}\n")
+    v = check("wmma-gemm", src, backend="emu")
+    assert v.score == 0
+    assert any(i.name == "same on every backend" and i.status == "fail" for i in v.items), v.text()
+
+
+def test_every_course_kernel_is_the_same_on_both_backends():
+    import glob
+
+    from grader.checking.same_source import check_item
+
+    for path in sorted(glob.glob("kernels/*.cu")):
+        assert check_item(open(path).read(), ["-DBLOCK_M=128", "-DBLOCK_N=128"], 90) is None, path
