@@ -627,7 +627,7 @@ def _dims_label(d: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in d.items())
 
 
-TIMED_SAMPLES = 2048
+TIMED_SAMPLES = 512  # output elements checked in every timed launch (isolate.LAUNCH_SAMPLES)
 
 
 def _perf_samples(ex, launch, seed) -> list[int]:
@@ -638,33 +638,46 @@ def _perf_samples(ex, launch, seed) -> list[int]:
 
 
 def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
-    """The launches that were timed must have computed the answer too, at the timed size: sampled
-    elements of what they left, and of one more launch into a poisoned output, against a float64
-    reference of those elements (the timed size is too large for a full one on the CPU)."""
+    """Every launch that was timed must have computed the answer too, at the timed size: for
+    each, sampled elements of what it wrote (into an output poisoned just before it, from an
+    input scaled by that launch's own power of two) against a float64 reference of those
+    elements, scaled alike; and no element left unwritten or non-finite, and the inputs as the
+    grader left them. (The timed size is too large for a full reference on the CPU.)"""
     dims = ", ".join(f"{k}={v}" for k, v in ex.perf_size.items())
     label = f"correct: timed size ({dims})"
     case = ex.problem.make(ex.perf_size, np.random.default_rng(seed), launch, reference=False)
-    ref, bound = ex.problem.sample(case, np.asarray(flat, dtype=np.int64))
+    flat = np.asarray(flat, dtype=np.int64)
+    ref, bound = ex.problem.sample(case, flat)
     bound = np.broadcast_to(bound, ref.shape)
     shape = case.args[case.outputs[0]].shape
-    hint = ("Your kernel is right at the small sizes but not at the size it is timed at: it must not "
-            "depend on the size (or on how often it is launched) beyond the exercise's contract.")
-    if perf.get("unwritten"):
-        return Item(label, FAIL, f"{perf['unwritten']} of {perf['size']} output elements were never written "
-                    "by a launch at the timed size", kind="unwritten", hint=hint)
-    if perf.get("nonfinite"):
-        return Item(label, FAIL, f"{perf['nonfinite']} output elements are NaN or infinite at the timed size",
-                    kind="nan", hint=hint)
-    for when, got in (("after the timed launches", perf["timed_samples"]),
-                      ("after one more launch", perf["again_samples"])):
-        got = np.asarray(got, dtype=np.float64)
-        bad = ~(np.abs(got - ref) <= bound)  # NaN counts as bad
+    hint = ("Your kernel is right at the small sizes but not in every launch at the size it is timed at: "
+            "every timed launch is checked, each into a freshly poisoned output from fresh inputs, so "
+            "each must do the whole computation.")
+    n = int(perf.get("launches", 0))
+    total = f"{n} timed launches"
+    if n == 0:
+        return Item(label, FAIL, "no timed launch was checked", kind="wrong-when-timed", hint=hint)
+    if perf.get("changed_inputs"):
+        return Item(label, FAIL, f"the timed launches changed input argument(s) {perf['changed_inputs']}: a "
+                    "kernel only reads its inputs", kind="changed-input", hint=hint)
+    samples = np.asarray(perf["launch_samples"], dtype=np.float64).reshape(n, -1)
+    for i in range(n):
+        s = float(perf["launch_scales"][i])
+        if perf["launch_unwritten"][i]:
+            return Item(label, FAIL, f"launch {i + 1} of {total}: {perf['launch_unwritten'][i]} of {perf['size']} "
+                        "output elements were never written", kind="unwritten", hint=hint)
+        if perf["launch_nonfinite"][i]:
+            return Item(label, FAIL, f"launch {i + 1} of {total}: {perf['launch_nonfinite'][i]} output elements "
+                        "are NaN or infinite", kind="nan", hint=hint)
+        got = samples[i, :len(flat)]
+        want = s * ref
+        bad = ~(np.abs(got - want) <= abs(s) * bound)  # NaN counts as bad
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             where = np.unravel_index(flat[k], shape)
-            return Item(label, FAIL, f"wrong {when}: {int(bad.sum())} of {len(flat)} checked elements; first at "
-                        f"{tuple(int(x) for x in where)}: got {got[k]:.6g}, expected {ref[k]:.6g}",
-                        kind="wrong-when-timed", hint=hint)
+            return Item(label, FAIL, f"launch {i + 1} of {total} is wrong: {int(bad.sum())} of {len(flat)} checked "
+                        f"elements; first at {tuple(int(x) for x in where)}: got {got[k]:.6g}, expected "
+                        f"{want[k]:.6g}", kind="wrong-when-timed", hint=hint)
     ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
     if ratio > ex.ceiling:
         base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
@@ -673,7 +686,8 @@ def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
                     "library reaches here)",
                     kind="impossible-speed",
                     hint="A correct kernel cannot be this fast: the timed launches must do the whole computation.")
-    return Item(label, PASS, f"{len(flat)} sampled elements of the timed launches match the float64 reference")
+    return Item(label, PASS, f"every one of the {total} was checked: {len(flat)} sampled elements each match "
+                "the float64 reference, nothing left unwritten")
 
 
 def _speed_item(ex, perf: dict, v: Verdict) -> Item:
