@@ -177,16 +177,23 @@ def test_missing_sandbox_names_the_package(monkeypatch):
 def test_emulated_native_code_cannot_write_outside_under_grading(tmp_path, monkeypatch):
     """Native code of an emulated kernel (here a constructor that opens a file) writes nothing
     when the grader sandboxes the runner."""
-    from grader import check
+    from grader.emu import compile_module
 
     target = tmp_path / "written-by-the-kernel"
     src = (Path(__file__).with_name("test_cheats.py").read_text().split("EVIL_KERNEL = r'''")[1].split("'''")[0]
            .replace("TARGET_GRADEBOOK", str(target)).replace("TARGET_GRADER", str(target)))
+
+    # launched straight on the emulator: check() refuses this kernel before it runs (it calls
+    # functions no kernel source defines), and the sandbox must hold whatever gets that far
+    def launch():
+        A, B = np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float16)
+        compile_module(src).launch("wmma_gemm", (1, 1), (32, 1, 1), [A, B, np.zeros((16, 16), np.float32), 16, 16, 16])
+
     monkeypatch.setenv("TC_SANDBOX", "1")
-    check("wmma-gemm", src, backend="emu")
+    launch()
     assert not target.exists()
     monkeypatch.setenv("TC_SANDBOX", "0")
-    check("wmma-gemm", src, backend="emu")
+    launch()
     assert target.exists(), "the cheat itself is broken: without the sandbox it should have written"
 
 
