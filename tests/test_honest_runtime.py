@@ -219,3 +219,32 @@ def test_every_course_kernel_is_the_same_on_both_backends():
 
     for path in sorted(glob.glob("kernels/*.cu")):
         assert check_item(open(path).read(), ["-DBLOCK_M=128", "-DBLOCK_N=128"], 90) is None, path
+
+
+# ------------------------------------------------------------------ every timed launch framed
+def test_every_timed_launch_is_framed_by_a_check(monkeypatch):
+    """checked_benchmark, with CuPy's events faked: each launch the grader times (warm-ups too) is
+    preceded by `before` (fresh poisoned output, scaled input) and an L2 flush, and followed by
+    `after` (what it wrote, kept to check); no launch runs outside that frame."""
+    import sys
+    import types
+
+    from grader.runtime import timing
+
+    log = []
+
+    class Event:
+        def record(self):
+            log.append("event")
+
+        def synchronize(self):
+            pass
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1.0))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(timing, "_flush_l2", lambda: log.append("flush"))
+    t = timing.checked_benchmark(lambda: log.append("launch"), before=lambda: log.append("before"),
+                                 after=lambda: log.append("after"), min_repeat=10, warmup=3, max_seconds=5)
+    frames = "".join({"before": "B", "flush": "F", "event": "E", "launch": "L", "after": "A"}[x] for x in log)
+    n = frames.count("L")
+    assert n == 3 + len(t.times_ms) and frames == "BFELEA" * n
