@@ -503,16 +503,18 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
 
     # 1. compile here (no GPU needed): errors on the student's own line, PTX for honesty.
     arch = max(_arch_here(chosen), ex.min_arch)
+    # before any compiler reads the source: an included file may be anything (a reference
+    # kernel of the repository, /dev/zero) and may declare the kernel the signature check wants
+    included = same_source.include_check(source, ex.problem.options(launch), arch)
+    if included is not None:
+        v.items.append(included)
+        return _score(ex, v)
     try:
         compiled = nvrtc_compile(source, arch=arch, options=ex.problem.options(launch), resources=False)
         v.items.append(_compiled_item(compiled.warnings, cell))
     except CompileError as e:
         v.items.append(_compile_item(e, source=source, launch=launch, ex=ex, cell=cell, arch=arch))
         return v
-    included = same_source.include_check(source, ex.problem.options(launch), arch)
-    if included is not None:  # before the signature: an included file may declare it
-        v.items.append(included)
-        return _score(ex, v)
     sig = _signature_item(ex, source)
     v.items.append(sig)
     if sig.status == FAIL:

@@ -107,12 +107,19 @@ def _fail(message: str, line: int | None = None, hint: str = "") -> Item:
 def include_item(source: str, flags: list[str]) -> tuple[Item | None, list[str]]:
     """(a failure, or None; the headers the source includes). Only CUDA and C++ standard
     headers are allowed, by name; anything else is refused before the kernel runs."""
+    for m in _INCLUDE_LINE.finditer(source):  # a path is refused unread (it could be /dev/zero)
+        arg = m[1].split("//")[0].strip()
+        if not arg.startswith("<") or arg[1:2] == "/" or ".." in arg:
+            return _include_refused(arg.strip('<>"'), source), []
     stubs = _stub_dir()
     with tempfile.TemporaryDirectory(prefix="tc-pp-") as tmp:
         path = Path(tmp) / "kernel.cu"
         path.write_text(source)
-        r = _run([_cxx(), "-E", "-H", "-nostdinc", "-x", "c++", "-std=gnu++17", f"-I{stubs}", *flags,
-                  str(path)], "", cwd=tmp)
+        try:
+            r = _run([_cxx(), "-E", "-H", "-nostdinc", "-x", "c++", "-std=gnu++17", f"-I{stubs}", *flags,
+                      str(path)], "", cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return _fail("the preprocessor did not finish with your source within a minute"), []
     found = []
     for ln in r.stderr.splitlines():
         m = re.match(r"^\.+ (.*)$", ln)
