@@ -178,16 +178,23 @@ def test_missing_sandbox_names_the_package(monkeypatch):
 def test_emulated_native_code_cannot_write_outside_under_grading(tmp_path, monkeypatch):
     """Native code of an emulated kernel (here a constructor that opens a file) writes nothing
     when the grader sandboxes the runner."""
-    from grader import check
+    from grader.emu import compile_module
 
     target = tmp_path / "written-by-the-kernel"
     src = (Path(__file__).with_name("test_cheats.py").read_text().split("EVIL_KERNEL = r'''")[1].split("'''")[0]
            .replace("TARGET_GRADEBOOK", str(target)).replace("TARGET_GRADER", str(target)))
+
+    # launched straight on the emulator: check() refuses this kernel before it runs (it calls
+    # functions no kernel source defines), and the sandbox must hold whatever gets that far
+    def launch():
+        A, B = np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float16)
+        compile_module(src).launch("wmma_gemm", (1, 1), (32, 1, 1), [A, B, np.zeros((16, 16), np.float32), 16, 16, 16])
+
     monkeypatch.setenv("TC_SANDBOX", "1")
-    check("wmma-gemm", src, backend="emu")
+    launch()
     assert not target.exists()
     monkeypatch.setenv("TC_SANDBOX", "0")
-    check("wmma-gemm", src, backend="emu")
+    launch()
     assert target.exists(), "the cheat itself is broken: without the sandbox it should have written"
 
 
@@ -207,11 +214,16 @@ def test_results_cannot_carry_code():
 
 
 # ---------------------------------------------------------------- timed output and ceilings
-def _perf(ex, launch, seed, flat, transform=lambda r: r, **over):
+def _perf(ex, launch, seed, flat, transform=lambda r: r, wrong_launch=None, **over):
+    """What the child reports: 8 checked launches, each from an input scaled by its own factor;
+    `transform` applied to launch `wrong_launch` only (every launch when None)."""
     case = ex.problem.make(ex.perf_size, np.random.default_rng(seed), launch, reference=False)
     ref, _ = ex.problem.sample(case, np.asarray(flat))
-    perf = dict(kernel_ms=1.0, baseline_ms=0.5, ratio=0.5, timed_samples=transform(ref), again_samples=transform(ref),
-                unwritten=0, nonfinite=0, size=case.args[case.outputs[0]].size)
+    scales = [1.0, -2.0, 4.0, -1.0, 2.0, -4.0, 1.0, 2.0]
+    rows = [s * (transform(ref) if wrong_launch in (None, i) else ref) for i, s in enumerate(scales)]
+    perf = dict(kernel_ms=1.0, baseline_ms=0.5, ratio=0.5, launches=len(scales), launch_scales=scales,
+                launch_samples=np.asarray(rows), launch_unwritten=[0] * len(scales),
+                launch_nonfinite=[0] * len(scales), changed_inputs=[], size=case.args[case.outputs[0]].size)
     perf.update(over)
     return perf
 
@@ -234,7 +246,17 @@ def test_timed_output_is_judged(exercise):
     wrong = _perf(ex, launch, 7, flat, lambda r: r * 0.875)
     item = C._timed_output_item(ex, launch, 7, flat, wrong)
     assert item.status == "fail" and item.kind == "wrong-when-timed"
-    assert C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat, unwritten=5)).kind == "unwritten"
+    # one launch of eight wrong (a kernel that does less in some timed launches): caught
+    one = C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat, lambda r: r * 0.875, wrong_launch=5))
+    assert one.status == "fail" and "launch 6 of 8" in one.message
+    # the previous launch's answer kept (memoised): wrong wherever the scale changed
+    stale = _perf(ex, launch, 7, flat)
+    stale["launch_samples"] = np.roll(stale["launch_samples"], 1, axis=0)
+    assert C._timed_output_item(ex, launch, 7, flat, stale).kind == "wrong-when-timed"
+    holes = _perf(ex, launch, 7, flat, launch_unwritten=[0, 0, 0, 5, 0, 0, 0, 0])
+    assert C._timed_output_item(ex, launch, 7, flat, holes).kind == "unwritten"
+    changed = _perf(ex, launch, 7, flat, changed_inputs=[0])
+    assert C._timed_output_item(ex, launch, 7, flat, changed).kind == "changed-input"
     fast = _perf(ex, launch, 7, flat, ratio=ex.ceiling * 1.1)
     assert C._timed_output_item(ex, launch, 7, flat, fast).kind == "impossible-speed"
 

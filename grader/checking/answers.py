@@ -3,11 +3,17 @@ can do no harm: a separate interpreter, sandboxed under autograde, that runs the
 answer cells and answers calls with plain JSON. The comparison with the expected answers
 happens in the trusted process; nothing but data comes back from here.
 
-    parent                                   child (python -I -m grader.checking.answers)
+    parent                                   child (python -I answer_child.py, a copy)
     {"preamble": [...], "cells": [...]}  ->  runs them        <- {"ready": true} | {"error": ...}
     {"call": "f", "args": [...]}         ->  f(*args)         <- {"ok": value}   | {"error": ...}
 One JSON document per line, on a pipe of its own (fd 3 in the child), so nothing the student
 prints can be mistaken for an answer.
+
+No answer key in reach: the course's package (grader.*) holds the answers' references, so an
+answer that imports or calls it earns nothing (`package_use` says where, before anything runs),
+and the child cannot load it either: it is a copy of `answer_child.py` (which imports no course
+code) run from a scratch folder, with the package's folder hidden by the sandbox and its import
+refused, and the course's own imports of the package left out of the preamble it runs.
 """
 from __future__ import annotations
 
@@ -19,7 +25,14 @@ import sys
 import tempfile
 import time
 
+import ast
+import shutil
+from pathlib import Path
+
 from grader.runtime import sandbox
+
+PACKAGE = Path(__file__).resolve().parents[1]  # grader/
+CHILD = Path(__file__).with_name("answer_child.py")
 
 CALL_TIMEOUT = 10.0  # seconds for one call of a student function
 START_TIMEOUT = 60.0  # seconds to run the answer cells (imports of NumPy etc. included)
@@ -58,42 +71,6 @@ def plain(value, depth: int = 0):
     raise TypeError(f"a {type(value).__name__}, not plain data (int, float, str, list, dict)")
 
 
-# ------------------------------------------------------------------------------- the child
-def _child(fd: int) -> None:
-    out = os.fdopen(fd, "w", buffering=1)
-    sys.stdout = sys.stderr  # the student's prints go to stderr, never into the answer pipe
-    ns: dict = {"__name__": "__main__"}
-
-    def reply(obj):
-        try:
-            line = json.dumps(obj, allow_nan=True)
-        except (TypeError, ValueError) as e:
-            line = json.dumps({"error": f"TypeError: {e}"})
-        out.write(line + "\n")
-        out.flush()
-
-    first = json.loads(sys.stdin.readline())
-    try:
-        for src in first["preamble"]:
-            exec(compile(src, "<course>", "exec"), ns)
-        for i, src in enumerate(first["cells"]):
-            exec(compile(src, f"<your answer cell {i + 1}>", "exec"), ns)
-    except BaseException as e:  # SystemExit too: it ends nothing here but this answer
-        reply({"error": f"running your answer cell raised {type(e).__name__}: {e}"})
-        return
-    reply({"ready": True})
-    for line in sys.stdin:
-        req = json.loads(line)
-        fn = ns.get(req["call"])
-        if not callable(fn):
-            reply({"error": f"NameError: name '{req['call']}' is not defined as a function"})
-            continue
-        try:
-            reply({"ok": plain(fn(*req["args"]))})
-        except BaseException as e:
-            reply({"error": f"{type(e).__name__}: {e}", "type": type(e).__name__, "message": str(e)})
-
-
 # ------------------------------------------------------------------------------ the parent
 def _as_exception(msg: dict) -> Exception:
     """The student's exception, rebuilt from its name when it is a built-in one (the test's own
@@ -109,6 +86,58 @@ def _as_exception(msg: dict) -> Exception:
     return AnswerError(str(msg["error"]))
 
 
+def _is_course(module: str | None) -> bool:
+    return bool(module) and (module == PACKAGE.name or module.startswith(PACKAGE.name + "."))
+
+
+def course_imports(preamble: list[str]) -> dict[str, str]:
+    """Names the course's own cells import from its package: name -> module."""
+    names = {}
+    for src in preamble:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and _is_course(node.module):
+                for a in node.names:
+                    names[a.asname or a.name] = node.module
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if _is_course(a.name):
+                        names[a.asname or a.name.split(".")[0]] = a.name
+    return names
+
+
+def package_use(cells: list[str], preamble: list[str]) -> str | None:
+    """Why the answer cells reach for the course's package (its references are the answer key),
+    or None. Imports of it, names the course imported from it, and strings naming it count."""
+    course = course_imports(preamble)
+    for i, src in enumerate(cells, 1):
+        lines = [("" if ln.lstrip().startswith(("%", "!")) else ln) for ln in src.split("\n")]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            what = None
+            if isinstance(node, ast.ImportFrom) and _is_course(node.module):
+                what = f"imports {node.module}"
+            elif isinstance(node, ast.Import) and any(_is_course(a.name) for a in node.names):
+                what = f"imports {', '.join(a.name for a in node.names)}"
+            elif isinstance(node, ast.Name) and node.id in course and isinstance(node.ctx, ast.Load):
+                what = f"uses the course's `{node.id}` (from {course[node.id]})"
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                    _is_course(node.value.strip()) or f"{PACKAGE.name}/" in node.value or f"{PACKAGE.name}." in node.value):
+                what = f"names the course's package ({node.value.strip()[:40]!r})"
+            if what:
+                line = getattr(node, "lineno", 0)
+                return (f"your answer cell {i} (line {line}) {what}: the course's package holds the expected "
+                        "answers, so an answer that imports or calls it earns no points. Compute the result "
+                        "yourself, with plain Python (and NumPy).")
+    return None
+
+
 class Answers:
     """The student's answer cells, running in a sandboxed child; call(name, *args) -> data.
 
@@ -116,10 +145,12 @@ class Answers:
     line), and `budget()` sets one more for all calls of a test cell together."""
 
     def __init__(self, preamble: list[str], cells: list[str]):
-        self.preamble, self.cells = preamble, cells
+        self.cells = cells
+        # the course's imports of its own package stay out of the child: nothing there needs them
+        self.preamble = [src for src in preamble if not (course_imports([src]) or "grader" in src)]
         self.proc = None
         self.box = None
-        self.dead: str | None = None
+        self.dead: str | None = package_use(cells, preamble)
         self.scratch = tempfile.mkdtemp(prefix="tc-answers-")
         self._buf = b""
         self._deadline: float | None = None
@@ -132,11 +163,15 @@ class Answers:
 
     def _start(self):
         r, w = os.pipe()
-        cmd = sandbox.python_command("grader.checking.answers") + [str(w)]
+        child = os.path.join(self.scratch, "answer_child.py")
+        shutil.copyfile(CHILD, child)
+        cmd = [sys.executable, "-I", child, str(w)]
         env = {"PATH": os.environ.get("PATH", ""), "HOME": self.scratch, "MPLBACKEND": "Agg",
                "MPLCONFIGDIR": self.scratch, "TC_HEADLESS": "1"}
-        self.box = sandbox.maybe_box(writable=[self.scratch], env={"HOME": self.scratch, "MPLCONFIGDIR": self.scratch})
-        if self.box is not None:
+        # the package's folder reads as empty in there (answers may not call the course's code)
+        if sandbox.wanted():
+            self.box = sandbox.Box(writable=[self.scratch], hide=[*sandbox.hidden_from_env(), str(PACKAGE)],
+                                   env={"HOME": self.scratch, "MPLCONFIGDIR": self.scratch})
             cmd = self.box.argv(cmd)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, pass_fds=(w,), env=env, cwd=self.scratch,
@@ -244,6 +279,3 @@ class Answers:
 
         shutil.rmtree(self.scratch, ignore_errors=True)
 
-
-if __name__ == "__main__":
-    _child(int(sys.argv[1]))

@@ -12,7 +12,7 @@ import secrets
 
 import numpy as np
 
-from grader.checking import exercises, isolate, lesson_point
+from grader.checking import exercises, isolate, lesson_point, same_source
 from grader.checking import hints as _hints
 from grader.checking.cells import SourceCell, find_cell, relabel
 from grader.checking.stubs import MARKER, Stub, unfilled
@@ -48,32 +48,24 @@ def _arch_here(backend: str) -> int:
     return 90
 
 
-# Macros a kernel may test: the CUDA compiler's own (the emulator defines them alike) and those it
-# defines itself or gets as launch options. A test of any other (__x86_64__, __GNUC__, ...)
-# tells the emulator from a GPU: the tensor-core check reads the GPU's branch while the CPU
-# would run another, so such a kernel is refused.
-_CUDA_MACROS = {"__CUDA_ARCH__", "__CUDACC__", "__CUDACC_RTC__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
-                "__cplusplus", "__CUDA_NO_HALF_CONVERSIONS__"}
-_PP_LINE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$", re.M)
-_PP_DEFINE = re.compile(r"^[ \t]*#[ \t]*define\s+([A-Za-z_]\w*)", re.M)
+# Functions a kernel may call that no kernel source defines: the CUDA runtime's own (printf,
+# malloc, assert). Any other external function would be resolved only when the module is
+# loaded: on a GPU it fails there, on the emulator it could reach the emulator's machinery.
+_CUDA_EXTERNALS = {"vprintf", "malloc", "free", "__assertfail", "__assert_fail", "cudaGetParameterBuffer",
+                   "cudaLaunchDevice", "cudaGetParameterBufferV2", "cudaLaunchDeviceV2", "cudaDeviceSynchronize",
+                   "cudaGetLastError", "cudaPeekAtLastError", "cudaMalloc", "cudaFree"}
+_PTX_EXTERN = re.compile(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)", re.M)
 
 
-def _same_everywhere_item(source: str, options) -> Item | None:
-    # comments out, newlines kept (line numbers stay the source's)
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n") or " ", source, flags=re.S)
-    own = set(_PP_DEFINE.findall(text)) | {o[2:].split("=")[0] for o in options if o.startswith("-D")}
-    for m in _PP_LINE.finditer(text):
-        names = set(re.findall(r"[A-Za-z_]\w*", m.group(2))) - {"defined", "__has_include"}
-        foreign = sorted(n for n in names - own - _CUDA_MACROS if n.startswith("_") or n.isupper())
-        if foreign:
-            line = text[:m.start()].count("\n") + 1
-            return Item("same on every backend", FAIL,
-                        f"line {line}: `#{m.group(1)}` tests {', '.join(foreign)}, which tells one compiler or "
-                        "machine from another; the grader must see the code that runs",
-                        kind="backend-detection",
-                        hint="Write one kernel for every backend: test only macros you #define yourself, the "
-                             "launch parameters, or __CUDA_ARCH__.")
-    return None
+def _external_item(ptx: str) -> Item | None:
+    names = sorted(set(_PTX_EXTERN.findall(ptx)) - _CUDA_EXTERNALS)
+    names = [n for n in names if not n.startswith("__nv_")]
+    if not names:
+        return None
+    return Item("same on every backend", FAIL,
+                f"your kernel calls {', '.join(names[:5])}, declared but defined nowhere: no GPU can run it "
+                "(it would fail to load), and the grader does not run what a GPU cannot",
+                kind="backend-detection", hint="Call only functions you define in your source, and CUDA's own.")
 
 
 def _redefined_item(ex, source: str, launch: dict) -> Item | None:
@@ -625,6 +617,12 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
 
     # 1. compile here (no GPU needed): errors on the student's own line, PTX for honesty.
     arch = max(_arch_here(chosen), ex.min_arch)
+    # before any compiler reads the source: an included file may be anything (a reference
+    # kernel of the repository, /dev/zero) and may declare the kernel the signature check wants
+    included = same_source.include_check(source, ex.problem.options(launch), arch)
+    if included is not None:
+        v.items.append(included)
+        return _score(ex, v)
     try:
         compiled = nvrtc_compile(source, arch=arch, options=ex.problem.options(launch), resources=False)
         v.items.append(_compiled_item(compiled.warnings, cell))
@@ -639,7 +637,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     if redefined is not None:
         v.items.append(redefined)
         return _score(ex, v)
-    same = _same_everywhere_item(source, ex.problem.options(launch))
+    same = _external_item(compiled.ptx) or same_source.check_item(source, ex.problem.options(launch), arch)
     if same is not None:
         v.items.append(same)
         return _score(ex, v)
@@ -653,17 +651,6 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
     # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
     stubs = unfilled(source)
-    if ex.tensor_cores:
-        if compiled.uses_tensor_cores:
-            ops = ", ".join(str(o) for o in compiled.instructions)
-            v.items.append(Item("tensor cores", PASS, f"compiled code uses {ops}"))
-        else:
-            if stubs:
-                return _unfilled(ex, v, stubs, cell)
-            v.items.append(Item("tensor cores", FAIL, "the compiled code contains no tensor-core "
-                                "instruction (wmma.mma / mma.sync)", kind="no-tensor-cores",
-                                hint="This exercise must run on tensor cores: compute with "
-                                     "wmma::mma_sync on fragments, not with scalar multiply-adds."))
 
     # 2. run on fresh random inputs in a child process; judge here.
     if chosen == "emu":
@@ -704,6 +691,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             case = cases[min(step, len(cases) - 1)]
             item.hint = _hints.swapped_grid(ex, item.where.get("block"), case.args) or item.hint
         v.items.append(item)
+    if ex.tensor_cores:  # what the launches executed, never what the PTX mentions
+        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch))
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
     if chosen == "gpu" and all(i.status == PASS for i in v.items):
@@ -795,7 +784,46 @@ def _lesson_item(ex, job: dict, cases: list[Case], launch: dict) -> Item | None:
     return lesson_point.item(ex, MemoryTraffic.from_dict(res["traffic"]), dims, launch)
 
 
-TIMED_SAMPLES = 2048
+def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch) -> Item:
+    """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
+    (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
+    from grader.checking import tensor_work
+
+    if chosen == "emu":
+        runs, dims_run = result["cases"], dims_list
+    else:
+        dims_run = list(ex.cpu_sizes)
+        cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
+                 for d in dims_run]
+        # the GPU's arch, so __CUDA_ARCH__ reads the same as in the GPU's compile
+        job = dict(exercise=ex.id, source=source, backend="emu",
+                   options=[*ex.problem.options(launch), f"-arch=compute_{arch}"],
+                   kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
+                   perf=False, case_timeout=case_timeout)
+        runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
+    counted = [(_dims_label(d), d, tensor_work.from_result(r.get("tensor_ops")))
+               for d, r in zip(dims_run, runs) if "tensor_ops" in r]
+    emu_item = tensor_work.item(ex, counted)
+    if chosen != "gpu":
+        return emu_item
+    gpu = tensor_work.gpu_item(ex, source, launch)  # None where ncu cannot read the counters
+    if gpu is None:
+        if emu_item.status == PASS:
+            emu_item.message += " (the GPU's own counter could not be read here: ncu is not available)"
+        return emu_item
+    if emu_item.status == FAIL and counted:  # counted and too few: the emulator's count stands
+        return emu_item
+    if gpu.status == FAIL or not counted:
+        return gpu
+    emu_item.message += "; " + gpu.message
+    return emu_item
+
+
+def _dims_label(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items())
+
+
+TIMED_SAMPLES = 512  # output elements checked in every timed launch (isolate.LAUNCH_SAMPLES)
 
 
 def _perf_samples(ex, launch, seed) -> list[int]:
@@ -806,33 +834,46 @@ def _perf_samples(ex, launch, seed) -> list[int]:
 
 
 def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
-    """The launches that were timed must have computed the answer too, at the timed size: sampled
-    elements of what they left, and of one more launch into a poisoned output, against a float64
-    reference of those elements (the timed size is too large for a full one on the CPU)."""
+    """Every launch that was timed must have computed the answer too, at the timed size: for
+    each, sampled elements of what it wrote (into an output poisoned just before it, from an
+    input scaled by that launch's own power of two) against a float64 reference of those
+    elements, scaled alike; and no element left unwritten or non-finite, and the inputs as the
+    grader left them. (The timed size is too large for a full reference on the CPU.)"""
     dims = ", ".join(f"{k}={v}" for k, v in ex.perf_size.items())
     label = f"correct: timed size ({dims})"
     case = ex.problem.make(ex.perf_size, np.random.default_rng(seed), launch, reference=False)
-    ref, bound = ex.problem.sample(case, np.asarray(flat, dtype=np.int64))
+    flat = np.asarray(flat, dtype=np.int64)
+    ref, bound = ex.problem.sample(case, flat)
     bound = np.broadcast_to(bound, ref.shape)
     shape = case.args[case.outputs[0]].shape
-    hint = ("Your kernel is right at the small sizes but not at the size it is timed at: it must not "
-            "depend on the size (or on how often it is launched) beyond the exercise's contract.")
-    if perf.get("unwritten"):
-        return Item(label, FAIL, f"{perf['unwritten']} of {perf['size']} output elements were never written "
-                    "by a launch at the timed size", kind="unwritten", hint=hint)
-    if perf.get("nonfinite"):
-        return Item(label, FAIL, f"{perf['nonfinite']} output elements are NaN or infinite at the timed size",
-                    kind="nan", hint=hint)
-    for when, got in (("after the timed launches", perf["timed_samples"]),
-                      ("after one more launch", perf["again_samples"])):
-        got = np.asarray(got, dtype=np.float64)
-        bad = ~(np.abs(got - ref) <= bound)  # NaN counts as bad
+    hint = ("Your kernel is right at the small sizes but not in every launch at the size it is timed at: "
+            "every timed launch is checked, each into a freshly poisoned output from fresh inputs, so "
+            "each must do the whole computation.")
+    n = int(perf.get("launches", 0))
+    total = f"{n} timed launches"
+    if n == 0:
+        return Item(label, FAIL, "no timed launch was checked", kind="wrong-when-timed", hint=hint)
+    if perf.get("changed_inputs"):
+        return Item(label, FAIL, f"the timed launches changed input argument(s) {perf['changed_inputs']}: a "
+                    "kernel only reads its inputs", kind="changed-input", hint=hint)
+    samples = np.asarray(perf["launch_samples"], dtype=np.float64).reshape(n, -1)
+    for i in range(n):
+        s = float(perf["launch_scales"][i])
+        if perf["launch_unwritten"][i]:
+            return Item(label, FAIL, f"launch {i + 1} of {total}: {perf['launch_unwritten'][i]} of {perf['size']} "
+                        "output elements were never written", kind="unwritten", hint=hint)
+        if perf["launch_nonfinite"][i]:
+            return Item(label, FAIL, f"launch {i + 1} of {total}: {perf['launch_nonfinite'][i]} output elements "
+                        "are NaN or infinite", kind="nan", hint=hint)
+        got = samples[i, :len(flat)]
+        want = s * ref
+        bad = ~(np.abs(got - want) <= abs(s) * bound)  # NaN counts as bad
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             where = np.unravel_index(flat[k], shape)
-            return Item(label, FAIL, f"wrong {when}: {int(bad.sum())} of {len(flat)} checked elements; first at "
-                        f"{tuple(int(x) for x in where)}: got {got[k]:.6g}, expected {ref[k]:.6g}",
-                        kind="wrong-when-timed", hint=hint)
+            return Item(label, FAIL, f"launch {i + 1} of {total} is wrong: {int(bad.sum())} of {len(flat)} checked "
+                        f"elements; first at {tuple(int(x) for x in where)}: got {got[k]:.6g}, expected "
+                        f"{want[k]:.6g}", kind="wrong-when-timed", hint=hint)
     ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
     if ratio > ex.ceiling:
         base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
@@ -841,7 +882,8 @@ def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
                     "library reaches here)",
                     kind="impossible-speed",
                     hint="A correct kernel cannot be this fast: the timed launches must do the whole computation.")
-    return Item(label, PASS, f"{len(flat)} sampled elements of the timed launches match the float64 reference")
+    return Item(label, PASS, f"every one of the {total} was checked: {len(flat)} sampled elements each match "
+                "the float64 reference, nothing left unwritten")
 
 
 def _speed_item(ex, perf: dict, v: Verdict) -> Item:

@@ -86,45 +86,85 @@ def _run_case_emu(module, kernel, case, race_check, timeout):
                            race_check=race_check, timeout=timeout)
     changed = [i for i, a in enumerate(case["args"]) if isinstance(a, np.ndarray)
                and i not in case["outputs"] and not np.array_equal(args[i].view(np.uint8), a.view(np.uint8))]
+    ops = [[m, n, k, c] for (m, n, k), c in getattr(result, "tensor_ops", {}).items()]
     return dict(outputs={i: args[i] for i in case["outputs"]}, bands={}, changed_inputs=changed,
-                nondeterministic=[], stdout=getattr(result, "stdout", ""))
+                nondeterministic=[], stdout=getattr(result, "stdout", ""), tensor_ops=ops)
+
+
+# Each timed launch's first input is the timed-size input times a power of two or its negative,
+# drawn per launch (exact in every floating type, and the output scales with it): a kernel that
+# keeps an earlier launch's answer has the wrong one.
+LAUNCH_SCALES = (-4.0, -2.0, -1.0, 1.0, 2.0, 4.0)
+MAX_TIMED_LAUNCHES = 2400  # over all rounds (checked_benchmark stops each call at 600)
+LAUNCH_SAMPLES = 512  # output elements kept per launch (the parent checks every launch's)
 
 
 def _perf(module, job):
     """Time the kernel and the library baseline at the speed size, same process, same GPU, and
-    keep what the timed launches wrote: sampled elements of the output as the last timed launch
-    left it, and of one more launch into a re-poisoned output (a kernel that counts its launches
-    cannot tell that one apart from the timed ones). The parent judges both against its own
-    float64 reference of those elements."""
+    check EVERY launch that was timed (warm-ups too): before each, its output is poisoned afresh
+    and its first input scaled by a random power of two (untimed); after each, sampled elements
+    of what it wrote and its count of never-written and non-finite elements are kept on the GPU
+    (untimed). No launch is timed unchecked, so a kernel that counts its launches, reads its
+    output, keeps state between launches or times itself gains nothing. The parent judges every
+    launch against its own float64 reference of those elements, scaled; the inputs must be as
+    the grader left them."""
     import cupy
 
     from grader.checking import exercises
     from grader.problems import baselines
     from grader.problems.kinds import POISON_BITS
-    from grader.runtime.timing import paired
+    from grader.runtime.timing import checked_benchmark, paired
 
     ex = exercises.get(job["exercise"])
     case = ex.problem.make(ex.perf_size, np.random.default_rng(job["perf_seed"]), job["launch"],
                            reference=False)
     args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case.args]
+    o = case.outputs[0]
+    inputs = [i for i, a in enumerate(case.args) if isinstance(a, np.ndarray) and i not in case.outputs]
+    first = inputs[0]
+    pristine = {i: args[i].copy() for i in inputs}
     launch = module.bind(ex.kernel, case.grid, case.block, args, case.shared_mem)
     ws = sum(a.nbytes for a in args if hasattr(a, "nbytes"))
-    base = baselines.make(ex.problem.baseline, args, ex.perf_size)
-    p = paired(launch, base, working_set_bytes=ws, max_seconds=8)  # alternating rounds
-    out = args[case.outputs[0]]
-    flat = cupy.asarray(np.asarray(job.get("perf_samples", []), dtype=np.int64))
-    timed = out.ravel()[flat].get()
+    base = baselines.make(ex.problem.baseline, [pristine.get(i, a) for i, a in enumerate(args)], ex.perf_size)
+    out = args[o]
     ubits, value = POISON_BITS[np.dtype(out.dtype)]
-    out.view(ubits).fill(value)
-    launch()
-    cupy.cuda.runtime.deviceSynchronize()
-    again = out.ravel()[flat].get()
+    flat = cupy.asarray(np.asarray(job.get("perf_samples", []), dtype=np.int64)[:LAUNCH_SAMPLES])
+    scales = np.random.default_rng(job["perf_seed"] ^ 0x5CA1E).choice(LAUNCH_SCALES, size=MAX_TIMED_LAUNCHES + 64)
+    kept = cupy.empty((len(scales), flat.size), dtype=out.dtype)
+    unwritten = cupy.zeros(len(scales), dtype=cupy.int64)
+    nonfinite = cupy.zeros(len(scales), dtype=cupy.int64)
+    n = [0]
     flt = out.dtype.kind == "f"
+
+    def before():
+        if n[0] >= len(scales):
+            raise RuntimeError("more timed launches than the grader keeps checks for")
+        cupy.multiply(pristine[first], args[first].dtype.type(scales[n[0]]), out=args[first])
+        out.view(ubits).fill(value)
+
+    def after():
+        i = n[0]
+        kept[i] = out.ravel()[flat]
+        unwritten[i] = cupy.count_nonzero(out.view(ubits) == value)
+        if flt:
+            nonfinite[i] = cupy.count_nonzero(~cupy.isfinite(out))
+        n[0] += 1
+
+    def timed(f, **kw):
+        return checked_benchmark(f, before=before, after=after, **kw)
+
+    p = paired(launch, base, working_set_bytes=ws, max_seconds=8, bench=timed,
+               baseline_bench=lambda f, **kw: checked_benchmark(f, **kw))
+    cupy.cuda.runtime.deviceSynchronize()
+    last = float(scales[n[0] - 1])
+    changed = [int(i) for i in inputs if not bool(cupy.array_equal(
+        args[i], pristine[i] * args[i].dtype.type(last) if i == first else pristine[i]))]
+    k = n[0]
     return dict(kernel_ms=p.kernel.median_ms, kernel_spread=p.kernel.spread,
                 baseline_ms=p.baseline.median_ms, baseline_spread=p.baseline.spread, ratio=p.ratio,
-                timed_samples=timed, again_samples=again,
-                unwritten=int((out.view(ubits) == value).sum()),
-                nonfinite=int((~cupy.isfinite(out)).sum()) if flt else 0, size=int(out.size))
+                launches=k, launch_scales=scales[:k].tolist(), launch_samples=kept[:k].get(),
+                launch_unwritten=unwritten[:k].get().tolist(), launch_nonfinite=nonfinite[:k].get().tolist(),
+                changed_inputs=changed, size=int(out.size))
 
 
 def _traffic(job) -> dict | None:

@@ -9,7 +9,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -54,6 +54,23 @@ _SCALARS: dict[str, str] = {
 class EmuResult:
     stdout: str
     seconds: float
+    # tensor-core instructions this launch executed: {(m, n, k): count}, one count per
+    # warp-wide wmma::mma_sync or PTX mma.sync (the runner counts them as they run)
+    tensor_ops: dict = field(default_factory=dict)
+
+    @property
+    def tensor_macs(self) -> int:
+        """Multiply-adds done on (emulated) tensor cores in this launch."""
+        return sum(m * n * k * c for (m, n, k), c in self.tensor_ops.items())
+
+
+def _tensor_ops(report: str) -> dict:
+    ops = {}
+    for line in report.splitlines():
+        if line.startswith("tensor="):
+            m, n, k, c = (int(x) for x in line[len("tensor="):].split(","))
+            ops[(m, n, k)] = ops.get((m, n, k), 0) + c
+    return ops
 
 
 def _dim3(v, what: str) -> tuple[int, int, int]:
@@ -97,6 +114,7 @@ class EmuModule:
         self.kernels: dict[str, list[Param]] = {k: [Param(**p) for p in v] for k, v in built.meta["kernels"].items()}
         self.checked_shared = built.meta.get("checked", True)
         self.warnings: list[str] = built.meta.get("warnings", [])
+        self.last_tensor_ops: dict = {}
 
     # -------------------------------------------------------------- arguments
     def _pack(self, kernel: str, args: Sequence) -> tuple[list[tuple[int, int, bytes, str]], list]:
@@ -215,15 +233,16 @@ class EmuModule:
                     box.close()
             seconds = time.perf_counter() - t0
             stdout = so.decode("utf-8", "replace")
+            report = Path(rep).read_text() if os.path.exists(rep) else ""
             if box is not None and box.exceeded:
                 raise KernelFault("crash", f"kernel '{kernel}' was stopped on the CPU emulator: {box.exceeded}",
                                   hint="A kernel writes only its output arrays; nothing else should grow.")
             if proc.returncode == 0:
                 outputs = Path(out).read_bytes()
+                self.last_tensor_ops = _tensor_ops(report)
                 if traffic is not None and os.path.exists(tr):
                     traffic.extend(Path(tr).read_text().splitlines())
                 return stdout, seconds, outputs
-            report = Path(rep).read_text() if os.path.exists(rep) else ""
             if proc.returncode == 3 and report:
                 raise self._fault(kernel, report, stdout)
             raise KernelFault("crash", f"the emulator's runner failed (status {proc.returncode}): "
@@ -336,11 +355,13 @@ class EmuModule:
         unwritten = None
         try:
             stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, check_uninit=True)
+            tensor_ops = self.last_tensor_ops
         except KernelFault as e:
             if not race_check or e.kind != "uninitialized-shared":
                 raise
             unwritten = e
             stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout)
+            tensor_ops = self.last_tensor_ops
         if race_check:
             stdout2, seconds2, outputs2 = self._run(kernel, g, b, packed, shared_mem, timeout, order="reverse")
             seconds += seconds2
@@ -357,7 +378,7 @@ class EmuModule:
             off += n
             if chunk != a.tobytes():
                 np.copyto(a, np.frombuffer(chunk, dtype=a.dtype).reshape(a.shape))
-        return EmuResult(stdout=stdout, seconds=seconds)
+        return EmuResult(stdout=stdout, seconds=seconds, tensor_ops=tensor_ops)
 
     def _race(self, kernel, grid, block, packed, shared_mem, timeout, arrays, out1: bytes, out2: bytes,
               stdout: str, unwritten: KernelFault | None) -> KernelFault:

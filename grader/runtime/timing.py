@@ -108,6 +108,42 @@ def benchmark(fn: Callable[[], object], *, working_set_bytes: int | None = None,
     return Timing(np.asarray(samples), flushed=flush)
 
 
+def checked_benchmark(fn: Callable[[], object], *, before: Callable[[], object] | None = None,
+                      after: Callable[[], object] | None = None, max_seconds: float = 5.0, min_repeat: int = 10,
+                      rel_stderr: float = 0.01, warmup: int = 3, max_launches: int = 600,
+                      working_set_bytes: int | None = None) -> Timing:
+    """Time `fn` launch by launch, every launch (warm-ups too) framed outside the timed region:
+    `before()` (e.g. poison the output, fresh inputs), an L2 flush, then CUDA events around
+    `fn` alone, then `after()` (e.g. keep what this launch wrote, to check it). So every launch
+    the grader times is a launch it checks: a kernel cannot tell them apart and do less in one.
+    Stops as `benchmark` does, or after `max_launches` timed launches."""
+    import cupy
+
+    del working_set_bytes  # always flushed: the frame's own writes must not warm the cache
+    start_wall = time.perf_counter()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    samples: list[float] = []
+
+    def once() -> float:
+        if before is not None:
+            before()
+        _flush_l2()
+        start.record()
+        fn()
+        end.record()
+        if after is not None:
+            after()
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end)
+
+    for _ in range(warmup):
+        once()
+    while not (_stable(samples, rel_stderr, min_repeat) or len(samples) >= max_launches
+               or (time.perf_counter() - start_wall > max_seconds and len(samples) >= 3)):
+        samples.append(once())
+    return Timing(np.asarray(samples), flushed=True)
+
+
 @dataclass
 class Paired:
     """A kernel and its baseline timed in alternating rounds (see `paired`)."""
@@ -123,7 +159,8 @@ class Paired:
 
 
 def paired(fn: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 4,
-           max_seconds: float = 4.0, bench: Callable[..., Timing] | None = None, **kwargs) -> Paired:
+           max_seconds: float = 4.0, bench: Callable[..., Timing] | None = None,
+           baseline_bench: Callable[..., Timing] | None = None, **kwargs) -> Paired:
     """Time `fn` and `baseline` alternately, `rounds` times, in the order A B, B A, A B, ...
 
     A GPU's clock follows its temperature and power: over a long benchmark run the same
@@ -131,16 +168,18 @@ def paired(fn: Callable[[], object], baseline: Callable[[], object], *, rounds: 
     baseline timed once, minutes earlier, biases every ratio. Here each round times both
     sides back to back and the ratio is the median of the per-round ratios; reversing the
     order every round cancels a steady drift within a round too. `kwargs` go to `bench`
-    (default `benchmark`), e.g. working_set_bytes."""
+    (default `benchmark`; `baseline_bench` times the baseline, default `bench`), e.g.
+    working_set_bytes."""
     bench = bench or benchmark
+    baseline_bench = baseline_bench or bench
     per_call = max_seconds / (2 * rounds)
     k_samples, b_samples, ratios = [], [], []
     flushed = False
     for r in range(rounds):
-        order = ((fn, k_samples), (baseline, b_samples))
+        order = ((fn, k_samples, bench), (baseline, b_samples, baseline_bench))
         got = {}
-        for f, sink in (order if r % 2 == 0 else order[::-1]):
-            t = bench(f, max_seconds=per_call, **kwargs)
+        for f, sink, timer in (order if r % 2 == 0 else order[::-1]):
+            t = timer(f, max_seconds=per_call, **kwargs)
             sink.extend(np.asarray(t.times_ms).tolist())
             got[id(sink)] = t
             flushed = t.flushed

@@ -71,6 +71,8 @@ int __emu_syncthreads_red(int line, int op, int pred);
 // arrive calls fn(payloads, participants) with every participant's payload pointer.
 void __emu_warp_op(int kind, unsigned mask, int line, void* payload, __emu_combine_fn fn);
 unsigned __emu_activemask(void);
+// one warp-wide matrix instruction of shape m x n x k executed (called by its combine step)
+void __emu_tensor_op(unsigned m, unsigned n, unsigned k);
 void* __emu_dyn_smem(void);
 unsigned long long __emu_dyn_smem_size(void);
 void __emu_register_shared(struct __emu_shared_base* s);

@@ -1,0 +1,85 @@
+"""Did the kernel run on tensor cores? Counted where it runs, never read from its text.
+
+A `wmma::mma_sync` in a branch no launch takes, or an `asm` string that only names `mma.sync`,
+compiles to PTX that *mentions* tensor-core instructions; the grade must rest on what a launch
+*executed*. The CPU emulator counts every warp-wide matrix instruction (wmma::mma_sync, PTX
+mma.sync) per launch; on a GPU, Nsight Compute's `smsp__inst_executed_pipe_tensor_op_*` counters
+do the same where ncu can read them (grader.runtime.ncu). A launch passes when its instructions
+multiply-add at least M*N*K times: at least M*N*K / (m*n*k) instructions of shape m x n x k.
+"""
+from __future__ import annotations
+
+from grader.checking.verdict import FAIL, PASS, Item
+
+HINT = ("This exercise must run on tensor cores: every launch has to execute the matrix instructions "
+        "its size needs (wmma::mma_sync on fragments, or mma.sync), not scalar multiply-adds. A "
+        "mma_sync in a branch no thread takes, or an asm string that only names an instruction, "
+        "executes nothing.")
+
+
+def required_macs(ex, dims: dict) -> int:
+    """Multiply-adds the exercise's product needs at `dims` (M*N*K in GEMM terms)."""
+    return int(round(ex.problem.flops(dims) / 2))
+
+
+def _ops_text(ops: dict) -> str:
+    if not ops:
+        return "no tensor-core instruction"
+    return ", ".join(f"{c} x m{m}n{n}k{k}" for (m, n, k), c in sorted(ops.items()))
+
+
+def _num(x: int) -> str:
+    return f"{x:,}".replace(",", " ")
+
+
+def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU emulator") -> Item:
+    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}).
+    No launch counted is a failure: the grade needs the evidence, not its absence."""
+    if not counted:
+        return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
+                    "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
+    lines = []
+    for label, dims, ops in counted:
+        macs = sum(m * n * k * c for (m, n, k), c in ops.items())
+        need = required_macs(ex, dims)
+        said = (f"{label}: one launch executed {_ops_text(ops)} = {_num(macs)} multiply-adds on tensor "
+                f"cores; the size needs M*N*K = {_num(need)}")
+        if macs < need:
+            return Item("tensor cores", FAIL, f"counted {where}: {said}", kind="no-tensor-cores", hint=HINT,
+                        where=dict(case=label, executed=macs, needed=need,
+                                   ops={f"m{m}n{n}k{k}": c for (m, n, k), c in ops.items()}))
+        lines.append(said)
+    return Item("tensor cores", PASS, f"counted {where}: " + "; ".join(lines))
+
+
+def from_result(ops) -> dict:
+    """The child's [[m, n, k, count], ...] as {(m, n, k): count}."""
+    return {(int(m), int(n), int(k)): int(c) for m, n, k, c in (ops or [])}
+
+
+def gpu_item(ex, source: str, launch: dict) -> Item | None:
+    """The GPU's own count (Nsight Compute) for one launch at the first GPU size, or None where
+    ncu cannot read it (no ncu, no permission to the counters, or the launch failed there)."""
+    import numpy as np
+
+    from grader.runtime import ncu
+
+    if ncu.tool() is None:
+        return None
+    dims = ex.gpu_sizes[0]
+    case = ex.problem.make(dims, np.random.default_rng(), launch, reference=False)
+    got = ncu.count(source, ex.problem.options(launch), ex.kernel, case.job())
+    if got is None:
+        return None
+    label = " ".join(f"{k}={v}" for k, v in dims.items())
+    need = required_macs(ex, dims)
+    # at least this many instructions of the largest shape the pipe has
+    least = {k: -(-need // ncu.MACS_PER_INSTRUCTION[k]) for k in ncu.METRICS}
+    key = "dmma" if getattr(ex.problem, "accumulate", "") == "fp64" else "hmma"
+    n = int(got.get(key, 0))
+    said = (f"counted on the GPU by ncu ({ncu.METRICS[key]}): {label}: one launch executed {_num(n)} "
+            f"{key.upper()} instructions; the size needs at least {_num(least[key])}")
+    if n < least[key]:
+        return Item("tensor cores", FAIL, said, kind="no-tensor-cores", hint=HINT,
+                    where=dict(case=label, executed=n, needed=least[key], counter=ncu.METRICS[key]))
+    return Item("tensor cores", PASS, said)

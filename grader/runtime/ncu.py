@@ -1,0 +1,98 @@
+"""Tensor-core instructions a GPU launch executed, read by Nsight Compute (ncu).
+
+`smsp__inst_executed_pipe_tensor_op_hmma.sum` counts the warp-level HMMA instructions a launch
+executed (FACTS.md: 8192 for the naive WMMA GEMM at 256^3, 0 for a kernel whose mma_sync is never
+reached); the dmma counterpart counts fp64 ones. ncu needs the GPU's performance counters
+(root, or the driver's profiling restriction lifted): where it cannot read them, `count` returns
+None and the grade rests on the emulator's count alone.
+
+The launch runs in a child process under ncu (`python -m grader.runtime.ncu JOBFILE`), like every
+other student launch: a crash costs this count only.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+METRICS = {"hmma": "smsp__inst_executed_pipe_tensor_op_hmma.sum",
+           "dmma": "smsp__inst_executed_pipe_tensor_op_dmma.sum"}
+# the most multiply-adds one such instruction does (sm_80+: HMMA.16816; DMMA.16816 on sm_90):
+# a kernel must execute at least M*N*K / this many; smaller shapes only need more of them
+MACS_PER_INSTRUCTION = {"hmma": 16 * 8 * 16, "dmma": 16 * 8 * 16}
+
+
+def tool() -> str | None:
+    """The ncu binary, or None (then no GPU count is taken)."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for d in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"):
+        p = os.path.join(d, "bin", "ncu") if d else ""
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def parse_csv(text: str) -> dict[str, float]:
+    """Sum of each metric over the profiled launches, from `ncu --csv` output."""
+    lines = text[text.find('"ID"'):] if '"ID"' in text else ""
+    out: dict[str, float] = {}
+    for row in csv.DictReader(io.StringIO(lines)):
+        name, value = row.get("Metric Name"), row.get("Metric Value", "")
+        for key, metric in METRICS.items():
+            if name == metric:
+                try:
+                    out[key] = out.get(key, 0.0) + float(value.replace(",", ""))
+                except ValueError:
+                    pass
+    return out
+
+
+def count(source: str, options, kernel: str, case_job: dict, *, timeout: float = 120.0) -> dict[str, float] | None:
+    """{"hmma": n, "dmma": n} for one launch of `kernel` on `case_job`'s arguments, or None where
+    ncu is missing, cannot read counters, or the launch failed."""
+    exe = tool()
+    if exe is None:
+        return None
+    from grader.runtime import sandbox
+
+    with tempfile.TemporaryDirectory(prefix="tc-ncu-") as tmp:
+        job = os.path.join(tmp, "job.pkl")
+        with open(job, "wb") as f:
+            pickle.dump(dict(source=source, options=list(options), kernel=kernel, case=case_job), f)
+        cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", kernel, "--launch-count", "1",
+               "--metrics", ",".join(METRICS.values())] + sandbox.python_command("grader.runtime.ncu") + [job]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode != 0:
+            return None
+        got = parse_csv(done.stdout)
+        return got if "hmma" in got else None
+
+
+def _child(path: str) -> None:
+    import cupy
+
+    from grader.runtime.backend import load
+
+    with open(path, "rb") as f:
+        job = pickle.load(f)  # written by the parent a moment ago, in its own folder
+    case = job["case"]
+    module = load(job["source"], "gpu", job["options"])
+    args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
+    module.bind(job["kernel"], case["grid"], case["block"], args, case["shared_mem"])()
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
