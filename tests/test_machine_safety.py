@@ -282,7 +282,7 @@ def _other_user() -> int | None:
         return None
     uid = 4242
     r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-c",
-                        "import grader, nbgrader"], capture_output=True)
+                        "import grader, nbgrader"], capture_output=True, cwd="/")
     return uid if r.returncode == 0 else None
 
 

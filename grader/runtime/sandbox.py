@@ -125,7 +125,9 @@ SYSTEM_LINKS = ("lib", "lib32", "lib64", "libx32", "bin", "sbin")
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime",
        "alternatives", "os-release")
 # variables that pass into the sandbox (everything else, tokens and keys included, stays out)
-ENV_EXACT = {"PATH", "LANG", "LANGUAGE", "TZ", "HOME", "TERM", "LD_LIBRARY_PATH", "PYTHONUNBUFFERED",
+# (PYTHONPATH only names folders, which the sandbox shows or not: machines whose packages lie in
+# a folder named there need it, the GPU machines' /tmp/site)
+ENV_EXACT = {"PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "HOME", "TERM", "LD_LIBRARY_PATH", "PYTHONUNBUFFERED",
              "PYTHONHASHSEED", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IPYTHONDIR"}
 ENV_PREFIXES = ("TC_", "CUDA_", "NVIDIA_", "CUPY_", "NBGRADER_", "JPY_", "JUPYTER_", "MPL", "LC_", "XDG_",
                 "PYDEVD_")
