@@ -35,7 +35,7 @@ from nbgrader.preprocessors import (
 from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.export import CourseCsvExport
-from grader.classroom.feedback import OneScorePerCell, StripHiddenTests
+from grader.classroom.feedback import FeedbackClearHiddenTests, OneScorePerCell, StripHiddenTests
 from grader.classroom.late import DailyPenalty
 from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
 from grader.classroom.scores import ReconcileManualScores, RememberScores
@@ -97,7 +97,7 @@ c.CourseExecute.timeout_plain = CELL_LIMIT_PLAIN
 c.CourseExecute.timeout_graded = CELL_LIMIT_GRADED
 
 # Feedback: hidden tests cut (the graded cells carry the full test source), one score per cell.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, StripHiddenTests, OneScorePerCell,
+c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHiddenTests, OneScorePerCell,
                                     CSSHTMLHeaderPreprocessor]
 # A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
 # student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
