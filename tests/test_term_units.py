@@ -180,3 +180,16 @@ def test_cohort_keeps_earlier_results_of_failed_or_stopped_regrades(tmp_path):
     assert (root / "autograded" / "bob" / a / f"{a}.ipynb").read_text() == "earlier"
     assert cohort.is_done(c, a, "ann") and not cohort.is_done(c, a, "bob")  # bob is graded again
     assert cohort.pending(c, a) == {"bob"}
+
+
+def test_cell_limits_by_kind(monkeypatch):
+    from grader.classroom.autograde import CourseExecute, stopped_message
+
+    monkeypatch.setenv("TC_NO_SANDBOX", "1")  # no kernel is started here
+    ex = CourseExecute(timeout=600, timeout_plain=60, timeout_graded=120)
+    plain = nbformat.v4.new_code_cell("while True: pass")
+    graded = nbformat.v4.new_code_cell("t()", metadata={"nbgrader": {"grade": True, "grade_id": "t-test"}})
+    assert ex.cell_timeout(plain) == 60 and ex.cell_timeout(graded) == 120
+    assert CourseExecute(timeout=30).cell_timeout(graded) == 30  # the backstop still caps
+    why = stopped_message(graded, 120)
+    assert "(t-test)" in why and "120 s" in why and "a graded cell" in why and "trusted grader" in why
