@@ -36,7 +36,7 @@ from grader.classroom import hardening
 from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.export import CourseCsvExport
-from grader.classroom.feedback import OneScorePerCell, StripHiddenTests
+from grader.classroom.feedback import FeedbackClearHiddenTests, OneScorePerCell, StripHiddenTests
 from grader.classroom.late import DailyPenalty
 from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
 from grader.classroom.scores import ReconcileManualScores, RememberScores
@@ -54,7 +54,7 @@ LATE_PERCENT_PER_DAY = 10.0
 # "clear" (the new automatic score counts; the log says so) or "keep".
 MANUAL_SCORE_ON_REGRADE = "clear"
 # Seconds a cell may run while autograding: one that awards no points, and a graded one.
-CELL_LIMIT_PLAIN, CELL_LIMIT_GRADED = 60, 300
+CELL_LIMIT_PLAIN, CELL_LIMIT_GRADED = 60, 120
 # ---------------------------------------------------------------------------------------------
 
 if CPU_ONLY:
@@ -101,7 +101,7 @@ c.CourseExecute.timeout_plain = CELL_LIMIT_PLAIN
 c.CourseExecute.timeout_graded = CELL_LIMIT_GRADED
 
 # Feedback: hidden tests cut (the graded cells carry the full test source), one score per cell.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, StripHiddenTests, OneScorePerCell,
+c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHiddenTests, OneScorePerCell,
                                     CSSHTMLHeaderPreprocessor]
 # A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
 # student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
@@ -114,9 +114,9 @@ c.DailyPenalty.percent_per_day = LATE_PERCENT_PER_DAY
 # grader could not grade is flagged, never exported as a plain 0; late hand-ins show their penalty.
 c.ExportApp.plugin_class = CourseCsvExport
 
-# A graded kernel cell compiles, runs several cases in a child process and, on a GPU, times the
-# kernel and the library: minutes on the CPU emulator in the worst case. The grader's own
-# per-step limits (compile, each case, timing) fire first and cost only that check.
+# The backstop above the per-cell limits of CourseExecute (CELL_LIMIT_PLAIN / _GRADED): under
+# autograde the notebook's own kernel checks compute nothing (the trusted pass grades), so no
+# cell needs long; the grader's own per-step limits bound the trusted pass.
 c.Execute.timeout = 600
 
 # Kernels talk to nbgrader over IPC sockets rather than TCP ports: several autogrades on one

@@ -238,7 +238,8 @@ def test_formgrader_opens_on_the_course_with_every_assignment(tmp_path):
     env = dict(os.environ, TC_SOURCE_DIR=str(classroom.SOLUTIONS), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "lab", *args, "--no-browser",
-                             f"--port={port}", "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=t"],
+                             f"--port={port}", "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=t",
+                             *(["--allow-root"] if os.geteuid() == 0 else [])],
                             cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         names, deadline = None, time.monotonic() + 120

@@ -180,3 +180,34 @@ def test_cohort_keeps_earlier_results_of_failed_or_stopped_regrades(tmp_path):
     assert (root / "autograded" / "bob" / a / f"{a}.ipynb").read_text() == "earlier"
     assert cohort.is_done(c, a, "ann") and not cohort.is_done(c, a, "bob")  # bob is graded again
     assert cohort.pending(c, a) == {"bob"}
+
+
+def test_cell_limits_by_kind(monkeypatch):
+    from grader.classroom.autograde import CourseExecute, stopped_message
+
+    monkeypatch.setenv("TC_NO_SANDBOX", "1")  # no kernel is started here
+    ex = CourseExecute(timeout=600, timeout_plain=60, timeout_graded=120)
+    plain = nbformat.v4.new_code_cell("while True: pass")
+    graded = nbformat.v4.new_code_cell("t()", metadata={"nbgrader": {"grade": True, "grade_id": "t-test"}})
+    assert ex.cell_timeout(plain) == 60 and ex.cell_timeout(graded) == 120
+    assert CourseExecute(timeout=30).cell_timeout(graded) == 30  # the backstop still caps
+    why = stopped_message(graded, 120)
+    assert "(t-test)" in why and "120 s" in why and "a graded cell" in why and "trusted grader" in why
+
+
+def test_a_regrade_killed_outright_is_undone_by_the_next_run(tmp_path):
+    """`autograde --force` keeps the earlier folder aside; a run killed before it could put it
+    back (SIGKILL) leaves it there, and the next autograde restores it before anything else."""
+    import logging
+
+    from grader.classroom import regrade
+
+    cd = _coursedir(tmp_path)
+    kept = tmp_path / "autograded" / regrade.KEEP / "ann" / "A"
+    kept.mkdir(parents=True)
+    (kept / "nb.ipynb").write_text("earlier")
+    half = tmp_path / "autograded" / "ann" / "A"
+    half.mkdir(parents=True)
+    (half / "nb.ipynb").write_text("half-written")
+    regrade.restore_all(cd, logging.getLogger("test"))
+    assert (half / "nb.ipynb").read_text() == "earlier" and not kept.exists()

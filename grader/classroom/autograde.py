@@ -49,7 +49,7 @@ class CourseExecute(Execute):
     # checks), so a short limit stops a forgotten loop early; a graded cell runs the student's
     # Python answers (the kernel checks happen in the trusted pass), so it gets more.
     timeout_plain = Integer(60, help="seconds a cell that awards no points may run").tag(config=True)
-    timeout_graded = Integer(300, help="seconds a graded cell may run").tag(config=True)
+    timeout_graded = Integer(120, help="seconds a graded cell may run").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         if not sandbox_opted_out():

@@ -202,15 +202,18 @@ def bundle(course: Course, assignment: str) -> bytes:
 
 # ------------------------------------------------------------------ the single writer
 def merge(gb, course: Course, assignment: str, result: dict) -> None:
-    """Put one job's result into the course, as `nbgrader autograde` would have left it: the
-    folder removed first (so an interrupted merge is redone by the next run), the gradebook rows,
-    then the autograded folder moved in whole."""
+    """Put one job's result into the course, as `nbgrader autograde` would have left it: the new
+    folder unpacked beside the old one, the gradebook rows, then the swap (the student is pending
+    meanwhile, so an interrupted merge is redone by the next run)."""
     student = result["student"]
     dest = course.path("autograded_directory", student, assignment)
     if result.get("status") != "graded" and dest.is_dir():
         return  # a regrade that failed: the earlier result stays (and is pending, see autograde)
-    if dest.exists():
-        shutil.rmtree(dest)
+    _set_pending(course, assignment, pending(course, assignment) | {student})
+    new = None
+    if result.get("autograded") is not None:
+        new = dest.parent / f".{dest.name}.cohort-{uuid.uuid4().hex[:8]}"
+        untar(result["autograded"], new)
     rows = result.get("rows")
     if rows is not None:
         gb.update_or_create_student(student)
@@ -229,10 +232,10 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
         gb.db.commit()
-    if result.get("autograded") is not None:
-        tmp = dest.parent / f".{dest.name}.cohort-{uuid.uuid4().hex[:8]}"
-        untar(result["autograded"], tmp)
-        os.replace(tmp, dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    if new is not None:
+        os.replace(new, dest)
 
 
 def forget(course: Course, assignment: str, student: str) -> None:

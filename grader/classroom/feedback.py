@@ -13,15 +13,29 @@ from __future__ import annotations
 import re
 
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+from traitlets import List
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?(### END HIDDEN TESTS|\Z)", re.S)
 TRUSTED_LINE = re.compile(r"Graded by the course's trusted grader: [\d.]+ of [\d.]+ points\.")
 MANUAL = "Graded by the course's trusted grader, then by your instructor: the score shown is the instructor's."
 
 
+# nbconvert's HTML exporter configures display_data_priority for every preprocessor of the
+# feedback; nbgrader's GetGrades declares it, the others would print "not recognized" warnings.
+def _priority():
+    return List(["text/html", "application/pdf", "text/latex", "image/svg+xml", "image/png", "image/jpeg",
+                 "text/plain"]).tag(config=True)
+
+
+class FeedbackClearHiddenTests(ClearHiddenTests):
+    display_data_priority = _priority()
+
+
 class StripHiddenTests(NbGraderPreprocessor):
     """Whatever ClearHiddenTests left (a marker it does not parse) is cut, in source and outputs."""
+
+    display_data_priority = _priority()
 
     def preprocess_cell(self, cell, resources, index):
         if "### BEGIN HIDDEN TESTS" in cell.get("source", ""):
@@ -36,6 +50,8 @@ class StripHiddenTests(NbGraderPreprocessor):
 
 
 class OneScorePerCell(NbGraderPreprocessor):
+    display_data_priority = _priority()
+
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         manual = set()
