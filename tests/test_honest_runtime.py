@@ -167,6 +167,7 @@ TWO_FACED = {
     "backslash-continued": _two_faced("#if defined(__GN\\\nUC__)"),
     "token-pasting": _two_faced("#if CAT(__GN, UC__)", pre="#define CAT(a, b) a ## b\n"),
     "emulator-macro": _two_faced("#ifdef __CUDA_EMU__"),
+    "build-flag-macro": _two_faced("#ifdef __OPTIMIZE__"),  # g++ -O2 defines it, for the emulator only
     "comment-marker-in-string": _two_faced('#if defined(__GNUC__) /* "*/'),
     "has-include": _two_faced("#if __has_include(<x86intrin.h>)"),
     "file-name": _HEAD + 'extern "C" __global__' + _SIG + "{\n if (__FILE__[0] == '/') {" + SCALAR + "} else {"
