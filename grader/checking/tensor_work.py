@@ -76,7 +76,9 @@ def gpu_item(ex, source: str, launch: dict) -> Item | None:
     # at least this many instructions of the largest shape the pipe has
     least = {k: -(-need // ncu.MACS_PER_INSTRUCTION[k]) for k in ncu.METRICS}
     key = "dmma" if getattr(ex.problem, "accumulate", "") == "fp64" else "hmma"
-    n = int(got.get(key, 0))
+    if key not in got:  # this counter could not be read here
+        return None
+    n = int(got[key])
     said = (f"counted on the GPU by ncu ({ncu.METRICS[key]}): {label}: one launch executed {_num(n)} "
             f"{key.upper()} instructions; the size needs at least {_num(least[key])}")
     if n < least[key]:
