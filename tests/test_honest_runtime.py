@@ -249,3 +249,25 @@ def test_every_timed_launch_is_framed_by_a_check(monkeypatch):
     frames = "".join({"before": "B", "flush": "F", "event": "E", "launch": "L", "after": "A"}[x] for x in log)
     n = frames.count("L")
     assert n == 3 + len(t.times_ms) and frames == "BFELEA" * n
+
+
+@pytest.mark.parametrize("src,gpu,want", [
+    (NAIVE, None, "pass"),  # no ncu: the emulator's count at the CPU sizes decides
+    (DEAD_BRANCH, None, "fail"),
+    (NAIVE, "fail", "fail"),  # the GPU counted too few (a kernel that behaves otherwise there)
+    (DEAD_BRANCH, "pass", "fail"),  # the emulator counted too few: that stands
+])
+def test_on_a_gpu_both_counts_must_hold(monkeypatch, src, gpu, want):
+    """The GPU path of the tensor-core item, on this CPU: the emulator runs the CPU sizes (as it
+    does on a GPU machine) and ncu's verdict is stood in for."""
+    from grader.checking import check as C
+    from grader.checking import exercises
+    from grader.checking.verdict import Item
+
+    ex = exercises.get("wmma-gemm")
+    monkeypatch.setattr(tensor_work, "gpu_item", lambda *a: None if gpu is None else Item(
+        "tensor cores", gpu, "counted on the GPU by ncu"))
+    item = C._tensor_item(ex, src, {}, "gpu", [], {}, 20.0, 90, [])
+    assert item.status == want, item.message
+    if gpu is None and want == "pass":
+        assert "ncu is not available" in item.message

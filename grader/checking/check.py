@@ -569,7 +569,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             label = "load"
         v.items.append(_fault_item(result["error"], label, ex, cell))
     if ex.tensor_cores:  # what the launches executed, never what the PTX mentions
-        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch))
+        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch,
+                                    [c.label for c in cases]))
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
 
@@ -590,7 +591,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     return _score(ex, v)
 
 
-def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch) -> Item:
+def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, labels) -> Item:
     """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
     (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
     from grader.checking import tensor_work
@@ -599,6 +600,7 @@ def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, ar
         runs, dims_run = result["cases"], dims_list
     else:
         dims_run = list(ex.cpu_sizes)
+        labels = [_dims_label(d) for d in dims_run]
         cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
                  for d in dims_run]
         # the GPU's arch, so __CUDA_ARCH__ reads the same as in the GPU's compile
@@ -607,8 +609,8 @@ def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, ar
                    kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
                    perf=False, case_timeout=case_timeout)
         runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
-    counted = [(_dims_label(d), d, tensor_work.from_result(r.get("tensor_ops")))
-               for d, r in zip(dims_run, runs) if "tensor_ops" in r]
+    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")))
+               for label, d, r in zip(labels, dims_run, runs) if "tensor_ops" in r]
     emu_item = tensor_work.item(ex, counted)
     if chosen != "gpu":
         return emu_item
