@@ -556,7 +556,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     job = dict(exercise=ex.id, source=source, backend=chosen, options=ex.problem.options(launch),
                kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check,
                launch=launch, perf=do_perf, perf_seed=perf_seed, perf_samples=perf_samples,
-               case_timeout=case_timeout)
+               case_timeout=case_timeout, tc_probe=ex.tensor_cores)
     result = isolate.run(job, compile_timeout=120 if chosen == "gpu" else 240,
                          case_timeout=case_timeout, perf_timeout=120)
     v.stdout = result["stdout"]
@@ -607,11 +607,12 @@ def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, ar
         job = dict(exercise=ex.id, source=source, backend="emu",
                    options=[*ex.problem.options(launch), f"-arch=compute_{arch}"],
                    kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
-                   perf=False, case_timeout=case_timeout)
+                   perf=False, case_timeout=case_timeout, tc_probe=True)
         runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
     counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")))
                for label, d, r in zip(labels, dims_run, runs) if "tensor_ops" in r]
-    emu_item = tensor_work.item(ex, counted)
+    probe = next((r for r in runs if "tc_unchanged" in r), None)
+    emu_item = tensor_work.item(ex, counted, probe=probe)
     if chosen != "gpu":
         return emu_item
     gpu = tensor_work.gpu_item(ex, source, launch)  # None where ncu cannot read the counters
