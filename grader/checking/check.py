@@ -1,8 +1,10 @@
 """The one check path: notebook, CLI and nbgrader all call `check`.
 
-source -> compile (NVRTC, here) -> signature and tensor-core honesty -> run on fresh random
-inputs in a child process -> compare to the float64 reference (here) -> time against the
-library (GPU only) -> verdict.
+source -> includes (CUDA and C++ standard headers only) -> compile (NVRTC, here) -> signature ->
+one preprocessor (the GPU's and the emulator's macros give the same code: same_source) -> run on
+fresh random inputs in a child process (the emulator counts the tensor-core instructions each
+launch executes, and whether they reach the output: tensor_work) -> compare to the float64
+reference (here) -> time against the library, every timed launch checked (GPU only) -> verdict.
 """
 from __future__ import annotations
 
