@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from test_cheats import add_code, answer_cell, kernel_var  # noqa: F401  (skips without bubblewrap)
+from test_cheats import answer_cell, kernel_var  # (its module skips without bubblewrap)
 from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, SCALAR, TWO_FACED,
                                  ZERO_FRAGMENTS, _HEAD, _SIG)
 
