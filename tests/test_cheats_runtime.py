@@ -2,7 +2,8 @@
 autograded through the real nbgrader pipeline on the CPU (emulator) with the course's config:
 
 - tensor cores compiled, not executed (a dead-branch mma_sync, an asm comment naming mma.sync,
-  one mma_sync per launch);
+  one mma_sync per launch), or executed for show (on zero fragments, or the result thrown away,
+  beside a CUDA-core answer);
 - code that differs between the GPU and the emulator (host macros however spelt, the
   emulator's own macro, __FILE__), kernels included from the repository, calls into the
   emulator's machinery;
@@ -21,8 +22,9 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from test_cheats import add_code, answer_cell, kernel_var  # noqa: F401  (skips without bubblewrap)
-from test_honest_runtime import ASM_COMMENT, DEAD_BRANCH, INCLUDES, NAIVE, ONE_MMA, SCALAR, TWO_FACED, _HEAD, _SIG
+from test_cheats import answer_cell, kernel_var  # (its module skips without bubblewrap)
+from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, SCALAR, TWO_FACED,
+                                 ZERO_FRAGMENTS, _HEAD, _SIG)
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +111,8 @@ CHEATS = {
     "tc-dead-branch": (KERNELS_NB, _kernel(DEAD_BRANCH), "wmma-gemm-test", "executed"),
     "tc-asm-comment": (KERNELS_NB, _kernel(ASM_COMMENT), "wmma-gemm-test", "executed"),
     "tc-one-mma-per-launch": (KERNELS_NB, _kernel(ONE_MMA), "wmma-gemm-test", "executed"),
+    "tc-zero-fragments": (KERNELS_NB, _kernel(ZERO_FRAGMENTS), "wmma-gemm-test", "do not depend"),
+    "tc-result-discarded": (KERNELS_NB, _kernel(DISCARDED), "wmma-gemm-test", "do not depend"),
     "pp-host-macro": (KERNELS_NB, _kernel(TWO_FACED["host-macro"]), "wmma-gemm-test", "differ"),
     "pp-define-alias": (KERNELS_NB, _kernel(TWO_FACED["define-alias"]), "wmma-gemm-test", "differ"),
     "pp-token-pasting": (KERNELS_NB, _kernel(TWO_FACED["token-pasting"]), "wmma-gemm-test", "differ"),

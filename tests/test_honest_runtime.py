@@ -167,6 +167,7 @@ TWO_FACED = {
     "backslash-continued": _two_faced("#if defined(__GN\\\nUC__)"),
     "token-pasting": _two_faced("#if CAT(__GN, UC__)", pre="#define CAT(a, b) a ## b\n"),
     "emulator-macro": _two_faced("#ifdef __CUDA_EMU__"),
+    "build-flag-macro": _two_faced("#ifdef __OPTIMIZE__"),  # g++ -O2 defines it, for the emulator only
     "comment-marker-in-string": _two_faced('#if defined(__GNUC__) /* "*/'),
     "has-include": _two_faced("#if __has_include(<x86intrin.h>)"),
     "file-name": _HEAD + 'extern "C" __global__' + _SIG + "{\n if (__FILE__[0] == '/') {" + SCALAR + "} else {"
@@ -248,3 +249,63 @@ def test_every_timed_launch_is_framed_by_a_check(monkeypatch):
     frames = "".join({"before": "B", "flush": "F", "event": "E", "launch": "L", "after": "A"}[x] for x in log)
     n = frames.count("L")
     assert n == 3 + len(t.times_ms) and frames == "BFELEA" * n
+
+
+@pytest.mark.parametrize("src,gpu,want", [
+    (NAIVE, None, "pass"),  # no ncu: the emulator's count at the CPU sizes decides
+    (DEAD_BRANCH, None, "fail"),
+    (NAIVE, "fail", "fail"),  # the GPU counted too few (a kernel that behaves otherwise there)
+    (DEAD_BRANCH, "pass", "fail"),  # the emulator counted too few: that stands
+])
+def test_on_a_gpu_both_counts_must_hold(monkeypatch, src, gpu, want):
+    """The GPU path of the tensor-core item, on this CPU: the emulator runs the CPU sizes (as it
+    does on a GPU machine) and ncu's verdict is stood in for."""
+    from grader.checking import check as C
+    from grader.checking import exercises
+    from grader.checking.verdict import Item
+
+    ex = exercises.get("wmma-gemm")
+    monkeypatch.setattr(tensor_work, "gpu_item", lambda *a: None if gpu is None else Item(
+        "tensor cores", gpu, "counted on the GPU by ncu"))
+    item = C._tensor_item(ex, src, {}, "gpu", [], {}, 20.0, 90, [])
+    assert item.status == want, item.message
+    if gpu is None and want == "pass":
+        assert "ncu is not available" in item.message
+
+
+# the tensor-core work done in full, but on zero fragments, beside a CUDA-core result
+ZERO_FRAGMENTS = (_HEAD + 'extern "C" __global__' + _SIG + """{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(a, __float2half(0.0f));
+    wmma::fill_fragment(b, __float2half(0.0f));
+    wmma::fill_fragment(c, 0.0f);
+    for (int k = 0; k < K; k += 16) wmma::mma_sync(c, a, b, c);
+""" + SCALAR + "}\n")
+# the real tiles through mma_sync, the accumulator thrown away, the answer from CUDA cores
+DISCARDED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n"
+             + _BODY.replace("wmma::store_matrix_sync", "if (K < 0) wmma::store_matrix_sync") + SCALAR + "}\n")
+
+
+@pytest.mark.parametrize("name,src", [("zero-fragments", ZERO_FRAGMENTS), ("discarded", DISCARDED)])
+def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
+    v = check("wmma-gemm", src, backend="emu")
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "fail" and tc.kind == "tensor-cores-unused", v.text()
+    assert "do not depend on the tensor cores' products" in tc.message
+    assert v.score == 0
+
+
+def test_the_probe_run_doubles_every_products_a_operand():
+    """The emulator's probe flag: (2A)B + C in every matrix instruction, WMMA and PTX alike."""
+    from grader.emu import compile_module
+
+    mod = compile_module(NAIVE)
+    M, N, K = 16, 32, 48
+    rng = np.random.default_rng(1)
+    A, B = rng.random((M, K)).astype(np.float16), rng.random((K, N)).astype(np.float16)
+    C1, C2 = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    mod.launch("wmma_gemm", (1, 2), (32, 1, 1), [A, B, C1, M, N, K])
+    mod.launch("wmma_gemm", (1, 2), (32, 1, 1), [A, B, C2, M, N, K], tc_double=True)
+    assert np.array_equal(C2, 2 * C1)

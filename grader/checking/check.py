@@ -1,8 +1,10 @@
 """The one check path: notebook, CLI and nbgrader all call `check`.
 
-source -> compile (NVRTC, here) -> signature and tensor-core honesty -> run on fresh random
-inputs in a child process -> compare to the float64 reference (here) -> time against the
-library (GPU only) -> verdict.
+source -> includes (CUDA and C++ standard headers only) -> compile (NVRTC, here) -> signature ->
+one preprocessor (the GPU's and the emulator's macros give the same code: same_source) -> run on
+fresh random inputs in a child process (the emulator counts the tensor-core instructions each
+launch executes, and whether they reach the output: tensor_work) -> compare to the float64
+reference (here) -> time against the library, every timed launch checked (GPU only) -> verdict.
 """
 from __future__ import annotations
 
@@ -675,7 +677,7 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     job = dict(exercise=ex.id, source=source, backend=chosen, options=ex.problem.options(launch),
                kernel=ex.kernel, cases=[c.job() for c in cases], race_check=ex.race_check,
                launch=launch, perf=do_perf, perf_seed=perf_seed, perf_samples=perf_samples,
-               case_timeout=case_timeout)
+               case_timeout=case_timeout, tc_probe=ex.tensor_cores)
     result = isolate.run(job, compile_timeout=120 if chosen == "gpu" else 240,
                          case_timeout=case_timeout, perf_timeout=120)
     v.stdout = result["stdout"]
@@ -692,7 +694,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             item.hint = _hints.swapped_grid(ex, item.where.get("block"), case.args) or item.hint
         v.items.append(item)
     if ex.tensor_cores:  # what the launches executed, never what the PTX mentions
-        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch))
+        v.items.append(_tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch,
+                                    [c.label for c in cases]))
     if stubs and any(i.status == FAIL for i in v.items):
         return _unfilled(ex, v, stubs, cell)
     if chosen == "gpu" and all(i.status == PASS for i in v.items):
@@ -784,7 +787,7 @@ def _lesson_item(ex, job: dict, cases: list[Case], launch: dict) -> Item | None:
     return lesson_point.item(ex, MemoryTraffic.from_dict(res["traffic"]), dims, launch)
 
 
-def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch) -> Item:
+def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, labels) -> Item:
     """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
     (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
     from grader.checking import tensor_work
@@ -793,17 +796,19 @@ def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, ar
         runs, dims_run = result["cases"], dims_list
     else:
         dims_run = list(ex.cpu_sizes)
+        labels = [_dims_label(d) for d in dims_run]
         cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
                  for d in dims_run]
         # the GPU's arch, so __CUDA_ARCH__ reads the same as in the GPU's compile
         job = dict(exercise=ex.id, source=source, backend="emu",
                    options=[*ex.problem.options(launch), f"-arch=compute_{arch}"],
                    kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
-                   perf=False, case_timeout=case_timeout)
+                   perf=False, case_timeout=case_timeout, tc_probe=True)
         runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
-    counted = [(_dims_label(d), d, tensor_work.from_result(r.get("tensor_ops")))
-               for d, r in zip(dims_run, runs) if "tensor_ops" in r]
-    emu_item = tensor_work.item(ex, counted)
+    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")))
+               for label, d, r in zip(labels, dims_run, runs) if "tensor_ops" in r]
+    probe = next((r for r in runs if "tc_unchanged" in r), None)
+    emu_item = tensor_work.item(ex, counted, probe=probe)
     if chosen != "gpu":
         return emu_item
     gpu = tensor_work.gpu_item(ex, source, launch)  # None where ncu cannot read the counters

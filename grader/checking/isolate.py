@@ -79,7 +79,7 @@ def _run_case_gpu(module, kernel, case):
     return dict(outputs=outputs, bands=bands, changed_inputs=changed_inputs, nondeterministic=differs)
 
 
-def _run_case_emu(module, kernel, case, race_check, timeout):
+def _run_case_emu(module, kernel, case, race_check, timeout, probe=False):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
     # The emulator's own limit fires first (it knows which thread hung); ours is the backstop.
     result = module.launch(kernel, case["grid"], case["block"], args, case["shared_mem"],
@@ -87,8 +87,18 @@ def _run_case_emu(module, kernel, case, race_check, timeout):
     changed = [i for i, a in enumerate(case["args"]) if isinstance(a, np.ndarray)
                and i not in case["outputs"] and not np.array_equal(args[i].view(np.uint8), a.view(np.uint8))]
     ops = [[m, n, k, c] for (m, n, k), c in getattr(result, "tensor_ops", {}).items()]
-    return dict(outputs={i: args[i] for i in case["outputs"]}, bands={}, changed_inputs=changed,
-                nondeterministic=[], stdout=getattr(result, "stdout", ""), tensor_ops=ops)
+    res = dict(outputs={i: args[i] for i in case["outputs"]}, bands={}, changed_inputs=changed,
+               nondeterministic=[], stdout=getattr(result, "stdout", ""), tensor_ops=ops)
+    if probe:  # the same launch with every matrix instruction's products doubled
+        again = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
+        module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout, tc_double=True)
+        same = 0
+        for i in case["outputs"]:  # elements bit for bit the same: the products never reached them
+            a = np.ascontiguousarray(args[i]).reshape(-1).view(np.uint8).reshape(args[i].size, -1)
+            b = np.ascontiguousarray(again[i]).reshape(-1).view(np.uint8).reshape(again[i].size, -1)
+            same += int(np.all(a == b, axis=1).sum())
+        res["tc_unchanged"], res["tc_outputs"] = same, int(sum(args[i].size for i in case["outputs"]))
+    return res
 
 
 # Each timed launch's first input is the timed-size input times a power of two or its negative,
@@ -210,7 +220,8 @@ def _child(conn, job):
             if job["backend"] == "gpu":
                 res = _run_case_gpu(module, job["kernel"], case)
             else:
-                res = _run_case_emu(module, job["kernel"], case, job["race_check"], 0.8 * job["case_timeout"])
+                res = _run_case_emu(module, job["kernel"], case, job["race_check"], 0.8 * job["case_timeout"],
+                                    probe=bool(job.get("tc_probe")) and i == 0)
             conn.send(("case", i, res))
         if job.get("perf"):
             conn.send(("perf", _perf(module, job)))

@@ -177,12 +177,15 @@ def gpu_macros(names: list[str], headers: list[str], arch: int, options: list[st
 def emu_macros(headers: list[str], flags: list[str], extra: list[str]) -> tuple[dict[str, Macro], set[str]]:
     """The macros the emulator's g++ defines (its prelude, the host's, `headers`'), expanded, and
     the names its own headers define (stand-ins for CUDA's API)."""
-    from grader.emu.compiler import INCLUDE
+    from grader.emu.compiler import INCLUDE, MODULE_FLAGS
 
     inc = "".join(f"#include <{h}>\n" for h in headers)
-    base = [_cxx(), "-x", "c++", "-std=gnu++17", f"-I{INCLUDE}", *flags]
+    # the emulator's own build flags: -O2 defines __OPTIMIZE__, -fPIC __PIC__, -fno-exceptions
+    # leaves out __EXCEPTIONS ... a kernel may test any of them
+    real = [f for f in MODULE_FLAGS if f not in ("-shared", "-fstack-usage", "-g")]
+    base = [_cxx(), "-x", "c++", *real, f"-I{INCLUDE}", *flags]
     dump = _run([*base, "-dM", "-E", "-"], '#include "emu_prelude.h"\n' + inc).stdout
-    host = _run([_cxx(), "-x", "c++", "-std=gnu++17", *flags, "-dM", "-E", "-"], "").stdout
+    host = _run([_cxx(), "-x", "c++", *real, *flags, "-dM", "-E", "-"], "").stdout
     defs = {}
     for m in re.finditer(r"^#define (\w+)(\()?", dump, re.M):
         defs[m[1]] = bool(m[2])

@@ -32,9 +32,16 @@ def _num(x: int) -> str:
     return f"{x:,}".replace(",", " ")
 
 
-def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU emulator") -> Item:
-    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}).
-    No launch counted is a failure: the grade needs the evidence, not its absence."""
+USED_HINT = ("Every output element must come from the tensor cores' products: compute with the "
+             "fragments you load from A and B and store the accumulator, not a result computed otherwise.")
+
+
+def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU emulator",
+         probe: dict | None = None) -> Item:
+    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}), and
+    the probe run of the first case (every matrix instruction's products doubled): an output
+    element that comes out the same never depended on them. No launch counted is a failure:
+    the grade needs the evidence, not its absence."""
     if not counted:
         return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
                     "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
@@ -49,7 +56,14 @@ def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU 
                         where=dict(case=label, executed=macs, needed=need,
                                    ops={f"m{m}n{n}k{k}": c for (m, n, k), c in ops.items()}))
         lines.append(said)
-    return Item("tensor cores", PASS, f"counted {where}: " + "; ".join(lines))
+    if probe is not None and probe.get("tc_unchanged"):
+        n, total = probe["tc_unchanged"], probe["tc_outputs"]
+        return Item("tensor cores", FAIL, f"counted {where}: {counted[0][0]}: {n} of {total} output elements "
+                    "do not depend on the tensor cores' products (a run in which every matrix instruction "
+                    "doubled its A operand left them unchanged): the tensor-core work does not reach them",
+                    kind="tensor-cores-unused", hint=USED_HINT, where=dict(case=counted[0][0], unchanged=n))
+    used = "; every output element depends on them" if probe is not None else ""
+    return Item("tensor cores", PASS, f"counted {where}: " + "; ".join(lines) + used)
 
 
 def from_result(ops) -> dict:
@@ -76,7 +90,9 @@ def gpu_item(ex, source: str, launch: dict) -> Item | None:
     # at least this many instructions of the largest shape the pipe has
     least = {k: -(-need // ncu.MACS_PER_INSTRUCTION[k]) for k in ncu.METRICS}
     key = "dmma" if getattr(ex.problem, "accumulate", "") == "fp64" else "hmma"
-    n = int(got.get(key, 0))
+    if key not in got:  # this counter could not be read here
+        return None
+    n = int(got[key])
     said = (f"counted on the GPU by ncu ({ncu.METRICS[key]}): {label}: one launch executed {_num(n)} "
             f"{key.upper()} instructions; the size needs at least {_num(least[key])}")
     if n < least[key]:

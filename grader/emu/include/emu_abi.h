@@ -55,6 +55,9 @@ extern "C" {
 extern struct __emu_thread* __emu_cur;
 extern struct __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
 extern int __emu_check_uninit;
+// a probe run: every matrix instruction computes (2A)B + C, so every output element that the
+// tensor cores' products reach changes (grader/checking/tensor_work.py)
+extern int __emu_tc_double;
 
 // cp.async (__pipeline_memcpy_async & co., see the runner): copies issued by the block's
 // threads and not landed yet, in all and into static __shared__ arrays (or memory the runner

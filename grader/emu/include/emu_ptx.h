@@ -205,7 +205,8 @@ template <int M, int N, int K, int DT, int AT, int CT> void mma_combine(void** p
     const MmaPayload* p = (const MmaPayload*)pl[lane];
     for (int i = 0; i < NA; ++i) {
       int r, c; a_rc(M, K, f64, lane, i, r, c);
-      A[r * K + c] = (acc_t)elem(PER == 2 ? p->a[i / 2] >> (16 * (i & 1)) : p->a[i], AT);
+      A[r * K + c] = (acc_t)elem(PER == 2 ? p->a[i / 2] >> (16 * (i & 1)) : p->a[i], AT)
+                     * (__emu_tc_double ? 2 : 1);  // a probe run's doubling is exact
     }
     for (int i = 0; i < NB; ++i) {
       int r, c; b_rc(M, K, f64, lane, i, r, c);

@@ -372,7 +372,7 @@ void mma_combine(void** pl, unsigned) {
     const FA* a = (const FA*)p->a; const FB* b = (const FB*)p->b; const FC* c = (const FC*)p->c;
     for (int i = 0; i < da; ++i) {
       int r, cc; coord(0, M, N, K, tkind<typename FA::element_type>::value, frag_col<FA>::value, lane, i, r, cc);
-      acc_t v = (acc_t)a->x[i];
+      acc_t v = (acc_t)a->x[i] * (__emu_tc_double ? 2 : 1);  // doubling is exact
       if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
       A[r * K + cc] = v;
     }

@@ -39,6 +39,7 @@ extern "C" {
 __emu_thread* __emu_cur = 0;
 __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
 int __emu_check_uninit = 1;
+int __emu_tc_double = 0;  // flag 32: every matrix instruction doubles its A operand (a probe run)
 long long __emu_cp_pending = 0, __emu_cp_pending_other = 0;
 unsigned short* __emu_cp_dyn_shadow = 0;
 char* __emu_cp_dyn_base = 0;
@@ -1141,10 +1142,12 @@ int main(int argc, char** argv) {
   if (g_fill_init > STACK - PAGE) g_fill_init = STACK - PAGE;
   std::string sym = rd.str();
   unsigned nargs = rd.get<unsigned>();
-  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised (16: memory traffic)
+  // flags: 1 reversed order (blocks, and the threads of a block), 2 check uninitialised (16: memory traffic,
+  // 32: matrix instructions double A, a probe)
   // __shared__ reads, 4 reverse the lanes of each warp only, 8 reverse the warps only
   g_order_mode = (flags & 1) ? 1 : (flags & 4) ? 2 : (flags & 8) ? 3 : 0;
   __emu_check_uninit = (flags & 2) ? 1 : 0;
+  __emu_tc_double = (flags & 32) ? 1 : 0;
   g_nthreads = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
   g_nwarps = (g_nthreads + 31) / 32;
   g_nblocks = (unsigned long long)__emu_gdim.x * __emu_gdim.y * __emu_gdim.z;
