@@ -152,10 +152,11 @@ def python_dirs() -> list[str]:
     """The Python installation (a virtual environment inside the repository included) and every
     package folder this interpreter uses, minus the rest of the course's repository (its package
     is shown on its own) and anything holding the repository or the home folder."""
-    repo, home = course_root(), os.path.realpath(os.path.expanduser("~"))
+    repo, home, cwd = course_root(), os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())
 
     def too_wide(p: str) -> bool:
-        return p == "/" or _inside(repo, p) or _inside(home, p)
+        # `python -m nbgrader` run in the course puts the course folder on sys.path: never shown
+        return p == "/" or _inside(repo, p) or _inside(home, p) or _inside(cwd, p)
 
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     out = [p for p in prefixes if os.path.isdir(p) and not too_wide(p) and not _inside(p, "/usr")]
@@ -290,12 +291,15 @@ class Box:
                 a += ["--ro-bind", "/etc/" + name, "/etc/" + name]
         for d in _gpu_devices():
             a += ["--dev-bind", d, d]
-        shown = [*python_dirs(), package_dir(), *_library_dirs(), os.path.dirname(os.path.realpath(self.exe)),
-                 *self.readable]
+        mine = self.writable + list(self.bind.values())
+        # a folder holding what is hidden or the sandbox's own is never shown whole (a course
+        # folder that reached sys.path, say): only what the caller names explicitly
+        auto = [p for p in [*python_dirs(), package_dir(), *_library_dirs(), os.path.dirname(os.path.realpath(self.exe))]
+                if not any(_inside(q, p) for q in [*self.hide, *mine])]
+        shown = [*auto, *self.readable]
         a += ["--bind", os.path.join(self.root, "tmp"), "/tmp", "--bind", os.path.join(self.root, "shm"), "/dev/shm"]
         # the folders above what is shown, as plain 0755 folders (bwrap as root would make them 0700,
         # which the sandbox's uid cannot cross); again inside a hidden folder, which covers them
-        mine = self.writable + list(self.bind.values())
         dests = [r for r in shown if os.path.exists(r)] + mine
         a += _folders_above(dests)
         # later mounts cover earlier ones: /tmp, then shown, then hidden, then writable
