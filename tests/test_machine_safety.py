@@ -27,7 +27,9 @@ pytestmark = pytest.mark.slow
 
 A = "01-memory-layout"  # Python answers (index functions) and a kernel
 ROOT = Path(__file__).resolve().parents[1]
-MARK = "TC-SECRET-7f3a"  # planted in every file no submission may read
+# planted in every file no submission may read; the cheats spell every word the checks look for
+# in two pieces, so that their own source (in the notebook and its feedback) never matches
+MARK = "TC-SECRET-7f3a"
 
 if sandbox.tool() is None:
     if os.environ.get("TC_REQUIRE_SANDBOX"):
@@ -87,8 +89,8 @@ for top in ("/", "/tmp", "/work", "/home", "/root", {str(ROOT)!r}, {str(course.p
                 t = open(os.path.join(d, f), errors="replace").read(4096)
             except Exception:
                 continue
-            if {MARK!r} in t or "BEGIN SOLUTION" in t:
-                print("FOUND", os.path.join(d, f), t[:300])
+            if {MARK[:9]!r} + {MARK[9:]!r} in t or "BEGIN " + "SOLUTION" in t:
+                print("FOU" + "ND", os.path.join(d, f), t[:300])
 """)
 
     def cache_and_env(nb):
@@ -112,7 +114,7 @@ for cmd in (["mount", "-o", "remount,rw", "/"], ["mount", "-t", "tmpfs", "x", "/
 for p in ({str(gradebook)!r}, {str(ROOT / "grader" / "checking" / "check.py")!r}, {str(course / "nbgrader_config.py")!r}):
     try:
         open(p, "a").write("pwned")
-        print("WROTE", p)
+        print("WRO" + "TE", p)
     except Exception as e:
         print("refused", p, e)
 import sqlite3
@@ -324,7 +326,7 @@ def test_cheat_scores_zero_and_sees_nothing(term, name):
     assert MARK not in text, f"{name}: a file of the machine reached its autograded notebook or feedback"
     assert "repositoryformatversion" not in text and "BEGIN SOLUTION" not in text
     assert "CapEff:\t0000000000000000" in text or name != "remount-and-write"
-    assert "WROTE" not in text
+    assert "WROTE" not in text and "FOUND" not in text
 
 
 def test_honest_student_and_course_intact(term):
