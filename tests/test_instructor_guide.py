@@ -98,7 +98,7 @@ def test_each_assignment_as_the_guide_says(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["course", "solutions"]
     made = {p.name for p in course.iterdir()}
     assert made <= {"nbgrader_config.py", ".skip_tag", "gradebook.db", "grades.csv", "release",
-                    "submitted", "autograded", "feedback", ".nbgrader.log"}, made
+                    "submitted", "autograded", "feedback", ".nbgrader.log", ".tc-integrity.json"}, made
 
 
 def test_dry_run_names_assignments_by_prefix_and_refuses_unknown_ones(capsys):
