@@ -68,6 +68,14 @@ def candidate_dirs(env: dict | None = None, paths: list[str] | None = None,
     return unique
 
 
+def _is(p: Path, test: str) -> bool:
+    """p.is_dir() / p.is_file(), False where a folder above it cannot be read (in the sandbox)."""
+    try:
+        return getattr(p, test)()
+    except OSError:
+        return False
+
+
 def resolve(candidates: list[Path], required: dict[str, str] = REQUIRED, stack: Stack | str = DEFAULT) -> list[Path]:
     """Pick include folders that together hold every required header.
 
@@ -76,14 +84,14 @@ def resolve(candidates: list[Path], required: dict[str, str] = REQUIRED, stack: 
     missing header, the folders searched and the pip command that installs it.
     """
     stack = STACKS[stack] if isinstance(stack, str) else stack
-    existing = [d for d in candidates if d.is_dir()]
+    existing = [d for d in candidates if _is(d, "is_dir")]
     for d in existing:
-        if all((d / h).is_file() for h in required):
+        if all(_is(d / h, "is_file") for h in required):
             return [d]
     chosen: list[Path] = []
     missing: list[str] = []
     for header in required:
-        holder = next((d for d in existing if (d / header).is_file()), None)
+        holder = next((d for d in existing if _is(d / header, "is_file")), None)
         if holder is None:
             missing.append(header)
         elif holder not in chosen:

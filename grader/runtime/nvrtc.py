@@ -160,11 +160,12 @@ def load(stack_name: str) -> Nvrtc | None:
     """The NVRTC of `stack_name` ("cuda12" | "cuda13"), or None when it is not installed."""
     stack = STACKS[stack_name]
     for path in candidates(stack):
-        if path.is_file():
-            try:
-                return Nvrtc(path, stack)
-            except OSError:
+        try:  # a folder on sys.path may be unreadable here (inside the sandbox): not a candidate then
+            if not path.is_file():
                 continue
+            return Nvrtc(path, stack)
+        except OSError:
+            continue
     return None
 
 

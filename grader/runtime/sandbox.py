@@ -300,7 +300,7 @@ class Box:
         a += ["--bind", os.path.join(self.root, "tmp"), "/tmp", "--bind", os.path.join(self.root, "shm"), "/dev/shm"]
         # the folders above what is shown, as plain 0755 folders (bwrap as root would make them 0700,
         # which the sandbox's uid cannot cross); again inside a hidden folder, which covers them
-        dests = [r for r in shown if os.path.exists(r)] + mine
+        dests = [r for r in shown if os.path.exists(r)] + mine + [p for p in self.hide if os.path.exists(p)]
         a += _folders_above(dests)
         # later mounts cover earlier ones: /tmp, then shown, then hidden, then writable
         for r in shown:
