@@ -9,7 +9,17 @@ pytestmark = pytest.mark.gpu
 
 
 def _gpu_wrong(src, kernel, grid, block, args, out_pos, ref):
-    """Elements the GPU got wrong (or -1 when the launch itself faulted, e.g. misaligned address)."""
+    """Elements the GPU got wrong (or -1 when the launch itself faulted, e.g. misaligned address),
+    in a child process: a CUDA fault poisons its process's context (every later GPU test of this
+    run failed with 'misaligned address' when it ran here)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_gpu_wrong_here, src, kernel, grid, block, args, out_pos, ref).result(timeout=300)
+
+
+def _gpu_wrong_here(src, kernel, grid, block, args, out_pos, ref):
     import cupy
 
     from grader.runtime.backend import load
