@@ -61,7 +61,7 @@ def _cheats(course: Path, secrets: dict[str, Path]) -> dict[str, callable]:
     def read_files(nb):
         # every file it should not see, printed into its own notebook (and so its feedback)
         targets = [str(p) for p in secrets.values()] + [
-            str(ROOT / ".git" / "config"), str(ROOT / "solutions" / A / f"{A}.ipynb"), str(course / "grades.csv"),
+            str(ROOT / ".git" / "config"), str(secrets["sources"]), str(course / "grades.csv"),
             str(course / "nbgrader_config.py"), str(alice_nb), os.path.expanduser("~/.bash_history"),
             "/etc/shadow", "/proc/1/environ"]
         add_code(nb, f"""
@@ -89,7 +89,7 @@ for top in ("/", "/tmp", "/work", "/home", "/root", {str(ROOT)!r}, {str(course.p
                 t = open(os.path.join(d, f), errors="replace").read(4096)
             except Exception:
                 continue
-            if {MARK[:9]!r} + {MARK[9:]!r} in t or "BEGIN " + "SOLUTION" in t:
+            if {MARK[:9]!r} + {MARK[9:]!r} in t:
                 print("FOU" + "ND", os.path.join(d, f), t[:300])
 """)
 
@@ -239,7 +239,12 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
     for p in secrets.values():
         p.parent.mkdir(parents=True)
         p.write_text(f"{MARK} {p.name}")
-    course = classroom.new_course(base / "course")
+    # the instructor's sources: a copy of the assignment, with a planted note beside it (never
+    # copied into a submission: autograde copies only the assignment's own folder)
+    shutil.copytree(classroom.SOLUTIONS / A, base / "solutions" / A)
+    secrets["sources"] = base / "solutions" / "INSTRUCTOR-NOTES.txt"
+    secrets["sources"].write_text(f"{MARK} the answer key")
+    course = classroom.new_course(base / "course", source=base / "solutions")
     (course / "grades.csv").write_text(f"student,score\n{MARK},100\n")
     classroom.release(course, A)
     release_nb = sorted((course / "release" / A).glob("*.ipynb"))[0]
@@ -324,7 +329,7 @@ def test_cheat_scores_zero_and_sees_nothing(term, name):
         assert got[f"cheat-{name}"][0] == 0, classroom.cell_scores(course, A, f"cheat-{name}")
     text = _texts(course, f"cheat-{name}")
     assert MARK not in text, f"{name}: a file of the machine reached its autograded notebook or feedback"
-    assert "repositoryformatversion" not in text and "BEGIN SOLUTION" not in text
+    assert "repositoryformatversion" not in text  # the repository's .git/config
     assert "CapEff:\t0000000000000000" in text or name != "remount-and-write"
     assert "WROTE" not in text and "FOUND" not in text
 
