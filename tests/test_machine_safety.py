@@ -305,9 +305,14 @@ def term(request, tmp_path_factory):
         uid = _other_user() if os.geteuid() == 0 else None
         if os.geteuid() == 0 and uid is None:
             pytest.skip("no other uid can run this Python here (it lies in root's home)")
-    base = tmp_path_factory.mktemp(f"machine-{request.param}")
-    if uid is not None:
-        os.chmod(base, 0o755)
+    if uid is None:
+        return _grade_term(tmp_path_factory.mktemp(f"machine-{request.param}"), _env(), uid)
+    # pytest's own folders are root's only (0700): the other user's course lies where it can reach
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="tc-machine-user-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
     return _grade_term(base, _env(), uid)
 
 
