@@ -591,8 +591,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     ex = exercises.get(exercise_id)
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # nobody reads it; the trusted pass grades
         v = Verdict(ex.id, backend, max_score=_worth(ex))
-        v.items.append(Item("check", SKIP, "not run while autograding: the graded cell shows the trusted "
-                            "grader's verdict"))
+        v.items.append(Item("check", SKIP, "not run while autograding; the graded cell below shows the "
+                            "course's verdict"))
         return v
     cell = find_cell(source)  # inside a notebook: the cell the kernel was written in
     unknown = sorted(set(launch) - set(ex.launch_defaults))

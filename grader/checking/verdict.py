@@ -106,7 +106,7 @@ class Verdict:
     def text(self) -> str:
         mark = {PASS: "PASS", FAIL: "FAIL", SKIP: "skip"}
         lines = [self.headline] + ([f"  backend: {self.backend}; score {self.score:g}/{self.max_score:g}"] if self.ran else [])
-        for i, also in self.shown():
+        for i, also in (self.shown() if self.ran else []):
             lines.append(f"  [{mark[i.status]}] {i.name}: {i.message}")
             if also:
                 lines.append(f"         also fails on: {'; '.join(also)}")
@@ -134,7 +134,7 @@ class Verdict:
         ok = self.passed
         color = ("#1a7f37" if ok else "#cf222e") if self.ran else "#6e7781"
         rows = []
-        for i, also in self.shown():
+        for i, also in (self.shown() if self.ran else []):  # nothing ran: the headline says why
             extra = ""
             if also:
                 extra += f"<div style='margin-top:4px'>also fails on: {html.escape('; '.join(also))}</div>"
