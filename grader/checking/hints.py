@@ -139,7 +139,8 @@ def shared_nan(source: str) -> str:
         wait = ("__pipeline_wait_prior(...) and then a __syncthreads() between starting the copy "
                 "(cp.async) into shared memory and reading it")
     else:
-        wait = "a __syncthreads() between copying into shared memory and reading it"
+        wait = ("a __syncthreads() between copying into shared memory and reading it (a __syncwarp() where "
+                "one warp fills and reads its own tile, as in notebook 04)")
     return (f"Shared memory read before it was filled gives NaN: check there is {wait} (and one "
             "before the copy overwrites a tile others still read). ")
 
