@@ -98,3 +98,15 @@ def test_traffic_counts_bank_ways_and_sectors_exactly():
         t = measure(src, "k", (1,), (32,), [np.ones(32 * 32, np.float32), np.zeros(32, np.float32), stride])
         assert t.sectors_per_request(write=False) == sectors
         assert t.bank_ways() == ways
+
+
+@pytest.mark.parametrize("layout,ways", [(0, 8), (1, 1), (2, 1)])
+def test_ldmatrix_bank_conflicts_of_notebook_10s_layouts(layout, ways):
+    """Plain rows 128 bytes apart: the 8 rows of one 8x8 matrix in the same banks, 8 passes; padded
+    and XOR-swizzled: one (kernels/ldmatrix_layouts.cu, and the H100's 7.2x in RESULTS-mma.md). Lanes
+    run in any order on the emulator: a request's phases are taken by lane number."""
+    src = _src("ldmatrix_layouts").replace("reinterpret_cast<unsigned char*>(tile)",
+                                           "reinterpret_cast<unsigned char*>(&tile[0])")  # a checked array
+    t = measure(src, "ldsm_layout", (1,), (64,), [np.ones(64 * 64, np.float16), np.zeros(64, np.uint32), 2],
+                options=[f"-DLAYOUT={layout}"])
+    assert t.bank_ways(write=False) == ways

@@ -77,6 +77,10 @@ MISTAKES = [
     ("transpose-tile-written-transposed", "transpose",
      edit(TRANSPOSE, "tile[threadIdx.y + j][threadIdx.x] = in", "tile[threadIdx.x][threadIdx.y + j] = in"), {},
      r"elements are not transposed|two indices swapped"),
+    # --- 03: no guard for the threads past the edge of C
+    ("naive-no-guard", "sgemm-naive", edit(NAIVE, "if (row >= M || col >= N) return;", ""), {}, r"below M"),
+    ("tiled-store-unguarded", "sgemm-tiled", edit(TILED, "if (row < M && col < N)\n        C[", "C["), {},
+     r"below M"),
     # --- 03: an int accumulator
     ("naive-int-acc", "sgemm-naive", edit(NAIVE, "float acc = 0.0f;", "int acc = 0;"), {}, r"whole number.*int"),
     ("tiled-int-acc", "sgemm-tiled", edit(TILED, "float acc = 0.0f;", "int acc = 0;"), {}, r"whole number.*int"),

@@ -87,8 +87,8 @@ HINTS: dict[str, dict[str, str]] = {
     },
     # A load outside an input (emulator: named argument) and a store outside the output.
     "read-out-of-bounds": {
-        "*": "A load past the edge of A or B: threads past the edge need a guard (row < M, col < N, and "
-             "k < K for tiles; load 0 instead).",
+        "*": "A load past the edge of A or B: threads past the edge need a guard (the row they read below M, "
+             "the column below N, and the k index below K for tiles; load 0 instead).",
         "wmma": "load_matrix_sync reads a whole {t}x{t} tile from the pointer you pass: check it "
                 "(A + tile_row*K + k, B + k*N + tile_col) and ldm; an edge tile that overhangs the matrix "
                 "must be copied through zero-padded shared memory.",
@@ -103,8 +103,8 @@ HINTS: dict[str, dict[str, str]] = {
                  "fragment's rows step past the end of M.",
     },
     "write-out-of-bounds": {
-        "*": "A store without a bounds check: guard it with if (row < M && col < N), or stage edge tiles "
-             "through shared memory.",
+        "*": "A store without a bounds check: store only when the thread's row of C is below M and its "
+             "column below N, or stage edge tiles through shared memory.",
         "wmma": "store_matrix_sync writes a whole {t}x{t} tile: check the pointer (C + tile_row*N + "
                 "tile_col) and ldm (N); an edge tile that overhangs C must go through shared memory and "
                 "be copied with a bounds check.",
@@ -139,7 +139,8 @@ def shared_nan(source: str) -> str:
         wait = ("__pipeline_wait_prior(...) and then a __syncthreads() between starting the copy "
                 "(cp.async) into shared memory and reading it")
     else:
-        wait = "a __syncthreads() between copying into shared memory and reading it"
+        wait = ("a __syncthreads() between copying into shared memory and reading it (a __syncwarp() where "
+                "one warp fills and reads its own tile, as in notebook 04)")
     return (f"Shared memory read before it was filled gives NaN: check there is {wait} (and one "
             "before the copy overwrites a tile others still read). ")
 

@@ -291,7 +291,7 @@ class EmuModule:
             where.extra["source_line"] = src
         text = "; ".join(parts[:1]) + ("\n  at " + ", ".join(parts[1:]) if len(parts) > 1 else "")
         hints = {
-            "out-of-bounds": "Check the index against the array size; threads past the edge of the matrix need a guard (if (row < M && col < N)).",
+            "out-of-bounds": "Check the index against the array size; threads past the edge of the matrix need a guard (their row below M and column below N).",
             "shared-out-of-bounds": "Check the shared-memory index against the array's declared size (or shared_mem for extern __shared__).",
             "divergent-barrier": "Move __syncthreads() out of the branch, or make every thread take the same path; guard work, not the barrier.",
             "partial-warp-collective": "All 32 lanes of the warp (or every lane in the mask) must reach a warp collective or WMMA call: do not return early before it.",

@@ -90,6 +90,10 @@ void __emu_cp_arrive(int line);
 void __emu_cp_touch(const void* p, unsigned long long bytes, int write, int line);
 // which memory `p` points into (one lookup; see struct __emu_region)
 void __emu_region_of(const void* p, struct __emu_region* r);
+// memory traffic (a traffic launch only, else a no-op): a read (write=0) or write of `bytes` at p
+// that the lane makes though the emulator performs it elsewhere (ldmatrix's rows: the last lane
+// to arrive copies them all)
+void __emu_tr_note(const void* p, unsigned bytes, int write);
 int __emu_printf(const char* __restrict fmt, ...);
 long long __emu_clock(void);
 #ifdef __cplusplus

@@ -262,7 +262,8 @@ struct LdmPayload {
   const unsigned char* row;  // this lane's row address (lanes 0 .. 8*num-1), else 0
   unsigned out[4];
 };
-template <int NUM, bool TRANS> void ldmatrix_combine(void** pl, unsigned) {
+// (not observed by a traffic build: each lane's row is noted where the lane gives it, __emu_tr_note)
+template <int NUM, bool TRANS> __attribute__((no_sanitize_address)) void ldmatrix_combine(void** pl, unsigned) {
   const int line = 0;
   unsigned short Mx[4][8][8];
   for (int j = 0; j < NUM; ++j)
@@ -335,6 +336,7 @@ EMU_AI void ldmatrix(int line, Slot* const* d, const Slot* addr, long long off) 
     }
     if (__emu_cp_pending) ::emu::cp_touch(p.row, 16, 0, line);  // a cp.async not landed yet?
     ldmatrix_row_rules(p.row, lane, line);
+    __emu_tr_note(p.row, 16, 0);  // the lane's 16-byte row, as one ldmatrix request (traffic view)
   }
   __emu_warp_op(EMU_OP_LDMATRIX, 0xffffffffu, line, &p, &ldmatrix_combine<NUM, TRANS>);
   for (int j = 0; j < NUM; ++j) set(d[j], p.out[j]);

@@ -18,7 +18,9 @@
 namespace {
 struct TrReq {
   unsigned char space, write, size, n;  // space 1 global, 2 shared; n lanes seen
-  uintptr_t addr[32];                   // shared: offset from the start of its region
+  unsigned lanes;                       // which lanes took part (lanes run in any order here)
+  uintptr_t at[32];                     // per lane; shared: offset from the start of its region
+  uintptr_t addr[32];                   // the participants' addresses in lane order (tr_fold)
 };
 struct TrPc {
   unsigned char space, write;
@@ -47,7 +49,9 @@ void tr_block_start() {
   g_tr_req.assign(g_nwarps, {});
 }
 
-void tr_fold(const TrReq& q, uintptr_t pc) {
+void tr_fold(TrReq& q, uintptr_t pc) {
+  q.n = 0;  // lane order: a hardware phase is a range of lanes
+  for (unsigned l = 0; l < 32; ++l) if (q.lanes >> l & 1) q.addr[q.n++] = q.at[l];
   TrPc& s = g_tr_pc[pc];
   s.space = q.space; s.write = q.write;
   ++s.requests;
@@ -72,19 +76,16 @@ void tr_fold(const TrReq& q, uintptr_t pc) {
   } else {
     unsigned per = q.size <= 4 ? 32 : q.size == 8 ? 16 : 8;  // lanes per phase
     for (unsigned p0 = 0; p0 < q.n; p0 += per) {
-      unsigned worst = 1;
-      for (unsigned i = p0; i < q.n && i < p0 + per; ++i) {
-        uintptr_t w = q.addr[i] >> 2;
-        unsigned words = 0;  // distinct words in lane i's bank, among this phase
-        for (unsigned j = p0; j < q.n && j < p0 + per; ++j) {
-          uintptr_t v = q.addr[j] >> 2;
-          if ((v & 31) != (w & 31)) continue;
-          bool first = true;
-          for (unsigned k = p0; k < j; ++k) if ((q.addr[k] >> 2) == v) { first = false; break; }
-          if (first) ++words;
+      // every 4-byte word the phase's lanes touch (an 8- or 16-byte access spans 2 or 4 banks)
+      uintptr_t words[128]; unsigned nw = 0;
+      for (unsigned i = p0; i < q.n && i < p0 + per; ++i)
+        for (uintptr_t w = q.addr[i] >> 2; w <= (q.addr[i] + q.size - 1) >> 2 && nw < 128; ++w) {
+          bool have = false;
+          for (unsigned j = 0; j < nw; ++j) if (words[j] == w) { have = true; break; }  // same word: broadcast
+          if (!have) words[nw++] = w;
         }
-        if (words > worst) worst = words;
-      }
+      unsigned per_bank[32] = {0}, worst = 1;
+      for (unsigned j = 0; j < nw; ++j) if (++per_bank[words[j] & 31] > worst) worst = per_bank[words[j] & 31];
       s.units += worst;
       s.ideal += 1;
     }
@@ -124,8 +125,9 @@ inline void tr_access(uintptr_t a, unsigned size, unsigned char write, uintptr_t
   uintptr_t off = pc - g_mod_base;
   unsigned k = ++g_tr_occ[f->t.tid][off];
   TrReq& q = g_tr_req[f->t.warp][(unsigned long long)off | ((unsigned long long)k << 40)];
-  if (q.n == 0) { q.space = space; q.write = write; q.size = (unsigned char)(size > 255 ? 255 : size); }
-  if (q.n < 32) q.addr[q.n++] = key_addr;
+  if (q.lanes == 0) { q.space = space; q.write = write; q.size = (unsigned char)(size > 255 ? 255 : size); }
+  q.lanes |= 1u << f->t.lane;
+  q.at[f->t.lane] = key_addr;
 }
 
 void tr_write(const char* path) {
@@ -161,3 +163,6 @@ extern "C" void __asan_before_dynamic_init(const char*) {}
 extern "C" void __asan_after_dynamic_init(void) {}
 extern "C" void __asan_register_globals(void*, size_t) {}
 extern "C" void __asan_unregister_globals(void*, size_t) {}
+extern "C" void __emu_tr_note(const void* p, unsigned bytes, int write) {
+  if (g_tr_on) tr_access((uintptr_t)p, bytes, (unsigned char)(write != 0), (uintptr_t)__builtin_return_address(0));
+}
