@@ -130,10 +130,12 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # __pipeline_wait_prior that covers them)
         cpu_sizes=(_g(256, 256, 64), _g(128, 256, 320)),
         gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
-        # The reference: 55.8% (H200) and 46.7% (H100) of cuBLAS; 35% left the H100 a 1.33x
-        # margin, so 33% (1.42x / 1.69x). Notebook 04's naive kernel is at ~4%, below the floor.
+        # The reference: 55.8% (H200) and 46.7% (H100) of cuBLAS when only sampled launches were
+        # checked; with every timed launch behind a poisoned output, a rescaled input and an L2
+        # flush (2026-11-26, H100, two runs) 41.0% / 41.3%, so 30% (1.37x), down from 33% (1.25x).
+        # Notebook 04's naive kernel is at ~4% and notebook 06's shared-memory rung at 3.0%.
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, launch_defaults=GEMM_FAST_LAUNCH,
-        floor=0.10, target=0.33, points_speed=2.0, race_check=True,
+        floor=0.10, target=0.30, points_speed=2.0, race_check=True,
         # its default launch takes 105 KB of shared memory: more than a T4 (64 KB) or V100 (96 KB) has
         min_arch=80),
     Exercise(
