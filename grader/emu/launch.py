@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import tempfile
@@ -210,52 +209,32 @@ class EmuModule:
             tr = os.path.join(tmp, "traffic.txt")
             cmd = [str(runner), str(self._built.so), inp, out, rep] + ([tr] if traffic is not None else [])
             box = sandbox.maybe_box(writable=[tmp], readable=[str(runner.parent), str(Path(self._built.so).parent)])
-            proc = subprocess.Popen(box.argv(cmd) if box else cmd,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-
-            def kill():
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-
-            if box is not None:
-                box.watch(kill)
             try:
-                so, se = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                kill()
-                proc.communicate()
-                raise KernelTimeout(
-                    f"kernel '{kernel}' did not finish within {timeout:g} s on the CPU emulator "
-                    f"(grid {grid}, block {block}): an infinite loop, or a wait that never ends",
-                    seconds=timeout) from None
+                code, stdout, se, stopped = sandbox.run(cmd, timeout=timeout, box=box)
             finally:
                 if box is not None:
                     box.close()
-            seconds = time.perf_counter() - t0
-            stdout = so.decode("utf-8", "replace")
-            report = Path(rep).read_text() if os.path.exists(rep) else ""
             if box is not None and box.exceeded:
                 raise KernelFault("crash", f"kernel '{kernel}' was stopped on the CPU emulator: {box.exceeded}",
                                   hint="A kernel writes only its output arrays; nothing else should grow.")
-            if proc.returncode == 0:
+            if stopped:
+                raise KernelTimeout(
+                    f"kernel '{kernel}' did not finish within {timeout:g} s on the CPU emulator "
+                    f"(grid {grid}, block {block}): an infinite loop, or a wait that never ends",
+                    seconds=timeout)
+            seconds = time.perf_counter() - t0
+            report = Path(rep).read_text() if os.path.exists(rep) else ""
+            if code == 0:
                 outputs = Path(out).read_bytes()
                 self.last_tensor_ops = _tensor_ops(report)
                 if traffic is not None and os.path.exists(tr):
                     traffic.extend(Path(tr).read_text().splitlines())
                 return stdout, seconds, outputs
-            if proc.returncode == 3 and report:
+            if code == 3 and report:
                 raise self._fault(kernel, report, stdout)
-            raise KernelFault("crash", f"the emulator's runner failed (status {proc.returncode}): "
-                              f"{se.decode('utf-8', 'replace').strip()[-2000:]}",
+            raise KernelFault("crash", f"the emulator's runner failed (status {code}): {se.strip()[-2000:]}",
                               where=FaultLocation(extra={"stdout": stdout}))
         finally:
-            for n in ("in.bin", "out.bin", "report.txt", "traffic.txt"):
-                try:
-                    os.unlink(os.path.join(tmp, n))
-                except OSError:
-                    pass
             shutil.rmtree(tmp, ignore_errors=True)  # with whatever the kernel's code left there
 
     def _fault(self, kernel: str, report: str, stdout: str) -> KernelFault:
@@ -330,13 +309,15 @@ class EmuModule:
                                capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             return None
+        found = {}
         for ln in r.stdout.splitlines():
             m = re.match(r"^(.*):(\d+)(?: \(discriminator \d+\))?$", ln.strip())
-            # binutils 2.40 names DWARF 5's file entry 1 (the user's, via #line) by entry 0,
-            # the translated kernel.cpp, when the source had nothing to rewrite: same line numbers
-            if m and os.path.basename(m.group(1)) in (filename, "kernel.cpp") and int(m.group(2)) > 0:
-                return int(m.group(2))
-        return None
+            if m and int(m.group(2)) > 0:
+                found.setdefault(os.path.basename(m.group(1)), int(m.group(2)))
+        # the user's file first; binutils 2.40 names DWARF 5's file entry 1 (the user's, via
+        # #line) by entry 0, the translated kernel.cpp, when the source had nothing to rewrite
+        # (same line numbers), but it also names the fault path's own frames so: only a fallback
+        return found.get(filename, found.get("kernel.cpp"))
 
     def launch(self, kernel: str, grid, block, args: Sequence, *, shared_mem: int = 0, timeout: float = 60.0,
                race_check: bool = False, tc_double: bool = False) -> EmuResult:
