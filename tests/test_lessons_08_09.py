@@ -180,3 +180,18 @@ def test_capstone_text_names_baselines_and_run():
     assert "TFLOP/s in the" in capstone.cublas_context(res)  # the spread across recorded runs
     d = capstone.roof_at(res, res["roofline"]["kernels"][0])  # sgemm_tiled, fp32
     assert d["compute_label"] == "cuBLAS fp32" and d["roof"] == 51.0
+
+
+def test_capstone_measures_nothing_while_autograding(tmp_path, monkeypatch):
+    """09 awards no points: under nbgrader it shows the saved run instead of measuring past the
+    limit of a cell that awards none (seen on an H100: the cell was stopped at 60 s)."""
+    from grader.lessons import capstone
+
+    mine = tmp_path / "capstone-h100.json"
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert capstone.measure_here(mine, rerun=False)
+    mine.write_text("{}")
+    assert not capstone.measure_here(mine, rerun=False) and capstone.measure_here(mine, rerun=True)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert not capstone.measure_here(mine, rerun=True)
+    assert not capstone.measure_here(None, rerun=True)
