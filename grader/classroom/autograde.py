@@ -188,7 +188,7 @@ class TrustedGrade(NbGraderPreprocessor):
             shared = str(prepare_shared())
             env.update(TC_SANDBOX="1", TC_SANDBOX_HIDE=os.pathsep.join(hidden), TC_CACHE_DIR=os.path.join(scratch, "cache"),
                        TC_SHARED_CACHE=shared)
-            box = sandbox.Box(writable=[scratch], readable=[str(KERNELS_DIR), shared], hide=hidden)
+            box = sandbox.Box(writable=[scratch], readable=[str(KERNELS_DIR), os.path.join(shared, "emu")], hide=hidden)
         try:
             code, out, err, stopped = sandbox.run(cmd, timeout=self.timeout, box=box, input=json.dumps(request).encode(),
                                                   env=env, cwd=scratch)

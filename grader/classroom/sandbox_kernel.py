@@ -92,7 +92,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         conn = os.path.realpath(self.connection_file)
         self._box = sandbox.Box(bind={self._work: cwd}, writable=writable, hide=hide, env=env,
                                 unset=["JPY_PARENT_PID"], dirs=[scratch],
-                                readable=[conn, str(KERNELS_DIR), shared])
+                                readable=[conn, str(KERNELS_DIR), os.path.join(shared, "emu")])
         if self._box.uid is not None:  # written by jupyter for its owner only
             os.chown(conn, self._box.uid, self._box.uid)
         return self._box.argv(cmd)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -25,13 +26,15 @@ MODULE_FLAGS = ["-std=gnu++17", "-O2", "-g", "-fPIC", "-shared", "-fno-omit-fram
                 "-fstack-usage"]
 
 
-_ROOT: Path | None = None  # set while prepare_shared() builds the course's own entries
-
-
 def cache_root() -> Path:
     base = os.environ.get("TC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tensorcore-course")
-    p = _ROOT or Path(base) / "emu"
+    p = Path(base) / "emu"
     p.mkdir(parents=True, exist_ok=True)
+    if stat.S_IMODE(p.stat().st_mode) != 0o311:
+        # lookup only: an entry is found by its key, a hash of the very source it was built from,
+        # and nobody (its owner, or a sandbox shown it) can list the others: a submission that
+        # sees this cache learns nothing it did not already know (grader/runtime/sandbox.py)
+        os.chmod(p, 0o311)
     return p
 
 
@@ -44,29 +47,22 @@ def shared_cache() -> Path | None:
 
 
 def prepare_shared() -> Path:
-    """Build the course's own cache entries (trusted code only) in a folder of their own, which
-    holds nothing else, readable by the sandbox's uid; return it, to pass as TC_SHARED_CACHE."""
-    global _ROOT
-    base = Path(os.environ.get("TC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                                "tensorcore-course")) / "course-builds"
-    _ROOT = base / "emu"
-    try:
-        runner_path()
-        _scan_include_dir()
-    finally:
-        _ROOT = None
-    for dirpath, dirnames, filenames in os.walk(base):
-        for n in [dirpath, *(os.path.join(dirpath, f) for f in filenames)]:
-            mode = os.lstat(n).st_mode
-            os.chmod(n, mode | 0o444 | (0o111 if mode & 0o100 else 0))
-    return base
+    """Build the course's own entries here (trusted code only) and return the folder to pass as
+    TC_SHARED_CACHE: this process's cache, which sandboxes may look entries up in but not list."""
+    runner_path()
+    _scan_include_dir()
+    return cache_root().parent
 
 
-def _cached(name: str) -> Path:
-    """`name` in the shared cache when it is there, else in this process's own."""
+def _cached(name: str, probe: str = "") -> Path:
+    """`name` in the shared cache when it is there (and readable here), else in this process's own."""
     shared = shared_cache()
-    if shared is not None and (shared / name).exists():
-        return shared / name
+    if shared is not None:
+        try:
+            if (shared / name / probe).exists() and os.access(shared / name, os.R_OK | os.X_OK):
+                return shared / name
+        except OSError:
+            pass
     return cache_root() / name
 
 
@@ -114,6 +110,12 @@ def prelude_digest() -> str:
 
 
 def _atomic_install(tmpdir: Path, final: Path) -> None:
+    # readable by a sandbox's uid that knows the entry's key (mkdtemp made it its owner's only)
+    for dirpath, dirnames, filenames in os.walk(tmpdir):
+        os.chmod(dirpath, 0o755)
+        for f in filenames:
+            q = os.path.join(dirpath, f)
+            os.chmod(q, 0o755 if os.access(q, os.X_OK) else 0o644)
     try:
         os.replace(tmpdir, final)
     except OSError:  # another process won the race: theirs is as good as ours
@@ -301,7 +303,7 @@ def build_module(source: str, options: Sequence[str], name: str, traffic: bool =
     flags = flags + _sanitize_flags(source) + (TRAFFIC_FLAGS if traffic else [])
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
                                      MODULE_FLAGS] + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
-    final = cache_root() / f"mod-{key}"
+    final = _cached(f"mod-{key}", "meta.json")
     if (final / "meta.json").exists() and (final / "kernel.so").exists():
         return Built(final, json.loads((final / "meta.json").read_text()))
     kernels = scan_kernels(source, flags)
