@@ -477,18 +477,18 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         except Exception:
             return {}
 
-    pending = set(futures)
+    waiting = set(futures)  # not `pending`: that is the function of the students still to grade
     try:
         with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-            while pending:
+            while waiting:
                 try:
-                    done, pending = wait(pending, timeout=TICK, return_when="FIRST_COMPLETED")
+                    done, waiting = wait(waiting, timeout=TICK, return_when="FIRST_COMPLETED")
                 except (DaskTimeout, TimeoutError):
                     progress.draw(running())
                     continue
                 except Exception:  # a future was cancelled under us: take it as lost, go on with the rest
-                    done = {f for f in pending if f.status in ("error", "cancelled", "lost")}
-                    pending -= done
+                    done = {f for f in waiting if f.status in ("error", "cancelled", "lost")}
+                    waiting -= done
                     if not done:
                         raise
                 for f in done:
