@@ -89,9 +89,8 @@ def sanitize_students(top: Path, assignment_id: str, log=None) -> None:
 
 def _plain_mode(p: str, mode: int) -> None:
     bad = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWOTH
-    if mode & bad:
-        os.chmod(p, stat.S_IMODE(mode) & ~bad, follow_symlinks=False) if os.chmod in os.supports_follow_symlinks \
-            else os.chmod(p, stat.S_IMODE(mode) & ~bad)
+    if mode & bad:  # `p` was lstat'ed as a plain file or folder: chmod cannot follow a link
+        os.chmod(p, stat.S_IMODE(mode) & ~bad)
 
 
 # ------------------------------------------------------------------------------ nbgrader

@@ -9,6 +9,8 @@ it replaced the automatic one, never showing both: grader.classroom.feedback).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum
@@ -16,20 +18,23 @@ from traitlets import Enum
 KEY = "course_auto_scores"
 
 
-def _grades(resources):
+@contextmanager
+def _submission(resources):
+    """(nbgrader's info, the gradebook, this notebook's submission or None), the gradebook open."""
     info = resources["nbgrader"]
-    return info, Gradebook(info["db_url"])
+    with Gradebook(info["db_url"]) as gb:
+        try:
+            sub = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
+        except MissingEntry:
+            sub = None
+        yield info, gb, sub
 
 
 class RememberScores(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
-        info, gb = _grades(resources)
-        with gb:
-            try:
-                sub = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
-            except MissingEntry:
-                return nb, resources
-            resources[KEY] = {g.name: g.auto_score for g in sub.grades}
+        with _submission(resources) as (_, _, sub):
+            if sub is not None:
+                resources[KEY] = {g.name: g.auto_score for g in sub.grades}
         return nb, resources
 
 
@@ -40,13 +45,8 @@ class ReconcileManualScores(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         before = resources.get(KEY, {})
-        info, gb = _grades(resources)
-        with gb:
-            try:
-                sub = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
-            except MissingEntry:
-                return nb, resources
-            for g in sub.grades:
+        with _submission(resources) as (info, gb, sub):
+            for g in sub.grades if sub is not None else ():
                 if g.manual_score is None or g.name not in before or before[g.name] == g.auto_score:
                     continue
                 what = (f"{info['student']} {info['assignment']} {g.name}: the automatic score changed on this "
