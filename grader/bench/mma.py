@@ -122,6 +122,11 @@ SWEEP = [
     _v("mma_gemm_tuned", BLOCK_N=128),                    # 4 warps, 2 blocks per SM possible
     _v("mma_gemm_tuned", BLOCK_M=256, BLOCK_N=128),
     _v("mma_gemm_tuned", GROUP_M=8),
+    _v("mma_gemm_tuned", BLOCK_K=64, STAGES=4),           # 196608 B
+    _v("mma_gemm_tuned", BLOCK_N=128, BLOCK_K=64, STAGES=3),  # 4 warps, 98304 B: 2 blocks per SM
+    _v("mma_gemm_tuned", BLOCK_N=128, STAGES=6),          # 4 warps, 98304 B: 2 blocks per SM
+    _v("mma_gemm_tuned", BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, STAGES=3),
+    _v("mma_gemm_tuned", BLOCK_K=64, STAGES=3, GROUP_M=8),
     _v("hgemm_wgmma", BLOCK_N=128),
     _v("hgemm_wgmma", STAGES=3),
     _v("hgemm_wgmma", BLOCK_M=64, STAGES=6),              # one consumer warpgroup
@@ -414,11 +419,13 @@ def banks_table(iters=4096, threads=256, out=print) -> list[dict]:
     return rows
 
 
-def sweep_table(sizes, out=print) -> None:
+def sweep_table(sizes, out=print, kinds=None) -> None:
     out("\n### Tuning sweep (variants of the defaults; correctness checked at 1024)\n")
     out(HEAD)
     info = device_info()
     for rung in SWEEP:
+        if kinds and rung.kind not in kinds:
+            continue
         if rung.kind in ("wgmma", "dmma") and arch() < 90:
             continue
         if info and rung.shared_mem > info.max_shared_optin:
@@ -433,6 +440,20 @@ def sweep_table(sizes, out=print) -> None:
             _rows(rung.name, rung.spec(), module_of(rung), sizes, (1024,), out)
         except Exception as e:  # noqa: BLE001
             out(f"| {rung.name} | | FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]} | | | | |")
+
+
+def _once(name: str, n: int) -> int:
+    rung = next((r for r in LADDER + SWEEP + [WGMMA, DMMA] if r.name == name), None)
+    if rung is None:
+        print(f"no rung {name!r}; one of: {', '.join(r.name for r in LADDER + SWEEP)}", file=sys.stderr)
+        return 2
+    spec, module = rung.spec(), module_of(rung)
+    A, B = gemm.random_inputs(n, n, n, spec.in_dtype, 0, module.xp)
+    C = module.xp.zeros((n, n), dtype=spec.out_dtype)
+    module.launch(spec.kernel, spec.grid(n, n, n), spec.block, [A, B, C, n, n, n], shared_mem=spec.shared_mem)
+    module.xp.cuda.runtime.deviceSynchronize()
+    print(f"{name}: launched once at {n}^3")
+    return 0
 
 
 def header() -> str:
@@ -454,13 +475,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="append everything printed to this file")
     ap.add_argument("--only", nargs="+", help="fragdb ldmatrix swizzled tuned wgmma dmma peak banks")
     ap.add_argument("--sweep", action="store_true", help="also time the tuning variants")
+    ap.add_argument("--sweep-kind", nargs="+", choices=("mma", "wgmma", "dmma"),
+                    help="time only these kinds of tuning variants")
     ap.add_argument("--probe", help=argparse.SUPPRESS)  # FILE:K=V,...: see probe()
+    ap.add_argument("--once", metavar="RUNG", help="launch this rung (a ladder or sweep name) once at the "
+                    "first --sizes, unchecked: the target of a profiler (ncu -k regex:^mma_gemm$)")
     args = ap.parse_args(argv)
     if device_info() is None:
         print("needs a GPU: no CUDA device found", file=sys.stderr)
         return 2
     if args.probe:
         return _probe_main(args.probe)
+    if args.once:
+        return _once(args.once, args.sizes[0])
     sink = open(args.out, "a") if args.out else None  # line by line: a run cut short keeps its rows
     if sink:
         sink.write("\n")
@@ -483,7 +510,7 @@ def main(argv=None) -> int:
         if not only or "banks" in only:
             banks_table(out=out)
         if args.sweep:
-            sweep_table(tuple(args.sizes), out=out)
+            sweep_table(tuple(args.sizes), out=out, kinds=args.sweep_kind)
     finally:
         if sink:
             sink.close()
