@@ -57,6 +57,9 @@
 #ifndef GROUP_M
 #define GROUP_M 16
 #endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1  // blocks per SM the register budget must allow (__launch_bounds__)
+#endif
 #define CPR_A (BLOCK_K / 8)  // 16-byte chunks per row of the A tile
 #define CPR_B (BLOCK_N / 8)
 #define A_STAGE (BLOCK_M * BLOCK_K)  // halves per buffer of A
@@ -118,7 +121,7 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];

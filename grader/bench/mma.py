@@ -94,7 +94,7 @@ _DEFAULTS = {
     "mma_gemm_swizzled": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=3,
                               GROUP_M=16),
     "mma_gemm_tuned": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=4,
-                           GROUP_M=16),
+                           GROUP_M=16, MIN_BLOCKS=1),
     "hgemm_wgmma": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, STAGES=4, GROUP_M=16),
     "dmma_gemm_m16n8k16": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, WARP_TILE_M=32, WARP_TILE_N=32, SMEM_PAD=4,
                                STAGES=4),
@@ -127,6 +127,11 @@ SWEEP = [
     _v("mma_gemm_tuned", BLOCK_N=128, STAGES=6),          # 4 warps, 98304 B: 2 blocks per SM
     _v("mma_gemm_tuned", BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, STAGES=3),
     _v("mma_gemm_tuned", BLOCK_K=64, STAGES=3, GROUP_M=8),
+    _v("mma_gemm_tuned", BLOCK_K=64, STAGES=4, GROUP_M=8),
+    _v("mma_gemm_tuned", BLOCK_K=64, STAGES=4, GROUP_M=4),
+    _v("mma_gemm_tuned", BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, STAGES=4, GROUP_M=8),
+    # 16 warps per SM through 32 x 64 warp tiles: 128 registers, a few spilled (2026-11-26: 45-55%)
+    _v("mma_gemm_tuned", BLOCK_N=128, STAGES=4, WARP_TILE_M=32, MIN_BLOCKS=2),
     _v("hgemm_wgmma", BLOCK_N=128),
     _v("hgemm_wgmma", STAGES=3),
     _v("hgemm_wgmma", BLOCK_M=64, STAGES=6),              # one consumer warpgroup
