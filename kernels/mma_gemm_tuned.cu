@@ -5,11 +5,12 @@
  *
  * What changed vs mma_gemm_swizzled.cu: the pipeline and the tile shape, tuned for the
  * swizzled layout (the instruction, the layout idea and the epilogue stay).
- * 1. Block tile 128 x 256 x 32: 8 warps of 64 x 64 (2 x 4), one block per SM; each k-tile
+ * 1. Block tile 128 x 256 x 64: 8 warps of 64 x 64 (2 x 4), one block per SM; each k-tile
  *    moves a quarter less L2 -> SM data per flop than 128 x 128.
- * 2. 4 stages of BLOCK_K = 32 (98304 B, as rung 2's 3 x 64): more, shorter tiles in flight.
- *    A tile row is now 64 bytes (4 chunks), so the swizzle XORs the chunk with (r / 2) % 4: two
- *    rows share a 128-byte line, and 8 consecutive rows still land on 8 different bank groups.
+ * 2. 3 stages of BLOCK_K = 64 (147456 B; sm_80 allows 163 KB per block, sm_90 227 KB). On a GPU
+ *    with 99 KB (sm_86, sm_89) build with -DBLOCK_K=32 -DSTAGES=4 (98304 B): 64-byte rows (4
+ *    chunks), for which the swizzle XORs the chunk with (r / 2) % 4, so that two rows share a
+ *    128-byte line and 8 consecutive rows still land on 8 different bank groups.
  * 3. Fragments double-buffered in registers: the ldmatrix of step kk+16 are issued before the
  *    mma.sync of step kk, and at the end of a k-tile the wait + barrier come before the last
  *    step's mma.sync, which then cover the loads of the next tile's first fragments (the order
@@ -18,15 +19,17 @@
  *    cp.async.wait_group: what __pipeline_memcpy_async & co. compile to), from one base
  *    address per thread and matrix: each pass of THREADS chunks covers a multiple of 8 rows,
  *    so every pass has the same swizzle pattern and only the base moves.
- * Measured: not yet (python -m grader.bench.mma on a GPU). Aim: >= 70% of cuBLAS fp16 at
- * 4096^3 and 8192^3 on an H100 (issue #16).
+ * Measured (H100, 2026-11-26, kernels/RESULTS-mma.md): 63-64% of cuBLAS fp16 at 4096^3, 57% at
+ * 8192^3, paired; the sweep there chose these defaults (128 x 256 x 32 with 4 stages: 60-64% and
+ * 53%). Aim: >= 70% at both sizes (issue #21); what stands in the way is in that record.
  *
- * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [256], BLOCK_K [32] (a multiple
- *   of 32), WARP_TILE_M [64], WARP_TILE_N [64] (multiples of 16), STAGES [4] (>= 2),
- *   GROUP_M [16], THREADS = 32 * (BLOCK_M / WARP_TILE_M) * (BLOCK_N / WARP_TILE_N) [256].
- * Registers (ptxas via NVRTC 13.0): 242 on sm_90 and sm_80, no spill.
+ * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [256], BLOCK_K [64] (a multiple
+ *   of 32), WARP_TILE_M [64], WARP_TILE_N [64] (multiples of 16), STAGES [3] (>= 2),
+ *   GROUP_M [8],
+ *   THREADS = 32 * (BLOCK_M / WARP_TILE_M) * (BLOCK_N / WARP_TILE_N) [256].
+ * Registers (ptxas via NVRTC 13.0): 254 on sm_90, no spill.
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M) (the kernel remaps the block index).
- *         Dynamic shared memory: STAGES * (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2 bytes [98304].
+ *         Dynamic shared memory: STAGES * (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2 bytes [147456].
  *         M, N multiples of BLOCK_M, BLOCK_N; K a multiple of BLOCK_K.
  * Requires: sm_80 (mma.sync m16n8k16, cp.async).
  * Check:  python -m grader.bench.mma --only tuned
@@ -43,7 +46,7 @@
 #define BLOCK_N 256
 #endif
 #ifndef BLOCK_K
-#define BLOCK_K 32
+#define BLOCK_K 64
 #endif
 #ifndef WARP_TILE_M
 #define WARP_TILE_M 64
@@ -52,13 +55,10 @@
 #define WARP_TILE_N 64
 #endif
 #ifndef STAGES
-#define STAGES 4
+#define STAGES 3
 #endif
 #ifndef GROUP_M
-#define GROUP_M 16
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1  // blocks per SM the register budget must allow (__launch_bounds__)
+#define GROUP_M 8
 #endif
 #define CPR_A (BLOCK_K / 8)  // 16-byte chunks per row of the A tile
 #define CPR_B (BLOCK_N / 8)
@@ -121,7 +121,7 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];

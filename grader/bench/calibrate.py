@@ -14,6 +14,7 @@ import sys
 import time
 
 from grader.bench.wmma import LADDER
+from grader.bench.mma import LADDER as MMA_LADDER
 from grader.checking import exercises
 from grader.checking.check import check
 from grader.runtime import kernels
@@ -26,8 +27,10 @@ from grader.runtime.device import device_info
 PREVIOUS = {"transpose": ("transpose_naive", {}), "sgemm-tiled": ("sgemm_naive", {}),
             "wmma-gemm-fast": ("wmma_gemm_smem",
                                next(r for r in LADDER if r.file == "wmma_gemm_smem").launch),
-            # notebook 06's best rung, its entry point renamed to mma_gemm (same contract otherwise)
-            "mma-gemm": ("wmma_gemm_fragdb", next(r for r in LADDER if r.file == "wmma_gemm_fragdb").launch)}
+            # notebook 10's first mma.sync rung (ldmatrix, padded rows): what the student has before
+            # the swizzle and the pipeline. Notebook 06's WMMA kernels do not count for mma-gemm at all
+            # (the exercise counts only m16n8k16 instructions: Exercise.tensor_shapes).
+            "mma-gemm": ("mma_gemm_ldmatrix", MMA_LADDER[0].launch)}
 
 
 def previous_source(exercise_id: str) -> str:

@@ -24,6 +24,9 @@ class Exercise:
     gpu_sizes: tuple[dict, ...]  # correctness sizes on a GPU
     perf_size: dict | None = None  # where speed is measured (GPU only)
     tensor_cores: bool = False  # compiled code must contain tensor-core instructions
+    # Where set, only these instruction shapes (m, n, k) count as the exercise's tensor-core work:
+    # mma-gemm asks for mma.sync m16n8k16, and notebook 06's WMMA (m16n16k16) is not that lesson.
+    tensor_shapes: tuple[tuple[int, int, int], ...] = ()
     launch_defaults: dict = field(default_factory=dict)  # student-given launch parameters
     floor: float | None = None  # speed ratio that starts earning points
     target: float | None = None  # speed ratio that earns all speed points
@@ -184,17 +187,17 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "bytes, reaching your code as -DBLOCK_M, -DBLOCK_N, -DBLOCK_K, -DTHREADS; grid = (N/block_n, "
         "M/block_m), blockIdx.x along the columns. M, N multiples of the block tile, K of block_k. "
         "Speed: ratio to cuBLAS fp16 at 4096^3.",
-        # K multiples of 64 (a block_k of 32 or 64 both fit); 128x256x320: 10 k-tiles of 32 at the
+        # K multiples of 64 (a block_k of 32 or 64 both fit); 128x256x320: 5 k-tiles of 64 at the
         # default launch (>= STAGES + 1), so every pipeline buffer is refilled
         cpu_sizes=(_g(128, 256, 320), _g(256, 256, 128)),
         gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
-        # Measured once (H100, kernels/RESULTS-mma.md, session 4): the reference reached 61.6% of
-        # cuBLAS fp16 at 4096^3, notebook 06's best (wmma_gemm_fragdb) 56.0% in the same run. No
-        # target lets the first beat it by 1.3x and the second miss it; the reference's margin
-        # wins: target 0.47 (1.31x), floor 0.25. Until the mma.sync rung is faster the WMMA kernel
-        # also earns the speed points (issue #16 stays open for that).
-        perf_size=_g(4096, 4096, 4096), tensor_cores=True, min_arch=80,
-        launch_defaults=dict(block_m=128, block_n=256, block_k=32, threads=256, shared_mem=98304),
+        # H100, kernels/RESULTS-mma.md: the reference at 60-64% of cuBLAS fp16 at 4096^3 with its
+        # 2026-11-26 defaults (63.4% and 63.6% in two sweeps), notebook 10's first rung
+        # (mma_gemm_ldmatrix) 44.9% (session 4). Target 0.47: the reference 1.35x above it, the first
+        # rung under it. Notebook 06's WMMA kernels (56% there) earn nothing here: only m16n8k16
+        # instructions count (tensor_shapes), as the exercise says.
+        perf_size=_g(4096, 4096, 4096), tensor_cores=True, tensor_shapes=((16, 8, 16),), min_arch=80,
+        launch_defaults=dict(block_m=128, block_n=256, block_k=64, threads=256, shared_mem=147456),
         floor=0.25, target=0.47, points_speed=2.0, race_check=True),
 ]}
 

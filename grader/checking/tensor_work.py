@@ -32,6 +32,10 @@ def _num(x: int) -> str:
     return f"{x:,}".replace(",", " ")
 
 
+SHAPE_HINT = ("This exercise is about the PTX instruction itself: issue mma.sync.aligned.m16n8k16 from inline "
+              "asm on fragments you load with ldmatrix (notebook 10). WMMA's m16n16k16 fragments compile to "
+              "the same hardware but are notebook 06's lesson, so they do not count here.")
+
 USED_HINT = ("Every output element must come from the tensor cores' products: compute with the "
              "fragments you load from A and B and store the accumulator, not a result computed otherwise.")
 
@@ -46,9 +50,22 @@ def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU 
         return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
                     "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
     lines = []
+    shapes = getattr(ex, "tensor_shapes", ())
     for label, dims, ops in counted:
-        macs = sum(m * n * k * c for (m, n, k), c in ops.items())
         need = required_macs(ex, dims)
+        if shapes:
+            other = {s: c for s, c in ops.items() if s not in shapes}
+            ops = {s: c for s, c in ops.items() if s in shapes}
+            macs = sum(m * n * k * c for (m, n, k), c in ops.items())
+            if other and macs < need:
+                asked = " or ".join(f"m{m}n{n}k{k}" for m, n, k in shapes)
+                return Item("tensor cores", FAIL, f"counted {where}: {label}: one launch executed "
+                            f"{_ops_text(other)}, and this exercise asks for {asked} (PTX mma.sync): "
+                            f"{_num(macs)} of the {_num(need)} multiply-adds came from it",
+                            kind="wrong-instruction", hint=SHAPE_HINT,
+                            where=dict(case=label, executed=macs, needed=need,
+                                       ops={f"m{m}n{n}k{k}": c for (m, n, k), c in other.items()}))
+        macs = sum(m * n * k * c for (m, n, k), c in ops.items())
         said = (f"{label}: one launch executed {_ops_text(ops)} = {_num(macs)} multiply-adds on tensor "
                 f"cores; the size needs M*N*K = {_num(need)}")
         if macs < need:
