@@ -106,7 +106,10 @@ def compiler_id() -> str:
 
 
 def prelude_digest() -> str:
-    return _files_digest([p for p in INCLUDE.rglob("*") if p.is_file()])
+    # the headers and the translator: a module built by an older translate.py or inline_ptx.py
+    # (a rule since made stricter) must not be found by the same source's key
+    return _files_digest([p for p in INCLUDE.rglob("*") if p.is_file()]
+                         + [HERE / "translate.py", HERE / "inline_ptx.py"])
 
 
 def _atomic_install(tmpdir: Path, final: Path) -> None:

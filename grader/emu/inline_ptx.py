@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from grader.runtime.errors import Unsupported
+from grader.runtime.errors import CompileError, Diagnostic, Unsupported
 
 SUPPORTED = ("mma.sync m16n8k16 / m16n8k8 (f16 or bf16 in, f32 or f16 out) and f64 m8n8k4 / m16n8k4 / "
              "m16n8k8 / m16n8k16; ldmatrix m8n8 x1/x2/x4 (.trans); cp.async.ca/cg with "
@@ -216,6 +216,13 @@ class Program:
         f64 = (dt, at, bt, ct) == ("f64",) * 4 and (M, N, K) in ((8, 8, 4), (16, 8, 4), (16, 8, 8), (16, 8, 16))
         if not (f16ish or f64):
             raise _unsupported(f"the inline PTX instruction '{opcode}'", self.line)
+        if (M, N, K) == (16, 8, 16) and ct == "f16" and dt != "f16":
+            # what ptxas says of this form on the GPU (CUDA 13, sm_90; H100 run of 2026-11-26): the
+            # grammar lists .dtype and .ctype separately, but this shape takes an f16 C only into an f16 D
+            why = f".dtype must be '.f16' when .ctype is '.f16' for 'mma' instruction with shape '.m16n8k16'"
+            raise CompileError(f"Compilation failed (line {self.line}): {why} (ptxas refuses '{opcode}' on a GPU too)",
+                               log=why, diagnostics=[Diagnostic("error", f"{why} ('{opcode}')", line=self.line)],
+                               hint="Accumulate in the type you write: .f32.f16.f16.f32, or .f16.f16.f16.f16.")
         self.need(args, 4, opcode)
         per = 1 if f64 else 2
         nd = M * N // 32 // (2 if dt == "f16" else 1)

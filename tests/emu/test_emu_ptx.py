@@ -62,7 +62,7 @@ def c_rc(shape, lane, i):
 
 # (shape, D type, A/B type, C type)
 FORMS = [((16, 8, 16), "f32", "f16", "f32"), ((16, 8, 16), "f32", "bf16", "f32"), ((16, 8, 16), "f16", "f16", "f16"),
-         ((16, 8, 16), "f32", "f16", "f16"), ((16, 8, 8), "f32", "f16", "f32"), ((16, 8, 8), "f32", "bf16", "f32"),
+         ((16, 8, 8), "f32", "f16", "f32"), ((16, 8, 8), "f32", "bf16", "f32"),
          ((8, 8, 4), "f64", "f64", "f64"), ((16, 8, 4), "f64", "f64", "f64"), ((16, 8, 8), "f64", "f64", "f64"),
          ((16, 8, 16), "f64", "f64", "f64")]
 
@@ -130,6 +130,25 @@ extern "C" __global__ void probe(const {ctype[at]}* RA, const {ctype[at]}* RB, c
     for (int i = 0; i < {rd}; ++i) RD[l * {rd} + i] = d[i];
 }}
 """, (ra, rb, rc, rd)
+
+
+# Forms the PTX grammar lists but ptxas refuses (H100, CUDA 13, 2026-11-26): both backends must refuse
+# them at compile time, the emulator with ptxas's reason and the student's line.
+REFUSED = [((16, 8, 16), "f32", "f16", "f16")]
+
+
+@pytest.mark.parametrize("which", BACKENDS)
+@pytest.mark.parametrize("form", REFUSED, ids=lambda f: f"m{f[0][0]}n{f[0][1]}k{f[0][2]}.{f[1]}.{f[2]}.{f[3]}")
+def test_mma_forms_ptxas_refuses_do_not_compile(form, which):
+    from grader.runtime.errors import CompileError
+
+    src, _ = _probe_source(*form)
+    with pytest.raises(CompileError) as e:
+        _load(src, which)
+    assert ".dtype must be '.f16' when .ctype is '.f16'" in str(e.value) + getattr(e.value, "log", "")
+    if which == "emu":
+        asm_line = next(i for i, l in enumerate(src.splitlines(), 1) if "mma.sync" in l)
+        assert e.value.line == asm_line, (e.value.line, asm_line)
 
 
 @pytest.mark.parametrize("which", BACKENDS)
