@@ -94,11 +94,12 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     # global traffic: up to a 128x128 block tile's intensity, or (already there) a quarter less traffic
     if ev.global_per_flop:
         target = min(ev.global_per_flop, 1 / ev.good_intensity)
-        if target >= ev.global_per_flop * 0.99:
+        if target >= ev.global_per_flop / 1.1:  # already near a 128x128 tile: a quarter less traffic
             target = ev.global_per_flop * 0.75
         res.gains["global"] = gain(g=target)
     res.gains["conflicts"] = gain(w=ev.shared_per_flop_ideal)
-    res.gains["shared"] = gain(w=ev.shared_per_flop_ideal / 2)
+    # half the shared traffic per FLOP (a warp tile twice as large), beyond removing the conflicts
+    res.gains["shared"] = gain(w=ev.shared_per_flop_ideal / 2) / res.gains["conflicts"]
     res.gains["spills"] = gain(spill=0.0)
     res.gains["pipeline"] = gain(overlapped=True, depth=2) if not ev.overlapped else gain(depth=ev.depth + 1)
     if next_blocks and next_blocks > ev.blocks:

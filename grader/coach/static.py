@@ -42,12 +42,12 @@ def _elem(problem) -> int:
     return {"float16": 2, "float32": 4, "float64": 8}.get(getattr(problem, "in_dtype", "float16"), 2)
 
 
-def _traffic(t, flops: float, dims: dict, perf_dims: dict | None) -> dict:
+def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) -> dict:
     """The emulator's numbers, per FLOP at the timed size."""
     loaded = sum(v[1] for v in t.buffers.values())
     stored = sum(v[2] for v in t.buffers.values())
     scale = 1.0
-    if perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
+    if hasattr(problem, "launch_rule") and perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
         scale = dims["K"] / perf_dims["K"]  # output stores per FLOP shrink as K grows
     sh = [a for a in t.accesses if a.space == "shared"]
     st_bytes = sum(a.bytes for a in sh if a.write)
@@ -96,7 +96,7 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
     tr = None
     if traffic is not None and problem is not None and traffic_dims:
         flops = problem.flops(traffic_dims) if hasattr(problem, "flops") else 0.0
-        tr = _traffic(traffic, flops, traffic_dims, perf_dims)
+        tr = _traffic(traffic, flops, traffic_dims, perf_dims, problem)
     elif traffic is None:
         missing.append("no emulator traffic view (the kernel did not run on the emulator here)")
     st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing)
