@@ -27,8 +27,9 @@ class Occupancy:
         if not self.blocks:
             return f"0 blocks per SM: {self.why_none}"
         others = ", ".join(f"{k} {v}" for k, v in self.by.items() if k != self.limiter)
+        tied = " and ".join(k for k, v in self.by.items() if v == self.blocks)
         return (f"{self.blocks} block{'s' if self.blocks != 1 else ''} per SM ({self.warps} of {self.max_warps} warps, "
-                f"{100 * self.fraction:.0f}% occupancy), limited by {self.limiter} (each limit allows: "
+                f"{100 * self.fraction:.0f}% occupancy), limited by {tied} (each limit allows: "
                 f"{self.limiter} {self.by[self.limiter]}, {others})")
 
 
@@ -43,7 +44,7 @@ def occupancy(*, arch: int, threads: int, registers: int, smem_static: int = 0, 
     smem = smem_static + smem_dynamic
     by = {
         "registers": (L.regs_per_sm // regs_per_warp) // warps_per_block if warps_per_block else 0,
-        "shared memory": L.smem_per_sm // (smem + L.smem_reserved),
+        "shared memory": L.smem_per_sm // (smem + L.smem_reserved) if smem + L.smem_reserved else 0,
         "threads": L.warps_per_sm // warps_per_block if warps_per_block else 0,
         "blocks": L.blocks_per_sm,
     }

@@ -36,14 +36,15 @@ class Panel:
     not_measured: str = ""  # why there are no counters
     missing: list[str] = field(default_factory=list)
     point: dict | None = None  # roofline point: intensity, tflops (model)
-    seconds: float = 0.0  # what the static part cost
+    seconds: float = 0.0  # what the static part cost in the foreground
+    waited: float = 0.0  # how long the check waited for the background compile + disassembly
     detail: bool = False
 
     def to_dict(self) -> dict:
         return dict(exercise=self.exercise, arch=self.arch, lines=self.lines,
                     findings=[f.to_dict() for f in self.findings], model=self.model, measured=self.measured,
                     measured_lines=self.measured_lines, not_measured=self.not_measured, missing=self.missing,
-                    point=self.point, seconds=round(self.seconds, 3))
+                    point=self.point, seconds=round(self.seconds, 3), waited=round(self.waited, 3))
 
     @property
     def first(self):
@@ -98,6 +99,8 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
     t0 = time.perf_counter()
     if isinstance(built, Future):
         built = built.result()
+    waited = time.perf_counter() - t0
+    t0 = time.perf_counter()
     st = static.collect(source, kernel, options, arch=arch, threads=threads, smem_dynamic=smem_dynamic,
                         traffic=traffic, traffic_dims=traffic_dims, perf_dims=perf_dims, problem=problem, built=built)
     p = Panel(exercise, arch, missing=list(st.missing), detail=detail)
@@ -107,7 +110,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
                        f"{r['spill_loads']} B loaded, shared {_kb(r['shared_bytes'] + smem_dynamic)} per block")
     if occ:
         p.lines.append(f"occupancy: {occ.line()}")
-    if loop is not None and loop.tensor + loop.n("FFMA", "DFMA"):
+    if loop is not None and any(op in sass.KINDS or op in sass.TENSOR_OPS for op in loop.counts):
         where = "main loop" if loop.in_loop else "whole kernel (no loop found)"
         mix = [f"{n} {op}" for op, n in sorted(loop.counts.items(), key=lambda x: -x[1])
                if op in sass.KINDS or op in sass.TENSOR_OPS or op in ("FFMA", "DFMA")]
@@ -152,7 +155,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         p.lines.append(f"roofline: {res.intensity:.0f} FLOP per byte requested, the L2 ridge at "
                        f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}")
     p.findings = F.rank(st, res, family_of(exercise))
-    p.seconds = time.perf_counter() - t0
+    p.seconds, p.waited = time.perf_counter() - t0, waited
     if measure:
         from grader.coach import measured
 
