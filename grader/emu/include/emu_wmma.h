@@ -282,7 +282,7 @@ EMU_AI void load(E* x, int num, const E* p, unsigned ldm, int line) {
   const bool shared = reg.kind == 2 || reg.kind == 3;
   for (int i = 0; i < num; ++i) {
     int r, c; coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i, r, c);
-    if (i >= num / 2) {  // x[i + num/2] may repeat x[i] (half A/B fragments): a copy, not a second load,
+    if (num >= 2 && i >= num / 2) {  // x[i + num/2] may repeat x[i] (half A/B fragments): a copy, not a second load,
       int r0, c0;        // so the traffic view counts each element once, as the GPU's loads do
       coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i - num / 2, r0, c0);
       if (r0 == r && c0 == c) { x[i] = x[i - num / 2]; continue; }
