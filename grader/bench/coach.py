@@ -120,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline", type=float, default=500.0, help="stop starting new kernels after this many s")
     ap.add_argument("--only", nargs="*", default=())
     ap.add_argument("--no-static", action="store_true")
+    ap.add_argument("--no-measure", action="store_true", help="the static part only (any machine)")
     a = ap.parse_args(argv)
     t0 = time.time()
     out = Path(a.out)
@@ -151,7 +152,8 @@ def main(argv=None) -> int:
                 entry["panel_text"] = p.text()
             except Exception as e:  # pragma: no cover - recorded, never fatal
                 entry["static_error"] = f"{type(e).__name__}: {e}"
-        got = measured.measure(src, ex.kernel, opts, ex.problem, dims, launch, flops=flops)
+        got = (dict(ok=False, why="not measured (--no-measure)") if a.no_measure else
+               measured.measure(src, ex.kernel, opts, ex.problem, dims, launch, flops=flops))
         entry["measured"] = {k: v for k, v in got.items() if k not in ("csv", "command")}
         entry["measured_csv"] = got.get("csv", "")
         case_grid, case_block, _ = ex.problem.geometry(n, n, n, launch)
@@ -177,7 +179,7 @@ def main(argv=None) -> int:
                   + (f" (expected {EXPECT[name]})" if name in EXPECT else "") + " |")
         print(md[-1], flush=True)
         (out / "coach.json").write_text(json.dumps(record, indent=1, default=str))
-    if time.time() - t0 < a.deadline + 30:
+    if time.time() - t0 < a.deadline + 30 and not a.no_measure:
         cub = _cublas(n, flops)
         record["cublas"] = cub
         md.append("")
