@@ -231,3 +231,27 @@ def test_measured_path_reads_the_right_kernel():
     s = got["summary"]
     assert s["kernel"] == ex.kernel and s["grid"].replace(" ", "") == "(8,8,1)"
     assert s["hmma_inst"] == 2 * 1024 ** 3 / (16 * 8 * 16)  # HMMA.16816 per launch
+
+
+def test_the_feedback_page_carries_the_panel():
+    """The trusted grader renders each verdict's text and HTML into the graded cell's output, which
+    the feedback page shows: the panel is part of both."""
+    from grader.checking.trusted import _render
+    from grader.checking.verdict import PASS, Item, Verdict
+
+    v = Verdict("wmma-gemm-fast", "gpu", items=[Item("correct: M=8", PASS, "matches")])
+    v.coach = panel.Panel("wmma-gemm-fast", 90, lines=["resources: 249 registers/thread"],
+                          findings=[findings.Finding("conflicts", 2.2, "Shared-memory bank conflicts: 8-way.",
+                                                     "pad each row", findings.section("wmma", "conflicts"))])
+    shown = _render(v)
+    assert "Where the time goes" in shown["html"] and "Bank conflicts and padded rows" in shown["html"]
+    assert "where the time goes" in shown["text"] and "1. Shared-memory bank conflicts" in shown["text"]
+
+
+def test_cli_has_explain():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "--explain" in out.stdout
