@@ -184,7 +184,7 @@ def test_static_panel_for_every_speed_graded_reference(ex):
     text = p.text()
     assert "registers/thread" in text and "occupancy:" in text and "SASS" in text, text
     assert "no emulator traffic view" in text  # said, not hidden
-    assert took < 8, f"{took:.1f} s for a cold compile + disassembly"
+    assert took < 30, f"{took:.1f} s for a cold compile + disassembly"  # sanity; the cost check() sees: below
 
 
 def test_check_shows_the_panel_on_the_cpu():

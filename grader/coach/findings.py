@@ -11,6 +11,8 @@ from grader.coach.static import Static
 
 # Section titles as the notebooks spell them (tests/test_coach.py checks they exist).
 SECTIONS = {
+    "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
+           "transpose": "8. Do: a coalesced transpose through shared memory (2 points)"},
     "03": {"tiling": "5. Shared-memory tiling: see the tiles", "regblock": "7. The ladder onward: register blocking"},
     "06": {"smem": "2. Rung 1: stage tiles in shared memory", "warp": "3. Rung 2: warp tiles",
            "banks": "4. Bank conflicts and padded rows", "async": "5. Asynchronous copies, stages, and `BLOCK_K`",
@@ -29,12 +31,14 @@ WHERE = {
     "mma": {"global-low": ("06", "smem"), "global-l2": ("10", "pipeline"), "conflicts": ("10", "swizzle"),
             "shared": ("10", "ldmatrix"), "spills": ("10", "pipeline"), "pipeline": ("10", "pipeline"),
             "occupancy": ("10", "pipeline"), "none": ("10", "wgmma")},
+    "transpose": {"coalescing": ("01", "coalescing"), "conflicts": ("01", "transpose"), "spills": ("01", "transpose"),
+                  "pipeline": ("01", "transpose")},
     "sgemm": {"global-low": ("03", "tiling"), "global-l2": ("03", "regblock"), "conflicts": ("06", "banks"),
               "shared": ("03", "regblock"), "spills": ("03", "regblock"), "pipeline": ("03", "regblock"),
               "occupancy": ("03", "regblock"), "none": ("03", "regblock")},
 }
 
-NOTEBOOK = {"03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
+NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
 
 
@@ -55,7 +59,7 @@ class Finding:
 
 
 def section(family: str, key: str) -> str:
-    nb, sec = WHERE.get(family, WHERE["wmma"])[key]
+    nb, sec = WHERE.get(family, WHERE["wmma"]).get(key) or WHERE["wmma"].get(key) or WHERE["transpose"][key]
     return f"notebook {NOTEBOOK[nb]}, section {SECTIONS[nb][sec]}"
 
 
@@ -121,10 +125,10 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                            f"use fewer {occ.limiter} per block so another block fits on each SM",
                            section(family, "occupancy")))
     if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
+        what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
         out.append(Finding("shared", g["shared"],
                            f"Shared-memory bandwidth: {terms['shared']:.0f} cycles of shared traffic per iteration "
-                           f"against {terms['math']:.0f} of math, without conflicts: each fragment loaded feeds too "
-                           "few mma.",
+                           f"against {terms['math']:.0f} of math, without conflicts: each {what}.",
                            "a larger warp tile (more accumulator tiles per warp) reuses each loaded fragment "
                            "more often", section(family, "shared")))
     out.sort(key=lambda f: -f.gain)
@@ -146,10 +150,17 @@ def _without_model(st: Static, family: str) -> list[Finding]:
                            f"{r.get('spill_loads', 0)} bytes per thread.", "hold fewer values per thread",
                            section(family, "spills")))
     tr = st.traffic or {}
+    for what in ("load", "store"):
+        eff = tr.get(f"efficiency_{what}", 1.0)
+        if eff < 0.5:
+            out.append(Finding("coalescing", 1 / eff, f"Global {what}s are not coalesced: {100 * eff:.0f}% of the bytes "
+                               "each warp moves are used.", "make consecutive lanes touch consecutive addresses "
+                               "(through a shared-memory tile for a transpose)", section(family, "coalescing")))
     if tr.get("ways", 1) >= 1.5:
-        out.append(Finding("conflicts", 1.0, f"Shared-memory bank conflicts: {tr['ways']:.1f}-way on average.",
+        out.append(Finding("conflicts", tr["ways"], f"Shared-memory bank conflicts: {tr['ways']:.1f}-way on average.",
                            "pad or swizzle the shared rows", section(family, "conflicts")))
     if st.loop is not None and st.loop.in_loop and not st.loop.overlapped:
         out.append(Finding("pipeline", 1.0, "Loads are not overlapped with math in the main loop.",
                            "cp.async into several stages", section(family, "pipeline")))
+    out.sort(key=lambda f: -f.gain)
     return out

@@ -85,7 +85,8 @@ class Panel:
 
 
 def family_of(exercise_id: str) -> str:
-    return "mma" if exercise_id.startswith("mma") else "sgemm" if exercise_id.startswith("sgemm") else "wmma"
+    return ("mma" if exercise_id.startswith("mma") else "sgemm" if exercise_id.startswith("sgemm") else
+            "transpose" if exercise_id.startswith("transpose") else "wmma")
 
 
 def _kb(b: int) -> str:
@@ -125,8 +126,9 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         ov = ("loads overlapped with math" + (f" ({loop.wait_depth} cp.async group(s) left in flight at the wait)"
                                                if loop.n("LDGSTS") and loop.wait_depth else "")) \
             if loop.overlapped else "loads NOT overlapped with math"
+        math = loop.tensor + loop.n("FFMA", "DFMA", "HFMA2")
         p.lines.append(f"SASS, {where}, per warp: {', '.join(mix[:9])}" + (f"; {'; '.join(ratios)}" if ratios else "")
-                       + f"; {ov}")
+                       + (f"; {ov}" if math else ""))
     tr = st.traffic
     if tr:
         size = " ".join(f"{k}={v}" for k, v in (traffic_dims or {}).items())
