@@ -28,7 +28,7 @@ import numpy as np
 from grader.bench import mma as bench_mma
 from grader.bench import wmma as bench_wmma
 from grader.checking import exercises
-from grader.coach import measured, panel
+from grader.coach import measured, panel, sass
 from grader.runtime import kernels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def static_panel(ex, src, launch, opts):
 
     M, N, K = TRAFFIC["M"], TRAFFIC["N"], TRAFFIC["K"]
     case = ex.problem.make(TRAFFIC, np.random.default_rng(0), launch, reference=False)
-    built = panel.start(src, ex.kernel, opts, 90)
+    built = sass.build(src, ex.kernel, tuple(opts), 90)  # (already in a worker thread)
     tr = measure(src, ex.kernel, case.grid, case.block, case.args, shared_mem=case.shared_mem, options=opts)
     return panel.build(exercise=ex.id, source=src, kernel=ex.kernel, options=opts, arch=90,
                        threads=int(np.prod(case.block)), smem_dynamic=case.shared_mem, problem=ex.problem,
@@ -136,7 +136,17 @@ def main(argv=None) -> int:
     md = [f"# The coach on {record['gpu']} ({record['date']}, {n}^3, one launch per kernel under ncu --clock-control none)",
           "", "| kernel | coach: tensor pipe % | occupancy % | smem ld ways | DRAM % | L2 % | TFLOP/s (this launch) | "
           "top stall | raw ncu agrees | model bound | first finding |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, ex_id, src, launch, extra in subjects(a.only):
+    todo = subjects(a.only)
+    # the static parts (emulator, NVRTC, nvdisasm: CPU work in child processes or without the GIL)
+    # run in worker threads while the main thread profiles on the GPU
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=4)
+    statics = {} if a.no_static else {
+        name: pool.submit(static_panel, exercises.get(ex_id), src, launch,
+                          [*exercises.get(ex_id).problem.options(launch), *extra])
+        for name, ex_id, src, launch, extra in todo}
+    for name, ex_id, src, launch, extra in todo:
         if time.time() - t0 > a.deadline:
             record["skipped"].append(name)
             continue
@@ -144,14 +154,6 @@ def main(argv=None) -> int:
         opts = [*ex.problem.options(launch), *extra]
         entry = dict(name=name, exercise=ex_id, launch=launch, options=opts)
         ts = time.time()
-        if not a.no_static:
-            try:
-                p = static_panel(ex, src, launch, opts)
-                entry["static"] = p.to_dict()
-                entry["first_finding"] = p.first.key if p.first else None
-                entry["panel_text"] = p.text()
-            except Exception as e:  # pragma: no cover - recorded, never fatal
-                entry["static_error"] = f"{type(e).__name__}: {e}"
         got = (dict(ok=False, why="not measured (--no-measure)") if a.no_measure else
                measured.measure(src, ex.kernel, opts, ex.problem, dims, launch, flops=flops))
         entry["measured"] = {k: v for k, v in got.items() if k not in ("csv", "command")}
@@ -162,6 +164,14 @@ def main(argv=None) -> int:
                           ex.kernel)
             entry["raw"] = raw
             entry["agree"] = compare(got["summary"], raw, case_grid, case_block, flops / 4096)
+        if name in statics:
+            try:
+                p = statics[name].result(timeout=max(a.deadline + 60 - (time.time() - t0), 5))
+                entry["static"] = p.to_dict()
+                entry["first_finding"] = p.first.key if p.first else None
+                entry["panel_text"] = p.text()
+            except Exception as e:  # recorded, never fatal
+                entry["static_error"] = f"{type(e).__name__}: {e}"
         entry["seconds"] = round(time.time() - ts, 1)
         if name in EXPECT:
             entry["expected_finding"] = EXPECT[name]
@@ -190,6 +200,7 @@ def main(argv=None) -> int:
     md.append(f"\nTotal {time.time() - t0:.0f} s.")
     (out / "coach.json").write_text(json.dumps(record, indent=1, default=str))
     (out / "COACH.md").write_text("\n".join(md) + "\n")
+    pool.shutdown(wait=False, cancel_futures=True)
     print("\n".join(md[-3:]))
     return 0
 
