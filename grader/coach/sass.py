@@ -113,7 +113,7 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
                 cubin = Path(tmp) / "k.cubin"
                 cubin.write_bytes(out.code)
                 try:
-                    r = subprocess.run([tool, "-c", str(cubin)], capture_output=True, text=True, timeout=60)
+                    r = subprocess.run([tool, "-c", "-ndf", str(cubin)], capture_output=True, text=True, timeout=60)
                     sass = r.stdout if r.returncode == 0 else ""
                     if not sass:
                         missing.append(f"nvdisasm failed: {r.stderr.strip()[:200]}")
