@@ -135,7 +135,8 @@ def main(argv=None) -> int:
                   gpu=getattr(info, "name", None), size=n, ncu=measured.tool(), kernels=[], skipped=[])
     md = [f"# The coach on {record['gpu']} ({record['date']}, {n}^3, one launch per kernel under ncu --clock-control none)",
           "", "| kernel | coach: tensor pipe % | occupancy % | smem ld ways | DRAM % | L2 % | TFLOP/s (this launch) | "
-          "top stall | raw ncu agrees | model bound | first finding |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "top stall | raw ncu agrees | model bound | first finding | L2 TB/s (implied peak) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     todo = subjects(a.only)
     # the static parts (emulator, NVRTC, nvdisasm: CPU work in child processes or without the GIL)
     # run in worker threads while the main thread profiles on the GPU
@@ -186,7 +187,9 @@ def main(argv=None) -> int:
                   f"{s.get('smem_ld_ways', float('nan')):.1f} | {s.get('dram_pct', float('nan')):.0f} | "
                   f"{s.get('l2_pct', float('nan')):.0f} | {s.get('tflops', float('nan')):.0f} | {stall} | {ok} | "
                   f"{bound.get('tflops', float('nan')):.0f} | {entry.get('first_finding')}"
-                  + (f" (expected {EXPECT[name]})" if name in EXPECT else "") + " |")
+                  + (f" (expected {EXPECT[name]})" if name in EXPECT else "") + " | "
+                  + (f"{s['l2_bytes_per_s'] / 1e12:.2f} ({s.get('l2_peak_bytes_per_s', float('nan')) / 1e12:.1f})"
+                     if s.get("l2_bytes_per_s") else "-") + " |")
         print(md[-1], flush=True)
         (out / "coach.json").write_text(json.dumps(record, indent=1, default=str))
     if time.time() - t0 < a.deadline + 30 and not a.no_measure:

@@ -96,6 +96,10 @@ def summarise(launch: dict, flops: float | None = None) -> dict:
     stalls = sorted(((k[6:], v) for k, v in out.items() if k.startswith("stall_")), key=lambda x: -x[1])
     out["top_stalls"] = [(r, v) for r, v in stalls[:3] if v > 0]
     dur = out.get("duration_ns")
+    if dur and out.get("l2_sectors"):  # L2 bytes per second achieved, and the peak that percentage implies
+        out["l2_bytes_per_s"] = out["l2_sectors"] * 32 / (dur * 1e-9)
+        if out.get("l2_pct"):
+            out["l2_peak_bytes_per_s"] = out["l2_bytes_per_s"] / (out["l2_pct"] / 100)
     if flops and dur:
         out["tflops"] = flops / (dur * 1e-9) / 1e12
         moved = out.get("dram_read_bytes", 0) + out.get("dram_write_bytes", 0)
