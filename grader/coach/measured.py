@@ -42,6 +42,9 @@ STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "mio_throttle
                  "drain", "imc_miss", "sleeping", "tex_throttle", "misc")
 STALLS = {f"stall_{r}": f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS}
 METRICS = {**CORE, **STALLS}
+# the last try when this ncu does not know one of CORE's names
+MINIMAL = {k: CORE[k] for k in ("duration_ns", "hmma_inst", "occupancy_pct", "smem_ld_conflicts", "smem_st_conflicts",
+                                "dram_pct")}
 
 # what each stall reason usually means, for the panel
 STALL_WORDS = {"long_scoreboard": "waiting for global/local memory", "short_scoreboard": "waiting for shared memory",
@@ -161,7 +164,7 @@ def measure(source: str, kernel: str, options, problem, dims: dict, launch: dict
             pickle.dump(dict(source=source, kernel=kernel, options=list(options), problem=problem, dims=dims,
                              launch=launch), f)
         tried = []
-        for chosen in (names, CORE):  # a metric this ncu does not know fails the run: then the core ones
+        for chosen in (names, CORE, MINIMAL):  # a metric this ncu does not know fails the run: then fewer
             cmd = [exe, "--csv", "--print-units", "base", "--clock-control", "none", "--kernel-name", kernel,
                    "--launch-count", "1", "--metrics", ",".join(chosen.values())] + \
                 sandbox.python_command("grader.coach.profile_target") + [job]
@@ -176,6 +179,6 @@ def measure(source: str, kernel: str, options, problem, dims: dict, launch: dict
                 return dict(ok=True, summary=summarise(launches[0], flops), csv=done.stdout, command=cmd,
                             launches=len(launches))
             tried.append(_why(done.stdout, done.stderr, done.returncode))
-            if "ERR_NVGPUCTRPERM" in tried[-1] or chosen is CORE:
+            if "ERR_NVGPUCTRPERM" in tried[-1] or "No kernels were profiled" in tried[-1] or chosen is MINIMAL:
                 break
         return dict(ok=False, why=tried[-1], command=cmd, stderr=done.stderr[-2000:])
