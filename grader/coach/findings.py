@@ -84,11 +84,15 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                                "stage block tiles of A and B in shared memory and let each warp reuse them for "
                                "several accumulator tiles", section(family, "global-low")))
         else:
+            big = inten >= 1.25 * ev.good_intensity  # already past a 128x128 tile (e.g. 128x256)
             out.append(Finding("global-l2", g["global"],
                                f"L2 bandwidth: {inten:.0f} FLOP per byte requested keeps L2 busy "
                                f"{terms['L2']:.0f} cycles per main-loop iteration against {terms['math']:.0f} of math.",
-                               "a larger block tile (e.g. 128x256) or a block order that keeps tiles in L2 "
-                               "raises FLOP per byte", section(family, "global-l2")))
+                               "a block order that keeps tiles in L2 longer (GROUP_M), or larger tiles than registers "
+                               "allow here: Hopper's wgmma reads operands from shared memory, freeing registers for "
+                               "them" if big else
+                               "a larger block tile (e.g. 128x256) or a block order that keeps tiles in L2 raises "
+                               "FLOP per byte", section(family, "none" if big else "global-l2")))
     if g.get("conflicts", 1) >= BOTTLENECK:
         w = tr.get("worst_shared") or {}
         where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from grader.coach import findings as F
 from grader.coach import model, sass, static
 from grader.coach.machine import H100, RATES_SOURCE
-from grader.coach.roofline import ridge
+from grader.coach.roofline import recorded_points, ridge
 
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-coach")
 
@@ -96,7 +96,7 @@ def _kb(b: int) -> str:
 def build(*, exercise: str, source: str, kernel: str, options, arch: int, threads: int, smem_dynamic: int,
           problem, traffic=None, traffic_dims=None, perf_dims=None, built: dict | Future | None = None,
           measure: bool = False, launch: dict | None = None, measure_dims: dict | None = None,
-          detail: bool = False) -> Panel:
+          detail: bool = False, reference: str | None = None) -> Panel:
     t0 = time.perf_counter()
     if isinstance(built, Future):
         built = built.result()
@@ -154,8 +154,16 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
                        + f") -> at most ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s")
         p.point = dict(intensity=res.intensity, tflops=res.tflops,
                        ridge=ridge(H100, st.evidence.math, "l2"))
+        beside = ""
+        if reference:
+            known = recorded_points(reference)
+            if "model" in known and reference != exercise:
+                beside += f"; the reference solution ({reference}): {known['model'][0]:.0f} FLOP/B, bound ~{known['model'][1]:.0f}"
+            if "cublas" in known:
+                beside += f"; cuBLAS measured {known['cublas'][0]:.0f} TFLOP/s ({known['cublas'][1]})"
         p.lines.append(f"roofline: {res.intensity:.0f} FLOP per byte requested, the L2 ridge at "
-                       f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}")
+                       f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}"
+                       + beside)
     p.findings = F.rank(st, res, family_of(exercise))
     p.seconds, p.waited = time.perf_counter() - t0, waited
     if measure:

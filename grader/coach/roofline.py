@@ -4,7 +4,9 @@ so a notebook's backend is left alone); in a notebook, display the returned figu
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.coach.machine import H100, Rates
 
@@ -52,3 +54,26 @@ def plot(points: list[Point], r: Rates = H100, math: str = "f16", title: str = "
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, which="both", alpha=0.2)
     return fig
+
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+
+
+def recorded_points(name: str) -> dict:
+    """What the course's records say about kernel `name` (a ladder rung, e.g. an exercise's reference):
+    {"model": (FLOP/B, TFLOP/s bound) from the static record, "cublas": TFLOP/s and label} where known.
+    Records: kernels/coach-h100.json (.ci/gpu-coach on a GPU), kernels/coach-static.json (on a CPU)."""
+    out: dict = {}
+    for fname in ("coach-h100.json", "coach-static.json"):
+        try:
+            rec = json.loads((KERNELS / fname).read_text())
+        except (OSError, ValueError):
+            continue
+        for k in rec.get("kernels", []):
+            m = (k.get("static") or {}).get("model")
+            if k.get("name") == name and m and "model" not in out:
+                out["model"] = (m["intensity"], m["tflops"])
+        cub = ((rec.get("cublas") or {}).get("summary") or {})
+        if cub.get("tflops") and "cublas" not in out:
+            out["cublas"] = (cub["tflops"], f"{rec.get('gpu', 'a GPU')} {rec.get('date', '')}, {rec.get('size')}^3")
+    return out
