@@ -139,6 +139,10 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         p.lines.append(f"memory (emulator, {size}): {inten}inputs loaded {reads}; shared memory "
                        + (f"loads {tr['ways_load']:.1f}-way, stores {tr['ways_store']:.1f}-way"
                           if tr["uses_shared"] else "not used"))
+        if detail:
+            for c in tr.get("conflicted", []):
+                p.lines.append(f"  shared {'store' if c['write'] else 'load'} at line {c['line']}: {c['ratio']:.1f}-way "
+                               f"bank conflicts ({c['source']})")
     res = None
     if st.evidence is not None:
         occ_next = None

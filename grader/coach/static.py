@@ -64,6 +64,8 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
                       if worst and worst.ratio > 1.01 else None),
         worst_shared_load=(dict(line=worst_ld.line, source=worst_ld.source, ratio=worst_ld.ratio)
                            if worst_ld and worst_ld.ratio > 1.01 else None),
+        conflicted=[dict(line=a.line, source=a.source[:80], ratio=round(a.ratio, 2), write=a.write)
+                    for a in sorted(sh, key=lambda a: -(a.units - a.ideal)) if a.ratio > 1.01][:5],
         efficiency_load=t.efficiency(False), efficiency_store=t.efficiency(True),
         uses_shared=t.uses_shared(),
     )
