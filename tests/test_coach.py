@@ -255,3 +255,18 @@ def test_cli_has_explain():
     out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert "--explain" in out.stdout
+
+
+def test_the_recorded_static_panels_cover_the_ladders():
+    """kernels/coach-static.json (what notebooks 06 and 10 show without a live compile): every rung of
+    both ladders and every fixture, each fixture's first finding its own defect."""
+    from grader.bench import coach as bench_coach
+    from grader.lessons import coach_view
+
+    rec = json.loads((ROOT / "kernels" / "coach-static.json").read_text())
+    got = {k["name"]: k for k in rec["kernels"]}
+    for nb in ("06", "10"):
+        for name, *_ in coach_view.rungs(nb):
+            assert got[name]["static"]["model"]["tflops"] > 0, name
+    for fixture, key in bench_coach.EXPECT.items():
+        assert got[fixture]["first_finding"] == key, fixture
