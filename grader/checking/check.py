@@ -696,7 +696,7 @@ def _coach_panel(ex, source, launch, arch, built, lesson, job, cases, chosen, ex
         return panel.build(exercise=ex.id, source=source, kernel=ex.kernel, options=ex.problem.options(launch),
                            arch=arch, threads=threads, smem_dynamic=cases[-1].shared_mem if cases else 0,
                            problem=ex.problem, traffic=traffic, traffic_dims=dims, perf_dims=ex.perf_size,
-                           built=built, measure=explain and chosen == "gpu", launch=launch, detail=explain,
+                           built=built, measure=explain, launch=launch, detail=explain,
                            reference=ex.reference)
     except Exception as e:  # the coach explains; it never costs a verdict
         from grader.coach.panel import Panel

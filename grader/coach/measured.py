@@ -150,11 +150,11 @@ def measure(source: str, kernel: str, options, problem, dims: dict, launch: dict
     """{"ok": True, "summary": {...}, "csv": raw ncu output, "command": [...]} or {"ok": False, "why": ...}."""
     from grader.runtime.device import has_gpu
 
+    if not has_gpu():
+        return dict(ok=False, why="no GPU here: the counters need one (the static part above is what a CPU can say)")
     exe = tool()
     if exe is None:
         return dict(ok=False, why="no Nsight Compute (ncu) on this machine")
-    if not has_gpu():
-        return dict(ok=False, why="no GPU here")
     from grader.runtime import sandbox
 
     names = metrics or METRICS
