@@ -115,12 +115,15 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
                 try:
                     r = subprocess.run([tool, "-c", "-ndf", str(cubin)], capture_output=True, text=True, timeout=60)
                     sass = r.stdout if r.returncode == 0 else ""
-                    if not sass:
+                    if not sass and "deprecated" in r.stderr:  # nvdisasm 13 reads no sm_70 cubin
+                        missing.append(f"no SASS mix for sm_{arch}: this nvdisasm ({tool}) no longer reads that "
+                                       "architecture (CUDA 13 dropped Volta)")
+                    elif not sass:
                         missing.append(f"nvdisasm failed: {r.stderr.strip()[:200]}")
                 except (OSError, subprocess.TimeoutExpired) as e:
                     missing.append(f"nvdisasm failed: {e}")
         return dict(resources=asdict(res) if res else None, sass=_only(sass, kernel), missing=missing,
-                    nvrtc=list(nv.version), cacheable=not missing or tool is None)
+                    nvrtc=list(nv.version), cacheable=not missing or tool is None or "no longer reads" in " ".join(missing))
 
     return _cached(key, make)
 
