@@ -270,3 +270,21 @@ def test_the_recorded_static_panels_cover_the_ladders():
             assert got[name]["static"]["model"]["tflops"] > 0, name
     for fixture, key in bench_coach.EXPECT.items():
         assert got[fixture]["first_finding"] == key, fixture
+
+
+def test_the_gpu_scripts_raw_ncu_reading_and_its_comparison(monkeypatch):
+    """.ci/gpu-coach sets a raw `ncu --csv` beside the coach's numbers; here both read the FORMAT
+    FIXTURE (values invented), so they must agree on everything but the invented HMMA count."""
+    import subprocess
+    import types
+
+    from grader.bench import coach as bench_coach
+
+    text = (FIXTURES / "ncu_format_sample.csv").read_text()
+    monkeypatch.setattr(measured, "tool", lambda: "ncu")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout=text, stderr="", returncode=0))
+    raw = bench_coach.raw_ncu(dict(job=1), "wmma_gemm")
+    assert raw["ok"] and raw["kernel"] == "wmma_gemm" and raw["metrics"]["gpu__time_duration.sum"] == 54000
+    coach_side = measured.summarise(measured.parse_csv(text)[0], 2.0 * 2048 ** 3)
+    agree = bench_coach.compare(coach_side, raw, (16, 16, 1), (128, 1, 1), 2 * 2048 ** 3 / 4096)
+    assert {k for k, v in agree.items() if not v} == {"HMMA count = 2MNK/4096"}  # 2,097,152 is invented

@@ -83,14 +83,18 @@ def raw_ncu(job: dict, kernel: str, timeout: float = 150.0) -> dict:
                                   env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
         except subprocess.TimeoutExpired:
             return dict(ok=False, why="timeout")
-    rows = [r for r in done.stdout.splitlines() if r.startswith('"')]
+    # parsed here on its own (csv module, by column name), not by grader.coach.measured
+    import csv
+    import io
+
+    text = done.stdout[done.stdout.find('"ID"'):] if '"ID"' in done.stdout else ""
+    rows = [ln for ln in text.splitlines() if ln.startswith('"')]
     vals, name, grid, block = {}, None, None, None
-    for r in rows[1:]:
-        cells = next(iter(__import__("csv").reader([r])))
-        name, block, grid = cells[4], cells[7], cells[8]
+    for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        name, block, grid = row.get("Kernel Name"), row.get("Block Size"), row.get("Grid Size")
         try:
-            vals[cells[12]] = float(cells[14].replace(",", ""))
-        except ValueError:
+            vals[row["Metric Name"]] = float((row.get("Metric Value") or "").replace(",", ""))
+        except (KeyError, ValueError):
             pass
     return dict(ok=bool(vals), kernel=name, grid=grid, block=block, metrics=vals, command=" ".join(cmd[:-1]) + " JOB",
                 csv="\n".join(rows), stderr=done.stderr[-800:] if not vals else "")
