@@ -4,6 +4,7 @@ The package is a stack of rooms; imports run down this list only (tests/test_lay
     lessons/                notebook helpers: plots, widgets, lesson data
     bench/  classroom/      GPU measurement; nbgrader, the course's notebooks, doctor
     checking/               one submission -> one verdict
+    coach/                  where a correct kernel's time goes (the panel of speed verdicts)
     problems/  emu/         what each exercise computes; the CPU backend
     runtime/                compile, launch, time, on either backend
 The face, for notebooks: `from grader import check, grade`.

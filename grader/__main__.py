@@ -97,7 +97,8 @@ def _check(args) -> int:
     if args.tile is not None:
         launch["tile"] = args.tile
     try:
-        verdict = check(args.exercise, source, backend=args.backend, speed=not args.no_speed, **launch)
+        verdict = check(args.exercise, source, backend=args.backend, speed=not args.no_speed,
+                        explain=args.explain, **launch)
     except CourseError as e:  # bad launch parameters
         print(str(e), file=sys.stderr)
         return 2
@@ -128,6 +129,8 @@ def main(argv=None) -> int:
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a launch parameter, e.g. --set block_m=128 --set threads=256")
     c.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
+    c.add_argument("--explain", action="store_true",
+                   help="the coach's panel in full (where the time goes), with Nsight Compute counters on a GPU")
     args = ap.parse_args(argv)
     return {"doctor": _doctor, "inspect": _inspect, "list": _list, "check": _check}[args.command](args)
 

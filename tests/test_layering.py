@@ -1,6 +1,6 @@
 """The package's rooms and the one direction imports run (grader/__init__.py):
 
-    lessons -> bench, classroom -> checking -> problems, emu -> runtime
+    lessons -> bench, classroom -> checking -> coach -> problems, emu -> runtime
 
 A module may import its own room and any room below it, never one above or beside it at the
 same level. The one sanctioned arrow out of runtime is backend.load's lazy import of the CPU
@@ -16,7 +16,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "grader"
 
-LEVEL = {"runtime": 0, "problems": 1, "emu": 1, "checking": 2, "bench": 3, "classroom": 3, "lessons": 4}
+LEVEL = {"runtime": 0, "problems": 1, "emu": 1, "coach": 1.5, "checking": 2, "bench": 3, "classroom": 3, "lessons": 4}
 ALLOWED = {("runtime.backend", "emu")}  # backend.load(source, "emu") loads the CPU backend
 
 

@@ -508,10 +508,13 @@ def _unfilled(ex, v: Verdict, stubs: list[Stub], cell: SourceCell | None) -> Ver
 
 
 def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout: float | None = None,
-          speed: bool = True, **launch) -> Verdict:
+          speed: bool = True, explain: bool = False, **launch) -> Verdict:
     """Grade `source` for `exercise_id`. `launch` holds the launch parameters the exercise
     takes (e.g. tile=32, or block_m/block_n/block_k/threads/shared_mem). `case_timeout`
-    (seconds) overrides how long one run of the kernel may take before it counts as hung."""
+    (seconds) overrides how long one run of the kernel may take before it counts as hung.
+    A correct kernel of a speed-graded exercise gets the coach's panel, "where the time goes"
+    (grader.coach); `explain=True` adds its details and, on a GPU where Nsight Compute can read
+    the counters, the measured part (one profiled launch at the timed size)."""
     from grader.runtime.backend import pick
     from grader.runtime.device import has_gpu
 
@@ -580,6 +583,8 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     # Parts of the stub still empty: one message instead of all their symptoms. A kernel that
     # passes anyway (its author kept a marker) still passes, so it runs unless it cannot.
     stubs = unfilled(source)
+    # the coach's compile to SASS runs beside the emulator (grader.coach.panel.start)
+    coach_build = _coach_start(ex, source, launch, arch) if speed and not stubs else None
 
     # 2. run on fresh random inputs in a child process; judge here.
     if chosen == "emu":
@@ -652,7 +657,51 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
             v.items.append(timed)
             if timed.status == PASS:
                 v.items.append(_speed_item(ex, result["perf"], v))
+        if coach_build is not None and correct:
+            v.coach = _coach_panel(ex, source, launch, arch, coach_build, lesson, job, cases, chosen, explain)
     return _score(ex, v)
+
+
+def _coach_start(ex, source: str, launch: dict, arch: int):
+    """The coach's background compile for a speed-graded exercise (None: no panel for this one)."""
+    if ex.target is None or os.environ.get("TC_COACH", "1") == "0":
+        return None
+    from grader.coach import panel
+
+    return panel.start(source, ex.kernel, ex.problem.options(launch), arch)
+
+
+def _coach_panel(ex, source, launch, arch, built, lesson, job, cases, chosen, explain):
+    """The panel "where the time goes" (grader.coach), from the memory traffic the emulator
+    observed (the lesson item's run on the CPU; its own run at the CPU size on a GPU)."""
+    from grader.coach import panel
+    from grader.emu.traffic import MemoryTraffic
+
+    idx = lesson_point.observed_case(ex)
+    traffic, dims = None, None
+    if idx is not None:
+        dims = (list(ex.cpu_sizes) + [ex.cpu_sizes[0]])[idx]
+        if lesson is not None and lesson.where.get("traffic"):
+            traffic = MemoryTraffic.from_dict(lesson.where["traffic"])
+        elif chosen == "gpu":
+            case = ex.problem.make(dims, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
+            tjob = dict(job, backend="emu", cases=[], race_check=False, perf=False, traffic=case.job(),
+                        case_timeout=60.0)
+            res = isolate.run(tjob, compile_timeout=240, case_timeout=60.0, perf_timeout=60.0)
+            if res.get("traffic"):
+                traffic = MemoryTraffic.from_dict(res["traffic"])
+    block = cases[-1].block if cases else (1, 1, 1)
+    threads = int(np.prod(block))
+    try:
+        return panel.build(exercise=ex.id, source=source, kernel=ex.kernel, options=ex.problem.options(launch),
+                           arch=arch, threads=threads, smem_dynamic=cases[-1].shared_mem if cases else 0,
+                           problem=ex.problem, traffic=traffic, traffic_dims=dims, perf_dims=ex.perf_size,
+                           built=built, measure=explain, launch=launch, detail=explain,
+                           reference=ex.reference)
+    except Exception as e:  # the coach explains; it never costs a verdict
+        from grader.coach.panel import Panel
+
+        return Panel(ex.id, arch, missing=[f"the coach failed: {type(e).__name__}: {e}"])
 
 
 STRICT = "strict checks"

@@ -48,6 +48,7 @@ class Verdict:
     max_score: float = 0.0
     speed: dict | None = None  # gflops / ratio / floor / target when measured
     stdout: str = ""  # what the kernel printed
+    coach: object | None = None  # grader.coach.panel.Panel: where the time goes (speed-graded exercises)
 
     @property
     def passed(self) -> bool:
@@ -114,13 +115,20 @@ class Verdict:
                 lines.append(f"         hint: {i.hint}")
             if i.status == FAIL and i.error_map is not None:
                 lines.extend("         " + row for row in _ascii_map(i.error_map, i.tile))
+        if self.coach is not None and self.ran:
+            lines.append(self.coach.text())
         if self.stdout.strip():
             lines.append("  your kernel printed:")
             lines.extend("    " + l for l in self.stdout.strip().splitlines()[:40])
         return "\n".join(lines)
 
     def to_json(self) -> str:
-        d = asdict(self)
+        coach, self.coach = self.coach, None
+        try:
+            d = asdict(self)
+        finally:
+            self.coach = coach
+        d["coach"] = coach.to_dict() if coach is not None else None
         for item in d["items"]:
             if item["error_map"] is not None:
                 item["error_map"] = np.asarray(item["error_map"]).round(4).tolist()
@@ -154,7 +162,8 @@ class Verdict:
                 f"<div style='font-size:1.15em;color:{color}'><b>{html.escape(self.headline)}</b></div>"
                 + (f"<div style='color:#666'>backend: {self.backend} · score {self.score:g}/{self.max_score:g}</div>"
                    if self.ran else "") +
-                f"<table>{''.join(rows)}</table>{printed}</div>")
+                f"<table>{''.join(rows)}</table>"
+                + (self.coach.html() if self.coach is not None and self.ran else "") + f"{printed}</div>")
 
 
 # A tile with some wrong elements: one character per fifth (':' under 20% ... '*' under 100%).

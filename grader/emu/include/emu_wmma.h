@@ -282,6 +282,11 @@ EMU_AI void load(E* x, int num, const E* p, unsigned ldm, int line) {
   const bool shared = reg.kind == 2 || reg.kind == 3;
   for (int i = 0; i < num; ++i) {
     int r, c; coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i, r, c);
+    if (num >= 2 && i >= num / 2) {  // x[i + num/2] may repeat x[i] (half A/B fragments): a copy, not a second load,
+      int r0, c0;        // so the traffic view counts each element once, as the GPU's loads do
+      coord(USE, M, N, K, tkind<E>::value, USE < 2 && !ROWMAJOR, lane, i - num / 2, r0, c0);
+      if (r0 == r && c0 == c) { x[i] = x[i - num / 2]; continue; }
+    }
     const E* q = ROWMAJOR ? p + (size_t)r * ldm + c : p + (size_t)c * ldm + r;
     if (inflight) ::emu::cp_touch(q, sizeof(E), 0, line);
     if (shared) shared_elem("wmma::load_matrix_sync", &reg, q, r, c, false, line);

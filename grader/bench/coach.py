@@ -1,0 +1,239 @@
+"""The coach on a GPU, for the record: every rung of notebook 06's WMMA ladder and notebook 10's
+mma.sync ladder, and the coach's four bottleneck fixtures (tests/coach_kernels), each
+- its static panel (what a CPU shows: ptxas, SASS, occupancy, the emulator's traffic, the model),
+- the coach's measured path (grader.coach.measured: ncu on grader.coach.profile_target), and
+- a raw `ncu --csv` of the same kernel and launch with a few metrics, parsed separately, to show the
+  coach read the right kernel: same name, grid and block, same HMMA count (2*M*N*K / 4096 for
+  HMMA.16816), and counters that agree;
+plus cuBLAS's launch (for the roofline). Writes OUT/coach.json and OUT/COACH.md.
+
+    python -m grader.bench.coach OUT [--size 2048] [--deadline SECONDS] [--only NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from grader.bench import mma as bench_mma
+from grader.bench import wmma as bench_wmma
+from grader.checking import exercises
+from grader.coach import measured, panel, sass
+from grader.runtime import kernels
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "coach_kernels"
+# the raw check: few metrics (few replay passes), each also in the coach's list
+RAW = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "gpu__time_duration.sum",
+       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "sm__warps_active.avg.pct_of_peak_sustained_active",
+       "dram__bytes_read.sum"]
+EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "register_spills.cu": "spills",
+          "single_stage.cu": "pipeline"}
+TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
+
+
+def subjects(only=()):
+    """(name, exercise id, source, launch, extra options)."""
+    out = []
+    for r in bench_wmma.LADDER:
+        out.append((r.name, "wmma-gemm-fast", kernels.source(r.file), r.launch, list(r.options)))
+    for r in bench_mma.LADDER:
+        out.append((r.name, "mma-gemm", kernels.source(r.file), r.launch, list(r.options)))
+    for f in sorted(FIXTURES.glob("*.cu")):
+        src = f.read_text()
+        launch = json.loads(re.search(r"LAUNCH (\{.*\})", src).group(1))
+        out.append((f.name, "wmma-gemm-fast", src, launch, []))
+    return [s for s in out if not only or any(o in s[0] for o in only)]
+
+
+def static_panel(ex, src, launch, opts):
+    from grader.emu.traffic import measure
+
+    M, N, K = TRAFFIC["M"], TRAFFIC["N"], TRAFFIC["K"]
+    case = ex.problem.make(TRAFFIC, np.random.default_rng(0), launch, reference=False)
+    built = sass.build(src, ex.kernel, tuple(opts), 90)  # (already in a worker thread)
+    tr = measure(src, ex.kernel, case.grid, case.block, case.args, shared_mem=case.shared_mem, options=opts)
+    return panel.build(exercise=ex.id, source=src, kernel=ex.kernel, options=opts, arch=90,
+                       threads=int(np.prod(case.block)), smem_dynamic=case.shared_mem, problem=ex.problem,
+                       traffic=tr, traffic_dims=dict(M=M, N=N, K=K), perf_dims=ex.perf_size, built=built)
+
+
+def raw_ncu(job: dict, kernel: str, timeout: float = 150.0) -> dict:
+    """`ncu --csv` by hand on `python -m grader.coach.profile_target JOB`, parsed here on its own."""
+    exe = measured.tool()
+    with tempfile.TemporaryDirectory(prefix="tc-coach-raw-") as tmp:
+        path = os.path.join(tmp, "job.pkl")
+        with open(path, "wb") as f:
+            pickle.dump(job, f)
+        cmd = [exe, "--csv", "--print-units", "base", "--clock-control", "none", "--kernel-name", kernel,
+               "--launch-count", "1", "--metrics", ",".join(RAW), sys.executable, "-m", "grader.coach.profile_target",
+               path]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        except subprocess.TimeoutExpired:
+            return dict(ok=False, why="timeout")
+    # parsed here on its own (csv module, by column name), not by grader.coach.measured
+    import csv
+    import io
+
+    text = done.stdout[done.stdout.find('"ID"'):] if '"ID"' in done.stdout else ""
+    rows = [ln for ln in text.splitlines() if ln.startswith('"')]
+    vals, name, grid, block = {}, None, None, None
+    for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        name, block, grid = row.get("Kernel Name"), row.get("Block Size"), row.get("Grid Size")
+        try:
+            vals[row["Metric Name"]] = float((row.get("Metric Value") or "").replace(",", ""))
+        except (KeyError, ValueError):
+            pass
+    return dict(ok=bool(vals), kernel=name, grid=grid, block=block, metrics=vals, command=" ".join(cmd[:-1]) + " JOB",
+                csv="\n".join(rows), stderr=done.stderr[-800:] if not vals else "")
+
+
+def compare(coach: dict, raw: dict, expect_grid, expect_block, hmma_expected) -> dict:
+    """Do the coach's numbers and the raw ncu's agree, and is it the launch we meant?"""
+    m = raw.get("metrics", {})
+    checks = {
+        "same kernel": raw.get("kernel") == coach.get("kernel"),
+        "grid as launched": (raw.get("grid") or "").replace(" ", "") == str(tuple(expect_grid)).replace(" ", ""),
+        "block as launched": (raw.get("block") or "").replace(" ", "") == str(tuple(expect_block)).replace(" ", ""),
+        "HMMA count (both)": coach.get("hmma_inst") == m.get(RAW[0]),
+        "HMMA count = 2MNK/4096": m.get(RAW[0]) == hmma_expected,
+        "bank conflicts (ld) equal": coach.get("smem_ld_conflicts") == m.get(RAW[2]),
+        "duration within 15%": bool(coach.get("duration_ns") and m.get(RAW[1]))
+        and abs(coach["duration_ns"] - m[RAW[1]]) <= 0.15 * m[RAW[1]],
+        "occupancy within 5 points": abs(coach.get("occupancy_pct", -99) - m.get(RAW[3], 99)) <= 5,
+    }
+    return checks
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--deadline", type=float, default=500.0, help="stop starting new kernels after this many s")
+    ap.add_argument("--only", nargs="*", default=())
+    ap.add_argument("--no-static", action="store_true")
+    ap.add_argument("--no-measure", action="store_true", help="the static part only (any machine)")
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from grader.runtime.device import device_info
+
+    info = device_info()
+    n = a.size
+    dims = dict(M=n, N=n, K=n)
+    flops = 2.0 * n ** 3
+    record = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                  gpu=getattr(info, "name", None), size=n, ncu=measured.tool(), kernels=[], skipped=[])
+    md = [f"# The coach on {record['gpu']} ({record['date']}, {n}^3, one launch per kernel under ncu --clock-control none)",
+          "", "| kernel | coach: tensor pipe % | occupancy % | smem ld ways | DRAM % | L2 % | TFLOP/s (this launch) | "
+          "top stall | raw ncu agrees | model bound | first finding | L2 TB/s (implied peak) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    todo = subjects(a.only)
+    # the static parts (emulator, NVRTC, nvdisasm: CPU work in child processes or without the GIL)
+    # run in worker threads while the main thread profiles on the GPU
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=4)
+    statics = {} if a.no_static else {
+        name: pool.submit(static_panel, exercises.get(ex_id), src, launch,
+                          [*exercises.get(ex_id).problem.options(launch), *extra])
+        for name, ex_id, src, launch, extra in todo}
+    for name, ex_id, src, launch, extra in todo:
+        if time.time() - t0 > a.deadline:
+            record["skipped"].append(name)
+            continue
+        ex = exercises.get(ex_id)
+        opts = [*ex.problem.options(launch), *extra]
+        entry = dict(name=name, exercise=ex_id, launch=launch, options=opts)
+        ts = time.time()
+        got = (dict(ok=False, why="not measured (--no-measure)") if a.no_measure else
+               measured.measure(src, ex.kernel, opts, ex.problem, dims, launch, flops=flops))
+        entry["measured"] = {k: v for k, v in got.items() if k not in ("csv", "command")}
+        entry["measured_csv"] = got.get("csv", "")
+        case_grid, case_block, _ = ex.problem.geometry(n, n, n, launch)
+        if got["ok"]:
+            raw = raw_ncu(dict(source=src, kernel=ex.kernel, options=opts, problem=ex.problem, dims=dims, launch=launch),
+                          ex.kernel)
+            entry["raw"] = raw
+            entry["agree"] = compare(got["summary"], raw, case_grid, case_block, flops / 4096)
+        if name in statics:
+            try:
+                p = statics[name].result(timeout=max(a.deadline + 60 - (time.time() - t0), 5))
+                entry["static"] = p.to_dict()
+                entry["first_finding"] = p.first.key if p.first else None
+                entry["panel_text"] = p.text()
+            except Exception as e:  # recorded, never fatal
+                entry["static_error"] = f"{type(e).__name__}: {e}"
+        entry["seconds"] = round(time.time() - ts, 1)
+        if name in EXPECT:
+            entry["expected_finding"] = EXPECT[name]
+        record["kernels"].append(entry)
+        s = got.get("summary", {})
+        stall = (s.get("top_stalls") or [("-", 0)])[0][0]
+        agree = entry.get("agree")
+        ok = ("yes" if agree and all(agree.values()) else
+              "NO: " + ", ".join(k for k, v in agree.items() if not v) if agree else got.get("why", "-"))
+        bound = entry.get("static", {}).get("model") or {}
+        md.append(f"| {name} | {s.get('tensor_pipe_pct', float('nan')):.0f} | {s.get('occupancy_pct', float('nan')):.0f} | "
+                  f"{s.get('smem_ld_ways', float('nan')):.1f} | {s.get('dram_pct', float('nan')):.0f} | "
+                  f"{s.get('l2_pct', float('nan')):.0f} | {s.get('tflops', float('nan')):.0f} | {stall} | {ok} | "
+                  f"{bound.get('tflops', float('nan')):.0f} | {entry.get('first_finding')}"
+                  + (f" (expected {EXPECT[name]})" if name in EXPECT else "") + " | "
+                  + (f"{s['l2_bytes_per_s'] / 1e12:.2f} ({s.get('l2_peak_bytes_per_s', float('nan')) / 1e12:.1f})"
+                     if s.get("l2_bytes_per_s") else "-") + " |")
+        print(md[-1], flush=True)
+        (out / "coach.json").write_text(json.dumps(record, indent=1, default=str))
+    if time.time() - t0 < a.deadline + 30 and not a.no_measure:
+        cub = _cublas(n, flops)
+        record["cublas"] = cub
+        md.append("")
+        md.append(f"cuBLAS fp16 {n}^3 (cupy.matmul), one launch: " + (
+            "; ".join(measured.lines(cub["summary"])) if cub.get("ok") else cub.get("why", "")))
+    if record["skipped"]:
+        md.append(f"\nNot run (deadline {a.deadline:.0f} s): {', '.join(record['skipped'])}")
+    md.append(f"\nTotal {time.time() - t0:.0f} s.")
+    (out / "coach.json").write_text(json.dumps(record, indent=1, default=str))
+    (out / "COACH.md").write_text("\n".join(md) + "\n")
+    pool.shutdown(wait=False, cancel_futures=True)
+    print("\n".join(md[-3:]))
+    return 0
+
+
+def _cublas(n: int, flops: float) -> dict:
+    """cuBLAS's own launch under ncu (its kernel names vary by version: any GEMM-like name)."""
+    exe = measured.tool()
+    if exe is None:
+        return dict(ok=False, why="no Nsight Compute (ncu) on this machine")
+    with tempfile.TemporaryDirectory(prefix="tc-coach-cublas-") as tmp:
+        path = os.path.join(tmp, "job.pkl")
+        with open(path, "wb") as f:
+            pickle.dump(dict(cublas=n), f)
+        cmd = [exe, "--csv", "--print-units", "base", "--clock-control", "none", "--kernel-name",
+               "regex:gemm|nvjet|xmma|cutlass|sm90|ampere", "--launch-count", "1", "--metrics",
+               ",".join(measured.CORE.values()), sys.executable, "-m", "grader.coach.profile_target", path]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=150,
+                                  env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        except subprocess.TimeoutExpired:
+            return dict(ok=False, why="timeout")
+    launches = measured.parse_csv(done.stdout)
+    if not launches:
+        return dict(ok=False, why=(done.stdout + done.stderr)[-400:])
+    return dict(ok=True, summary=measured.summarise(launches[0], flops))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The findings: each bottleneck the model sees, in one sentence with its numbers, one next step,
+and the notebook section that teaches the fix. Ranked by the speed-up the model gives the fix, so
+the first finding names the main bottleneck. Nothing here reads the kernel's text: only numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from grader.coach.model import Result
+from grader.coach.static import Static
+
+# Section titles as the notebooks spell them (tests/test_coach.py checks they exist).
+SECTIONS = {
+    "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
+           "transpose": "8. Do: a coalesced transpose through shared memory (2 points)"},
+    "03": {"tiling": "5. Shared-memory tiling: see the tiles", "regblock": "7. The ladder onward: register blocking"},
+    "06": {"smem": "2. Rung 1: stage tiles in shared memory", "warp": "3. Rung 2: warp tiles",
+           "banks": "4. Bank conflicts and padded rows", "async": "5. Asynchronous copies, stages, and `BLOCK_K`",
+           "order": "6. Rung 5: block order and the epilogue — and the whole ladder",
+           "sweep": "7. Sweep the shape live"},
+    "10": {"ldmatrix": "2. `ldmatrix`: the warp loads fragments, each lane names a row",
+           "swizzle": "4. Rung 2: swizzle the chunks instead of padding the rows",
+           "pipeline": "5. Rung 3: a pipeline tuned for the layout", "wgmma": "8. Hopper: `wgmma` fed by TMA"},
+}
+
+# which notebook's sections a family of exercises is taught by: key -> (notebook, section key)
+WHERE = {
+    "wmma": {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflicts": ("06", "banks"),
+             "shared": ("06", "warp"), "spills": ("06", "warp"), "pipeline": ("06", "async"),
+             "occupancy": ("06", "sweep"), "none": ("10", "wgmma")},
+    "mma": {"global-low": ("06", "smem"), "global-l2": ("10", "pipeline"), "conflicts": ("10", "swizzle"),
+            "shared": ("10", "ldmatrix"), "spills": ("10", "pipeline"), "pipeline": ("10", "pipeline"),
+            "occupancy": ("10", "pipeline"), "none": ("10", "wgmma")},
+    "transpose": {"coalescing": ("01", "coalescing"), "conflicts": ("01", "transpose"), "spills": ("01", "transpose"),
+                  "pipeline": ("01", "transpose")},
+    "sgemm": {"global-low": ("03", "tiling"), "global-l2": ("03", "regblock"), "conflicts": ("06", "banks"),
+              "shared": ("03", "regblock"), "spills": ("03", "regblock"), "pipeline": ("03", "regblock"),
+              "occupancy": ("03", "regblock"), "none": ("03", "regblock")},
+}
+
+NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
+BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
+
+
+@dataclass
+class Finding:
+    key: str  # global-low | global-l2 | conflicts | shared | spills | pipeline | occupancy | none
+    gain: float  # the model's speed-up for the fix
+    sentence: str
+    next_step: str
+    section: str  # "notebook 06, section 4. Bank conflicts and padded rows"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self) -> str:
+        g = f" [fix: ~{self.gain:.1f}x]" if self.gain > 1.0 else ""
+        return f"{self.sentence}{g} Next: {self.next_step} ({self.section})"
+
+
+def section(family: str, key: str) -> str:
+    nb, sec = WHERE.get(family, WHERE["wmma"]).get(key) or WHERE["wmma"].get(key) or WHERE["transpose"][key]
+    return f"notebook {NOTEBOOK[nb]}, section {SECTIONS[nb][sec]}"
+
+
+def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
+    """The findings, the main bottleneck first (empty when there is too little evidence)."""
+    if res is None or st.evidence is None:
+        return _without_model(st, family)
+    ev, tr, occ = st.evidence, st.traffic or {}, st.occupancy
+    out: list[Finding] = []
+    terms = res.terms
+    g = res.gains
+    # global traffic
+    inten = res.intensity
+    if g.get("global", 1) >= BOTTLENECK:
+        reads = ", ".join(f"{k} {v:.0f}x" for k, v in (tr.get("reads") or {}).items() if k in ("A", "B", "x", "w"))
+        if inten < ev.good_intensity / 1.1:
+            out.append(Finding("global-low", g["global"],
+                               f"Global memory: {inten:.0f} FLOP per byte requested (each input element loaded "
+                               f"{reads or 'many times'} at the emulator's size); a 128x128 block tile in shared memory "
+                               f"gives {ev.good_intensity:.0f}. At this intensity L2 alone caps the kernel near "
+                               f"{res.tflops:.0f} TFLOP/s.",
+                               "stage block tiles of A and B in shared memory and let each warp reuse them for "
+                               "several accumulator tiles", section(family, "global-low")))
+        else:
+            big = inten >= 1.25 * ev.good_intensity  # already past a 128x128 tile (e.g. 128x256)
+            out.append(Finding("global-l2", g["global"],
+                               f"L2 bandwidth: {inten:.0f} FLOP per byte requested keeps L2 busy "
+                               f"{terms['L2']:.0f} cycles per main-loop iteration against {terms['math']:.0f} of math.",
+                               "a block order that keeps tiles in L2 longer (GROUP_M), or larger tiles than registers "
+                               "allow here: Hopper's wgmma reads operands from shared memory, freeing registers for "
+                               "them" if big else
+                               "a larger block tile (e.g. 128x256) or a block order that keeps tiles in L2 raises "
+                               "FLOP per byte", section(family, "none" if big else "global-l2")))
+    if g.get("conflicts", 1) >= BOTTLENECK:
+        w = tr.get("worst_shared") or {}
+        where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""
+        out.append(Finding("conflicts", g["conflicts"],
+                           f"Shared-memory bank conflicts: loads {tr.get('ways_load', 1):.1f}-way, stores "
+                           f"{tr.get('ways_store', 1):.1f}-way on average{where}; shared memory is busy "
+                           f"{terms['shared']:.0f} cycles per iteration against {terms['math']:.0f} of math.",
+                           "pad each shared row (e.g. +8 halves) or swizzle the 16-byte chunks so the rows one "
+                           "ldmatrix/fragment load reads fall in different banks", section(family, "conflicts")))
+    if g.get("spills", 1) >= BOTTLENECK:
+        r = st.resources or {}
+        out.append(Finding("spills", g["spills"],
+                           f"Register spills: ptxas spilled {r.get('spill_stores', 0)} bytes (stores) / "
+                           f"{r.get('spill_loads', 0)} bytes (loads) per thread at {r.get('registers', 0)} registers; "
+                           f"the main loop moves {ev.spill_bytes_iter / max(ev.warps, 1):.0f} bytes of local memory "
+                           "per warp per iteration.",
+                           "hold fewer accumulators per warp (a smaller warp tile) or ask for fewer blocks per SM "
+                           "in __launch_bounds__, so everything fits in 255 registers", section(family, "spills")))
+    if g.get("pipeline", 1) >= BOTTLENECK:
+        if not ev.overlapped:
+            s = (f"Loads are not overlapped with math: each main-loop iteration waits ~{terms['latency']:.0f} cycles "
+                 f"for its tile and {terms['L2']:.0f} more to stream it, then computes ({terms['math']:.0f} cycles) "
+                 f"with nothing in flight.")
+            step = ("keep 2-4 tiles in flight: cp.async into several shared buffers, wait with "
+                    "__pipeline_wait_prior(STAGES-2), so the next tiles load while this one is computed")
+        else:
+            s = (f"Too few loads in flight: {ev.depth} stage(s) ahead cover {terms['latency']:.0f} of the ~"
+                 f"{res.terms['latency'] * ev.depth:.0f} cycles a load takes.")
+            step = "add a pipeline stage (STAGES + 1) or a smaller BLOCK_K with more stages"
+        out.append(Finding("pipeline", g["pipeline"], s, step, section(family, "pipeline")))
+    if g.get("occupancy", 1) >= BOTTLENECK and occ:
+        out.append(Finding("occupancy", g["occupancy"],
+                           f"Occupancy: {occ.line()}.",
+                           f"use fewer {occ.limiter} per block so another block fits on each SM",
+                           section(family, "occupancy")))
+    if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
+        what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
+        out.append(Finding("shared", g["shared"],
+                           f"Shared-memory bandwidth: {terms['shared']:.0f} cycles of shared traffic per iteration "
+                           f"against {terms['math']:.0f} of math, without conflicts: each {what}.",
+                           "a larger warp tile (more accumulator tiles per warp) reuses each loaded fragment "
+                           "more often", section(family, "shared")))
+    out.sort(key=lambda f: -f.gain)
+    if not out:
+        top = max(terms, key=terms.get)
+        out.append(Finding("none", 1.0,
+                           f"No single bottleneck in the model: {top} sets the pace ({terms[top]:.0f} cycles per "
+                           f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s.",
+                           "past this, Hopper's wgmma + TMA", section(family, "none")))
+    return out
+
+
+def _without_model(st: Static, family: str) -> list[Finding]:
+    """Findings from raw evidence when the model lacks an input (no SASS, no traffic)."""
+    out = []
+    r = st.resources or {}
+    if r.get("spill_stores") or r.get("spill_loads"):
+        out.append(Finding("spills", 1.0, f"Register spills: ptxas spilled {r.get('spill_stores', 0)} / "
+                           f"{r.get('spill_loads', 0)} bytes per thread.", "hold fewer values per thread",
+                           section(family, "spills")))
+    tr = st.traffic or {}
+    for what in ("load", "store"):
+        eff = tr.get(f"efficiency_{what}", 1.0)
+        if eff < 0.5:
+            out.append(Finding("coalescing", 1 / eff, f"Global {what}s are not coalesced: {100 * eff:.0f}% of the bytes "
+                               "each warp moves are used.", "make consecutive lanes touch consecutive addresses "
+                               "(through a shared-memory tile for a transpose)", section(family, "coalescing")))
+    if tr.get("ways", 1) >= 1.5:
+        out.append(Finding("conflicts", tr["ways"], f"Shared-memory bank conflicts: {tr['ways']:.1f}-way on average.",
+                           "pad or swizzle the shared rows", section(family, "conflicts")))
+    if st.loop is not None and st.loop.in_loop and not st.loop.overlapped:
+        out.append(Finding("pipeline", 1.0, "Loads are not overlapped with math in the main loop.",
+                           "cp.async into several stages", section(family, "pipeline")))
+    out.sort(key=lambda f: -f.gain)
+    return out

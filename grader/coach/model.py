@@ -1,0 +1,108 @@
+"""Where the time of one main-loop iteration goes, per SM, in clock cycles: a bottleneck model
+built from the evidence (ptxas, SASS, the emulator's traffic), with the bound each resource sets and
+the speed-up each fix would buy. The roofline point is the same numbers seen from far away.
+
+Per SM, per iteration of the main loop (B resident blocks, each doing F FLOPs and moving S global
+bytes and W shared-memory wavefronts per iteration):
+    math      B*F / (tensor-core or FMA FLOP per clock)
+    shared    B*W wavefronts (one per clock; a k-way bank conflict costs k) + spilled bytes / 128
+    L2        B*S / (L2 bytes per clock per SM)
+    latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
+Loads overlapped with math (cp.async with groups left in flight, or register prefetch):
+    t = max(math, shared, L2, latency)
+Not overlapped (load, wait, compute, in one stage):
+    t = L + L2 + max(math, shared)
+bound = B*F / t. A fix is scored by how much it shortens t; the largest speed-up is the first finding.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from grader.coach.machine import H100, Rates
+
+
+@dataclass
+class Evidence:
+    """What the model needs, each number from a named source."""
+
+    flops_iter: float  # per block per main-loop iteration (SASS: tensor/FMA instructions x warps)
+    blocks: int  # resident per SM (occupancy)
+    warps: int  # per block
+    global_per_flop: float  # bytes loaded+stored per FLOP (emulator, scaled to the timed size)
+    shared_per_flop: float  # wavefronts per FLOP as the kernel's addresses fall (emulator)
+    shared_per_flop_ideal: float  # the same without bank conflicts
+    spill_bytes_iter: float  # local-memory bytes per block per iteration (SASS LDL/STL x warps)
+    overlapped: bool  # loads of later iterations in flight during the math (SASS)
+    depth: int  # iterations in flight (cp.async groups; 1 for register prefetch)
+    math: str  # "f16" | "f64" | "fp32"
+    good_intensity: float  # FLOP/byte of a 128x128 block tile at this precision
+
+
+@dataclass
+class Result:
+    terms: dict  # name -> cycles per iteration per SM
+    serial: bool
+    cycles: float
+    flop_per_clk: float  # per SM
+    tflops: float  # the bound
+    peak_tflops: float  # of the math alone
+    intensity: float  # FLOP per global byte requested
+    gains: dict = field(default_factory=dict)  # fix -> speed-up factor
+    rates: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _peak(ev: Evidence, r: Rates) -> float:
+    return {"f16": r.tensor_f16, "f64": r.tensor_f64}.get(ev.math, r.fp32)
+
+
+def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None):
+    B = ev.blocks if blocks is None else blocks
+    g = ev.global_per_flop if g is None else g
+    w = ev.shared_per_flop if w is None else w
+    spill = ev.spill_bytes_iter if spill is None else spill
+    ov = ev.overlapped if overlapped is None else overlapped
+    d = max(ev.depth if depth is None else depth, 1)
+    F = ev.flops_iter
+    terms = {
+        "math": B * F / _peak(ev, r),
+        "shared": B * (F * w + spill / r.smem_bytes_per_clk),
+        "L2": B * F * g / r.per_clk(r.l2_bytes_per_s),
+        "latency": r.load_latency / d if ov else float(r.load_latency),
+    }
+    if ov:
+        t = max(terms.values())
+    else:
+        t = terms["latency"] + terms["L2"] + max(terms["math"], terms["shared"])
+    return t, terms
+
+
+def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result:
+    t, terms = _time(ev, r)
+    B, F = max(ev.blocks, 1), ev.flops_iter
+    fpc = B * F / t if t else 0.0
+    res = Result(terms=terms, serial=not ev.overlapped, cycles=t, flop_per_clk=fpc, tflops=r.tflops(fpc),
+                 peak_tflops=r.tflops(_peak(ev, r)),
+                 intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name)
+
+    def gain(**kw):
+        t2, _ = _time(ev, r, **kw)
+        return t / t2 if t2 else 1.0
+
+    # global traffic: up to a 128x128 block tile's intensity, or (already there) a quarter less traffic
+    if ev.global_per_flop:
+        target = min(ev.global_per_flop, 1 / ev.good_intensity)
+        if target >= ev.global_per_flop / 1.1:  # already near a 128x128 tile: a quarter less traffic
+            target = ev.global_per_flop * 0.75
+        res.gains["global"] = gain(g=target)
+    res.gains["conflicts"] = gain(w=ev.shared_per_flop_ideal)
+    # half the shared traffic per FLOP (a warp tile twice as large), beyond removing the conflicts
+    res.gains["shared"] = gain(w=ev.shared_per_flop_ideal / 2) / res.gains["conflicts"]
+    res.gains["spills"] = gain(spill=0.0)
+    res.gains["pipeline"] = gain(overlapped=True, depth=2) if not ev.overlapped else gain(depth=ev.depth + 1)
+    if next_blocks and next_blocks > ev.blocks:
+        t2, _ = _time(ev, r, blocks=next_blocks)
+        res.gains["occupancy"] = (next_blocks * F / t2) / fpc if fpc and t2 else 1.0
+    return res

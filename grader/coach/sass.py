@@ -1,0 +1,306 @@
+"""A kernel's machine code: NVRTC compiles it to a cubin for one arch (with `ptxas -v`: registers,
+spills, shared memory), nvdisasm turns the cubin into SASS, and this module reads the instruction
+mix of the kernel's main loop (the loop that does the most tensor-core work).
+
+nvdisasm comes from the pip wheel nvidia-cuda-nvdisasm (an extra of the course, `coach`), or from a
+CUDA toolkit; without it the panel gives what ptxas says and names what is missing.
+Compiles and disassemblies are cached by a hash of everything that goes in (in this process and in
+a folder, TC_COACH_CACHE or ~/.cache/tensorcore-course/coach), so a second check of the same source
+costs nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# ---------------------------------------------------------------- tools
+
+
+def nvdisasm() -> str | None:
+    """The nvdisasm binary: pip's wheel on this Python's path, PATH, or a toolkit."""
+    for p in sys.path:
+        for rel in ("nvidia/cu13/bin/nvdisasm", "nvidia/cuda_nvdisasm/bin/nvdisasm"):
+            exe = Path(p or ".") / rel
+            if exe.is_file() and os.access(exe, os.X_OK):
+                return str(exe)
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.access(os.path.join(root, "bin", "nvdisasm"), os.X_OK):
+            return os.path.join(root, "bin", "nvdisasm")
+    return None
+
+
+MISSING_NVDISASM = ("no nvdisasm here, so no SASS instruction mix: pip install nvidia-cuda-nvdisasm==13.5.37 "
+                    "(5 MB; the course's extra `coach`)")
+
+
+def _cache_dir() -> Path | None:
+    d = Path(os.environ.get("TC_COACH_CACHE") or Path.home() / ".cache" / "tensorcore-course" / "coach")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        return d if os.access(d, os.W_OK) else None
+    except OSError:
+        return None
+
+
+_MEMO: dict[str, dict] = {}
+
+
+def _cached(key: str, make) -> dict:
+    if key in _MEMO:
+        return _MEMO[key]
+    d = _cache_dir()
+    path = d / f"{key}.json" if d else None
+    if path and path.is_file():
+        try:
+            _MEMO[key] = json.loads(path.read_text())
+            return _MEMO[key]
+        except (OSError, ValueError):
+            pass
+    value = make()
+    _MEMO[key] = value
+    if path and value.get("cacheable", True):
+        try:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(value))
+            tmp.replace(path)
+        except OSError:
+            pass
+    return value
+
+
+# ---------------------------------------------------------------- compile + disassemble
+
+
+def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
+    """{resources: {registers, shared_bytes, spill_stores, spill_loads, stack_bytes}, sass: text or "",
+    missing: [what could not be had], nvrtc: version} for `kernel` compiled for sm_`arch`."""
+    from grader.runtime.compile import BASE_OPTIONS, compiler_for, parse_resources
+    from grader.runtime.errors import CourseError
+    from grader.runtime.headers import include_options
+
+    try:
+        nv = compiler_for(arch)
+    except CourseError as e:
+        return dict(resources=None, sass="", missing=[e.message], nvrtc=None, cacheable=False)
+    tool = nvdisasm()
+    key = hashlib.sha256(json.dumps([source, list(options), arch, kernel, list(nv.version), str(nv.path),
+                                     tool or ""]).encode()).hexdigest()[:32]
+
+    def make():
+        opts = [f"-arch=sm_{arch}", "-Xptxas=-v", *BASE_OPTIONS, *include_options(nv.stack.name), *options]
+        try:
+            out = nv.compile(source, opts, "kernel.cu", "cubin")
+        except Exception as e:  # the check reports compile errors; here: say it and stop
+            return dict(resources=None, sass="", missing=[f"no cubin: {str(e).splitlines()[0][:200]}"],
+                        nvrtc=list(nv.version), cacheable=False)
+        res = parse_resources(out.log).get(kernel)
+        missing, sass = [], ""
+        if tool is None:
+            missing.append(MISSING_NVDISASM)
+        else:
+            with tempfile.TemporaryDirectory(prefix="tc-coach-") as tmp:
+                cubin = Path(tmp) / "k.cubin"
+                cubin.write_bytes(out.code)
+                try:
+                    r = subprocess.run([tool, "-c", "-ndf", str(cubin)], capture_output=True, text=True, timeout=60)
+                    sass = r.stdout if r.returncode == 0 else ""
+                    if not sass and "deprecated" in r.stderr:  # nvdisasm 13 reads no sm_70 cubin
+                        missing.append(f"no SASS mix for sm_{arch}: this nvdisasm ({tool}) no longer reads that "
+                                       "architecture (CUDA 13 dropped Volta)")
+                    elif not sass:
+                        missing.append(f"nvdisasm failed: {r.stderr.strip()[:200]}")
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    missing.append(f"nvdisasm failed: {e}")
+        return dict(resources=asdict(res) if res else None, sass=_only(sass, kernel), missing=missing,
+                    nvrtc=list(nv.version), cacheable=not missing or tool is None or "no longer reads" in " ".join(missing))
+
+    return _cached(key, make)
+
+
+def _only(sass: str, kernel: str) -> str:
+    """The text of `kernel`'s own section of a disassembly."""
+    m = re.search(rf"^\s*\.section\s+\.text\.{re.escape(kernel)},.*?(?=^\s*\.section\s|\Z)", sass, re.M | re.S)
+    return m.group(0) if m else sass
+
+
+# ---------------------------------------------------------------- parse
+
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*([^;]*);")
+
+
+@dataclass
+class Instr:
+    pc: int
+    op: str  # base opcode, e.g. HMMA
+    full: str  # with modifiers, e.g. HMMA.16816.F32
+    operands: str
+    predicated: bool
+
+
+_LABEL = re.compile(r"^(\.L\w+):", re.M)
+
+
+def parse(sass: str) -> list[Instr]:
+    """The instructions, with branch targets given as labels (`(.L_x_3)) turned into addresses."""
+    out = []
+    labels, pending = {}, []
+    for m in re.finditer(rf"{_LABEL.pattern}|{_LINE.pattern}", sass, re.M):
+        if m.group(1):
+            pending.append(m.group(1))
+            continue
+        full = m.group(4)
+        ins = Instr(int(m.group(2), 16), full.split(".")[0], full, m.group(5).strip(), bool(m.group(3)))
+        for name in pending:
+            labels[name] = ins.pc
+        pending = []
+        out.append(ins)
+    for ins in out:
+        if ins.op == "BRA":
+            lab = re.search(r"\((\.L\w+)\)", ins.operands)
+            if lab and lab.group(1) in labels:
+                ins.operands = f"0x{labels[lab.group(1)]:x}"
+    return out
+
+
+TENSOR_OPS = ("HMMA", "HGMMA", "DMMA", "IMMA", "BMMA", "IGMMA")
+
+
+def tensor_flops(i: Instr) -> int:
+    """FLOPs one warp's execution of a tensor-core instruction does (0: not one)."""
+    if i.op not in TENSOR_OPS:
+        return 0
+    shape = re.search(r"\.(\d+)X(\d+)X(\d+)", i.full)  # HGMMA.64x256x16: a warpgroup of 4 warps
+    if shape:
+        m, n, k = (int(x) for x in shape.groups())
+        return 2 * m * n * k // 4
+    digits = re.search(r"\.(\d{3,5})\b", i.full)
+    if digits:
+        s = digits.group(1)
+        # 16816 -> 16x8x16, 1688 -> 16x8x8, 1684 -> 16x8x4, 884 -> 8x8x4, 8816 -> 8x8x16
+        for a, b in ((2, 1), (1, 1)):
+            try:
+                m, n, k = int(s[:a]), int(s[a:a + b]), int(s[a + b:])
+            except ValueError:
+                continue
+            if m in (8, 16) and n == 8 and k in (4, 8, 16, 32):
+                return 2 * m * n * k
+    return 2 * 16 * 8 * 16
+
+
+def _width(i: Instr) -> int:
+    """Bytes one lane moves."""
+    f = i.full
+    if i.op == "LDSM":
+        x = re.search(r"\.(\d)$", f)
+        return 4 * int(x.group(1)) if x else 4  # x1: 4 B per lane (one 8x8 b16 matrix per warp)
+    for suf, b in ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1)):
+        if suf in f:
+            return b
+    return 4
+
+
+KINDS = {
+    "LDG": "global load", "STG": "global store", "LDGSTS": "async copy (cp.async)", "LDS": "shared load",
+    "LDSM": "ldmatrix", "STS": "shared store", "LDL": "local load (spill)", "STL": "local store (spill)",
+    "BAR": "barrier", "DEPBAR": "async-copy wait", "LDGDEPBAR": "async-copy commit", "UTMALDG": "TMA load",
+    "SYNCS": "mbarrier",
+}
+
+
+@dataclass
+class Mix:
+    """Per warp, in one span of code (the main loop, or the whole kernel)."""
+
+    counts: dict = field(default_factory=dict)  # opcode -> instructions
+    bytes: dict = field(default_factory=dict)  # LDG/LDGSTS/LDS/LDSM/STS/LDL/STL -> bytes per warp
+    wavefronts: dict = field(default_factory=dict)  # LDS/LDSM/STS/LDGSTS -> conflict-free wavefronts per warp
+    tensor: int = 0  # tensor-core instructions
+    tensor_flops: int = 0  # FLOPs they do, per warp
+    tensor_ops: dict = field(default_factory=dict)  # full opcode -> count
+    wait_depth: int | None = None  # the least N of the DEPBAR.LE SB0, N waits (cp.async groups left in flight)
+    overlapped: bool = False  # loads of a later iteration are issued before this iteration's math
+    span: tuple = (0, 0)
+    in_loop: bool = False
+
+    def n(self, *ops) -> int:
+        return sum(self.counts.get(o, 0) for o in ops)
+
+    def b(self, *ops) -> int:
+        return sum(self.bytes.get(o, 0) for o in ops)
+
+
+def _loops(instrs: list[Instr]) -> list[tuple[int, int]]:
+    """(start, end) pc of every backward branch's loop."""
+    out = []
+    for i in instrs:
+        if i.op == "BRA":
+            tgt = re.search(r"0x([0-9a-f]+)", i.operands)
+            if tgt and int(tgt.group(1), 16) < i.pc:
+                out.append((int(tgt.group(1), 16), i.pc))
+    return out
+
+
+def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
+    mx = Mix(span=span, in_loop=in_loop)
+    body = [i for i in instrs if span[0] <= i.pc <= span[1]]
+    for i in body:
+        mx.counts[i.op] = mx.counts.get(i.op, 0) + 1
+        if i.op in ("LDG", "LDGSTS", "LDS", "LDSM", "STS", "LDL", "STL", "STG"):
+            mx.bytes[i.op] = mx.bytes.get(i.op, 0) + 32 * _width(i)
+        if i.op in ("LDS", "LDSM", "STS", "LDGSTS"):  # shared memory moves 128 bytes per wavefront, 1 at least
+            mx.wavefronts[i.op] = mx.wavefronts.get(i.op, 0) + max(1, 32 * _width(i) // 128)
+        f = tensor_flops(i)
+        if f:
+            mx.tensor += 1
+            mx.tensor_flops += f
+            mx.tensor_ops[i.full] = mx.tensor_ops.get(i.full, 0) + 1
+        if i.op == "DEPBAR":
+            m = re.search(r"SB0,\s*0x([0-9a-f]+)", i.operands)
+            if m:
+                d = int(m.group(1), 16)
+                mx.wait_depth = d if mx.wait_depth is None else min(mx.wait_depth, d)
+    # loads overlapped with math: in the loop, a global load or async copy sits between tensor
+    # instructions or after the first one, and the shared stores that consume register-staged loads
+    # come after the math (double buffering through registers); cp.async: the wait leaves groups in flight
+    first_t = next((k for k, i in enumerate(body) if tensor_flops(i) or i.op in ("FFMA", "DFMA")), None)
+    if first_t is not None:
+        loads = [k for k, i in enumerate(body) if i.op in ("LDG", "LDGSTS", "UTMALDG")]
+        if mx.n("LDGSTS") and mx.wait_depth is not None:
+            mx.overlapped = mx.wait_depth > 0
+        elif mx.n("UTMALDG"):
+            mx.overlapped = True
+        elif loads and mx.n("STS"):
+            sts = [k for k, i in enumerate(body) if i.op == "STS"]
+            mx.overlapped = min(loads) < first_t < min(sts)
+        else:
+            mx.overlapped = False
+    return mx
+
+
+def analyse(sass: str) -> tuple[Mix, Mix]:
+    """(main loop, whole kernel). The main loop is the loop with the most tensor-core FLOPs (the most
+    FMAs when there are none), the innermost of equals; without a loop, the whole kernel twice."""
+    instrs = parse(sass)
+    whole = _mix(instrs, (0, instrs[-1].pc if instrs else 0), False)
+
+    def work(span):
+        body = [i for i in instrs if span[0] <= i.pc <= span[1]]
+        return sum(tensor_flops(i) for i in body) or sum(2 for i in body if i.op in ("FFMA", "DFMA", "HFMA2"))
+
+    loops = [(work(s), -(s[1] - s[0]), s) for s in _loops(instrs)]
+    loops = [x for x in loops if x[0] > 0]
+    if not loops:
+        return whole, whole
+    best = max(loops)[2]
+    return _mix(instrs, best, True), whole

@@ -1,0 +1,128 @@
+"""The static evidence of one kernel, everywhere (no GPU needed): ptxas's resources, occupancy,
+the SASS mix of the main loop, and the memory traffic the emulator observed at a small size,
+turned into the bottleneck model's inputs (grader.coach.model.Evidence).
+
+Which source each number comes from, and why:
+- FLOPs per iteration: SASS (the main loop's tensor-core or FMA instructions x warps per block);
+- shared-memory loads per FLOP: SASS (LDS/LDSM in the loop, which are not predicated in practice;
+  the emulator splits WMMA loads into per-element requests), their bank conflicts: the emulator;
+- shared stores and global bytes per FLOP: the emulator (what executed; SASS counts predicated
+  copy loops as if every iteration ran). Stores of the output are scaled from the observed K to
+  the timed K (they do not grow with K).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from grader.coach import sass as sass_mod
+from grader.coach.model import Evidence
+from grader.coach.occupancy import Occupancy, occupancy
+
+
+@dataclass
+class Static:
+    kernel: str
+    arch: int
+    threads: int
+    smem_dynamic: int
+    resources: dict | None  # ptxas: registers, shared_bytes, stack_bytes, spill_stores, spill_loads
+    occupancy: Occupancy | None
+    loop: sass_mod.Mix | None
+    whole: sass_mod.Mix | None
+    traffic: dict | None  # the emulator's summary (see _traffic)
+    missing: list = field(default_factory=list)
+    evidence: Evidence | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return d
+
+
+def _elem(problem) -> int:
+    return {"float16": 2, "float32": 4, "float64": 8}.get(getattr(problem, "in_dtype", "float16"), 2)
+
+
+def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) -> dict:
+    """The emulator's numbers, per FLOP at the timed size."""
+    loaded = sum(v[1] for v in t.buffers.values())
+    stored = sum(v[2] for v in t.buffers.values())
+    scale = 1.0
+    if hasattr(problem, "launch_rule") and perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
+        scale = dims["K"] / perf_dims["K"]  # output stores per FLOP shrink as K grows
+    sh = [a for a in t.accesses if a.space == "shared"]
+    st_bytes = sum(a.bytes for a in sh if a.write)
+    worst = t.worst("shared")
+    worst_ld = t.worst("shared", False)
+    return dict(
+        flops=flops, loaded=loaded, stored=stored,
+        global_per_flop=(loaded + stored * scale) / flops if flops else 0.0,
+        reads={k: (v[1] / v[0] if v[0] else 0.0) for k, v in t.buffers.items() if v[1]},
+        shared_store_wf_per_flop=st_bytes / 128 / flops if flops else 0.0,
+        ways_load=t.bank_ways(False), ways_store=t.bank_ways(True), ways=t.bank_ways(),
+        shared_load_wf_emu=sum(min(a.bytes / 128, a.ideal) for a in sh if not a.write) / flops if flops else 0.0,
+        worst_shared=(dict(line=worst.line, source=worst.source, ratio=worst.ratio, write=worst.write)
+                      if worst and worst.ratio > 1.01 else None),
+        worst_shared_load=(dict(line=worst_ld.line, source=worst_ld.source, ratio=worst_ld.ratio)
+                           if worst_ld and worst_ld.ratio > 1.01 else None),
+        conflicted=[dict(line=a.line, source=a.source[:80], ratio=round(a.ratio, 2), write=a.write)
+                    for a in sorted(sh, key=lambda a: -(a.units - a.ideal)) if a.ratio > 1.01][:5],
+        efficiency_load=t.efficiency(False), efficiency_store=t.efficiency(True),
+        uses_shared=t.uses_shared(),
+    )
+
+
+def _math(loop) -> str:
+    ops = " ".join(loop.tensor_ops) if loop else ""
+    if "DMMA" in ops:
+        return "f64"
+    if "HMMA" in ops or "HGMMA" in ops:
+        return "f16"
+    return "fp32"
+
+
+def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: int, smem_dynamic: int = 0,
+            traffic=None, traffic_dims: dict | None = None, perf_dims: dict | None = None, problem=None,
+            built: dict | None = None) -> Static:
+    """Everything static about `kernel`; `traffic` (grader.emu.traffic.MemoryTraffic) observed at
+    `traffic_dims` of `problem`, or None (then the model has no memory numbers)."""
+    b = built if built is not None else sass_mod.build(source, kernel, options, arch)
+    missing = list(b.get("missing", []))
+    res = b.get("resources")
+    occ = None
+    if res:
+        occ = occupancy(arch=arch, threads=threads, registers=res["registers"], smem_static=res["shared_bytes"],
+                        smem_dynamic=smem_dynamic)
+    loop = whole = None
+    if b.get("sass"):
+        loop, whole = sass_mod.analyse(b["sass"])
+    tr = None
+    if traffic is not None and problem is not None and traffic_dims:
+        flops = problem.flops(traffic_dims) if hasattr(problem, "flops") else 0.0
+        tr = _traffic(traffic, flops, traffic_dims, perf_dims, problem)
+    elif traffic is None:
+        missing.append("no emulator traffic view (the kernel did not run on the emulator here)")
+    st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing)
+    st.evidence = _evidence(st, problem)
+    return st
+
+
+def _evidence(st: Static, problem) -> Evidence | None:
+    loop, tr, occ = st.loop, st.traffic, st.occupancy
+    if not loop or not tr or not occ or not tr["flops"]:
+        return None
+    warps = -(-st.threads // 32)
+    per_warp = loop.tensor_flops or 64 * loop.n("FFMA", "DFMA")
+    if not per_warp:
+        return None
+    F = per_warp * warps
+    # shared loads: SASS wavefronts per FLOP (per warp), times the emulator's load conflict ways
+    ld_wf = loop.wavefronts.get("LDS", 0) + loop.wavefronts.get("LDSM", 0)
+    w_load = ld_wf / per_warp if ld_wf else tr["shared_load_wf_emu"]
+    w_store = tr["shared_store_wf_per_flop"]
+    w = w_load * max(tr["ways_load"], 1.0) + w_store * max(tr["ways_store"], 1.0)
+    spill = (loop.b("LDL") + loop.b("STL")) * warps
+    depth = loop.wait_depth if (loop.n("LDGSTS") and loop.wait_depth) else 1
+    return Evidence(flops_iter=F, blocks=occ.blocks, warps=warps, global_per_flop=tr["global_per_flop"],
+                    shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
+                    overlapped=loop.overlapped, depth=depth, math=_math(loop),
+                    good_intensity=128 / _elem(problem))

@@ -1,0 +1,290 @@
+"""The performance coach (grader/coach, issue #21): where a correct kernel's time goes.
+
+On the CPU: occupancy from the arch limits, the SASS reader on a format fixture, Nsight Compute's CSV
+on a format fixture, the first finding of four kernels that are slow for ONE reason each
+(tests/coach_kernels/*.cu: the model ranks by numbers, never by the kernel's text), the static panel
+for every speed-graded exercise's reference, and check() showing it. GPU-only: the measured path.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.checking import exercises
+from grader.coach import findings, measured, occupancy, panel, sass, static
+from grader.coach.model import run
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "coach_kernels"
+HAVE_NVDISASM = sass.nvdisasm() is not None
+needs_sass = pytest.mark.skipif(not HAVE_NVDISASM and os.environ.get("TC_REQUIRE_NVDISASM") != "1",
+                                reason="no nvdisasm (pip install nvidia-cuda-nvdisasm==13.5.37)")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("TC_COACH_CACHE", str(tmp_path_factory.getbasetemp() / "coach-cache"))
+
+
+# ---------------------------------------------------------------- occupancy
+
+
+def test_occupancy_names_the_limit_per_arch():
+    o = occupancy.occupancy(arch=90, threads=128, registers=249, smem_dynamic=107520)
+    assert (o.blocks, o.limiter, o.warps) == (2, "registers", 8)  # 256 regs x 32 x 4 warps = 32768: 2 fit
+    o = occupancy.occupancy(arch=90, threads=128, registers=64, smem_dynamic=107520)
+    assert (o.blocks, o.limiter) == (2, "shared memory")  # 2 x (105 + 1 reserved) KB of 228
+    o = occupancy.occupancy(arch=90, threads=32, registers=32)
+    assert (o.blocks, o.limiter) == (32, "blocks")
+    o = occupancy.occupancy(arch=90, threads=1024, registers=40)
+    assert (o.blocks, o.limiter) == (1, "registers")  # 40 -> 40*32 rounded to 1280 per warp: 51 warps
+    o = occupancy.occupancy(arch=80, threads=256, registers=32, smem_dynamic=100 * 1024)
+    assert (o.blocks, o.limiter) == (1, "shared memory")  # 164 KB per SM
+    assert occupancy.occupancy(arch=75, threads=128, registers=64, smem_dynamic=107520).blocks == 0
+    o = occupancy.occupancy(arch=75, threads=256, registers=32)
+    assert (o.blocks, o.limiter) == (4, "threads")  # 1024 threads per SM on Turing
+    assert occupancy.occupancy(arch=70, threads=128, registers=32, smem_dynamic=96 * 1024).blocks == 1
+
+
+# ---------------------------------------------------------------- SASS reader
+
+# FORMAT FIXTURE, not a measurement: the shape of `nvdisasm -c` output (labels, predicates,
+# modifiers, a backward branch to a label), written by hand.
+SASS_FORMAT = """
+        .section        .text.k,"ax",@progbits
+k:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR8][R14.64] ;
+        /*0020*/                   LDGDEPBAR ;
+.L_x_1:
+        /*0030*/                   DEPBAR.LE SB0, 0x1 ;
+        /*0040*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0050*/                   LDSM.16.M88.4 R132, [R3] ;
+        /*0060*/                   LDSM.16.MT88.4 R136, [R136] ;
+        /*0070*/                   HMMA.16816.F32 R4, R132.reuse, R136, R4 ;
+        /*0080*/               @!P2 LDGSTS.E.BYPASS.LTC128B.128 [R215], desc[UR8][R216.64] ;
+        /*0090*/                   HMMA.16816.F32 R8, R132, R138, R8 ;
+        /*00a0*/                   LDGDEPBAR ;
+        /*00b0*/               @!P0 BRA `(.L_x_1) ;
+        /*00c0*/                   STG.E.128 desc[UR8][R2.64], R4 ;
+        /*00d0*/                   EXIT ;
+"""
+
+
+def test_sass_reader_finds_the_main_loop_and_its_mix():
+    loop, whole = sass.analyse(SASS_FORMAT)
+    assert loop.in_loop and loop.span == (0x30, 0xb0)
+    assert (loop.tensor, loop.tensor_flops) == (2, 2 * 4096)  # HMMA.16816: 2*16*8*16 FLOPs per warp
+    assert loop.n("LDGSTS") == 1 and loop.n("LDSM") == 2 and loop.n("STG") == 0
+    assert loop.wavefronts["LDSM"] == 8  # x4: 512 bytes, 4 wavefronts each
+    assert loop.wait_depth == 1 and loop.overlapped  # cp.async: one group left in flight at the wait
+    assert whole.n("STG") == 1 and whole.tensor == 2
+
+
+# ---------------------------------------------------------------- ncu CSV
+
+
+def test_ncu_csv_format_fixture_parses_to_the_panel_numbers():
+    """tests/coach_kernels/ncu_format_sample.csv is a FORMAT FIXTURE (ncu --csv --print-units base
+    layout, values invented), not a measurement."""
+    text = (FIXTURES / "ncu_format_sample.csv").read_text()
+    launches = measured.parse_csv(text)
+    assert len(launches) == 1 and launches[0]["kernel"] == "wmma_gemm" and launches[0]["grid"] == "(16, 16, 1)"
+    s = measured.summarise(launches[0], flops=2.0 * 2048 ** 3)
+    assert s["tensor_pipe_pct"] == pytest.approx(48.7) and s["occupancy_pct"] == pytest.approx(12.4)
+    assert s["dram_read_bytes"] == 50331648 and s["duration_ns"] == 54000
+    assert s["smem_ld_ways"] == pytest.approx(1.0) and s["smem_st_ways"] == pytest.approx(262144 / (262144 - 65536))
+    assert s["top_stalls"][0][0] == "long_scoreboard"
+    assert s["tflops"] == pytest.approx(2.0 * 2048 ** 3 / 54e-6 / 1e12)
+    text_lines = "\n".join(measured.lines(s))
+    assert "tensor pipe busy 49%" in text_lines and "long_scoreboard" in text_lines
+
+
+def test_no_counters_here_says_why():
+    got = measured.measure("", "k", (), None, {}, {})
+    assert not got["ok"] and got["why"]
+
+
+# ---------------------------------------------------------------- the fixtures: one bottleneck each
+
+SMALL = dict(M=128, N=128, K=256)  # >= one block tile, 4 k-tiles of 64 (a pipeline fills)
+
+
+def _panel_for(src: str, launch: dict, ex_id="wmma-gemm-fast", kernel="wmma_gemm"):
+    from grader.emu.traffic import measure
+
+    ex = exercises.get(ex_id)
+    M, N, K = SMALL["M"], SMALL["N"], SMALL["K"]
+    rng = np.random.default_rng(1)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+    C = np.zeros((M, N), np.float32)
+    opts = ex.problem.options(launch)
+    grid, block, smem = ex.problem.geometry(M, N, K, launch)
+    built = panel.start(src, kernel, opts, 90)  # beside the emulator, as check() does
+    tr = measure(src, kernel, grid, block, [A, B, C, np.int32(M), np.int32(N), np.int32(K)], shared_mem=smem,
+                 options=opts)
+    return panel.build(exercise=ex_id, source=src, kernel=kernel, options=opts, arch=90, threads=launch["threads"],
+                       smem_dynamic=smem, problem=ex.problem, traffic=tr, traffic_dims=SMALL, perf_dims=ex.perf_size,
+                       built=built)
+
+
+def _launch(src: str) -> dict:
+    return json.loads(re.search(r"LAUNCH (\{.*\})", src).group(1))
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, bottleneck", [
+    ("global_only.cu", "global-low"),      # (a) no shared-memory reuse: 8 FLOP per byte
+    ("bank_conflicts.cu", "conflicts"),    # (b) unpadded tiles: 8-way ldmatrix phases
+    ("register_spills.cu", "spills"),      # (c) 128 registers for a 64x64 accumulator tile
+    ("single_stage.cu", "pipeline"),       # (d) copy, wait for all, compute
+])
+def test_first_finding_names_the_bottleneck(fixture, bottleneck):
+    src = (FIXTURES / fixture).read_text()
+    p = _panel_for(src, _launch(src))
+    assert p.findings, p.text()
+    assert p.first.key == bottleneck, p.text()
+    assert p.first.gain >= findings.BOTTLENECK
+    assert "notebook" in p.first.section and p.first.next_step
+
+
+@needs_sass
+def test_the_reference_has_no_false_alarm():
+    """The course's reference (3-stage cp.async, padded, no spills): none of the four defects."""
+    ex = exercises.get("wmma-gemm-fast")
+    p = _panel_for((ROOT / "kernels" / f"{ex.reference}.cu").read_text(), ex.launch_defaults)
+    assert {f.key for f in p.findings}.isdisjoint({"global-low", "conflicts", "spills", "pipeline"}), p.text()
+    assert p.model["tflops"] < p.model["peak_tflops"]
+
+
+# ---------------------------------------------------------------- the panel in every speed verdict
+
+SPEED_GRADED = [e for e in exercises.EXERCISES.values() if e.target is not None]
+
+
+@needs_sass
+@pytest.mark.parametrize("ex", SPEED_GRADED, ids=lambda e: e.id)
+def test_static_panel_for_every_speed_graded_reference(ex):
+    src = (ROOT / "kernels" / f"{ex.reference}.cu").read_text()
+    launch = dict(ex.launch_defaults)
+    case = ex.problem.make(ex.cpu_sizes[-1], np.random.default_rng(0), launch, reference=False)
+    arch = max(90, ex.min_arch)
+    t = time.perf_counter()
+    p = panel.build(exercise=ex.id, source=src, kernel=ex.kernel, options=ex.problem.options(launch), arch=arch,
+                    threads=int(np.prod(case.block)), smem_dynamic=case.shared_mem, problem=ex.problem,
+                    traffic=None, perf_dims=ex.perf_size)
+    took = time.perf_counter() - t
+    text = p.text()
+    assert "registers/thread" in text and "occupancy:" in text and "SASS" in text, text
+    assert "no emulator traffic view" in text  # said, not hidden
+    assert took < 30, f"{took:.1f} s for a cold compile + disassembly"  # sanity; the cost check() sees: below
+
+
+def test_check_shows_the_panel_on_the_cpu():
+    ex = exercises.get("wmma-gemm-fast")
+    src = (ROOT / "kernels" / f"{ex.reference}.cu").read_text()
+    from grader.checking.check import check
+
+    v = check(ex.id, src, backend="emu")
+    assert v.correct and v.coach is not None
+    text = v.text()
+    assert "where the time goes" in text and "occupancy:" in text
+    assert "Where the time goes" in v._repr_html_()
+    assert json.loads(v.to_json())["coach"]["exercise"] == ex.id
+    # what the panel added to the check's time: the wait for its background compile + its own work
+    assert v.coach.waited + v.coach.seconds < 2.0, (v.coach.waited, v.coach.seconds)
+    if HAVE_NVDISASM:
+        assert v.coach.findings and v.coach.model
+
+
+def test_section_titles_are_the_notebooks_own():
+    heads = {}
+    for nb, secs in findings.SECTIONS.items():
+        path = next((ROOT / "notebooks").glob(f"{nb}-*/*.ipynb"))
+        text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "markdown")
+        heads[nb] = {ln[3:].strip() for ln in text.splitlines() if ln.startswith("## ")}
+        for title in secs.values():
+            assert title in heads[nb], f"notebook {nb} has no section '{title}'"
+
+
+# ---------------------------------------------------------------- GPU only
+
+
+@pytest.mark.gpu
+def test_measured_path_reads_the_right_kernel():
+    ex = exercises.get("wmma-gemm-fast")
+    src = (ROOT / "kernels" / f"{ex.reference}.cu").read_text()
+    dims = dict(M=1024, N=1024, K=1024)
+    got = measured.measure(src, ex.kernel, ex.problem.options(ex.launch_defaults), ex.problem, dims,
+                           ex.launch_defaults, flops=ex.problem.flops(dims))
+    if not got["ok"] and ("ncu" in got["why"] or "ERR_NVGPUCTRPERM" in got["why"]):
+        pytest.skip(got["why"])
+    assert got["ok"], got
+    s = got["summary"]
+    assert s["kernel"] == ex.kernel and s["grid"].replace(" ", "") == "(8,8,1)"
+    assert s["hmma_inst"] == 2 * 1024 ** 3 / (16 * 8 * 16)  # HMMA.16816 per launch
+
+
+def test_the_feedback_page_carries_the_panel():
+    """The trusted grader renders each verdict's text and HTML into the graded cell's output, which
+    the feedback page shows: the panel is part of both."""
+    from grader.checking.trusted import _render
+    from grader.checking.verdict import PASS, Item, Verdict
+
+    v = Verdict("wmma-gemm-fast", "gpu", items=[Item("correct: M=8", PASS, "matches")])
+    v.coach = panel.Panel("wmma-gemm-fast", 90, lines=["resources: 249 registers/thread"],
+                          findings=[findings.Finding("conflicts", 2.2, "Shared-memory bank conflicts: 8-way.",
+                                                     "pad each row", findings.section("wmma", "conflicts"))])
+    shown = _render(v)
+    assert "Where the time goes" in shown["html"] and "Bank conflicts and padded rows" in shown["html"]
+    assert "where the time goes" in shown["text"] and "1. Shared-memory bank conflicts" in shown["text"]
+
+
+def test_cli_has_explain():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "--explain" in out.stdout
+
+
+def test_the_recorded_static_panels_cover_the_ladders():
+    """kernels/coach-static.json (what notebooks 06 and 10 show without a live compile): every rung of
+    both ladders and every fixture, each fixture's first finding its own defect."""
+    from grader.bench import coach as bench_coach
+    from grader.lessons import coach_view
+
+    rec = json.loads((ROOT / "kernels" / "coach-static.json").read_text())
+    got = {k["name"]: k for k in rec["kernels"]}
+    for nb in ("06", "10"):
+        for name, *_ in coach_view.rungs(nb):
+            assert got[name]["static"]["model"]["tflops"] > 0, name
+    for fixture, key in bench_coach.EXPECT.items():
+        assert got[fixture]["first_finding"] == key, fixture
+
+
+def test_the_gpu_scripts_raw_ncu_reading_and_its_comparison(monkeypatch):
+    """.ci/gpu-coach sets a raw `ncu --csv` beside the coach's numbers; here both read the FORMAT
+    FIXTURE (values invented), so they must agree on everything but the invented HMMA count."""
+    import subprocess
+    import types
+
+    from grader.bench import coach as bench_coach
+
+    text = (FIXTURES / "ncu_format_sample.csv").read_text()
+    monkeypatch.setattr(measured, "tool", lambda: "ncu")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout=text, stderr="", returncode=0))
+    raw = bench_coach.raw_ncu(dict(job=1), "wmma_gemm")
+    assert raw["ok"] and raw["kernel"] == "wmma_gemm" and raw["metrics"]["gpu__time_duration.sum"] == 54000
+    coach_side = measured.summarise(measured.parse_csv(text)[0], 2.0 * 2048 ** 3)
+    agree = bench_coach.compare(coach_side, raw, (16, 16, 1), (128, 1, 1), 2 * 2048 ** 3 / 4096)
+    assert {k for k, v in agree.items() if not v} == {"HMMA count = 2MNK/4096"}  # 2,097,152 is invented
