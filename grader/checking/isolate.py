@@ -9,6 +9,7 @@ where nbgrader would zero the cell.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -163,8 +164,13 @@ def _perf(module, job):
     def timed(f, **kw):
         return checked_benchmark(f, before=before, after=after, **kw)
 
+    from grader.runtime import gpulock
+
+    waited = gpulock.waited_s
+    t_timed = time.monotonic()
     p = paired(launch, base, working_set_bytes=ws, max_seconds=8, bench=timed,
                baseline_bench=lambda f, **kw: checked_benchmark(f, **kw))
+    t_timed = time.monotonic() - t_timed
     cupy.cuda.runtime.deviceSynchronize()
     last = float(scales[n[0] - 1])
     changed = [int(i) for i in inputs if not bool(cupy.array_equal(
@@ -174,7 +180,8 @@ def _perf(module, job):
                 baseline_ms=p.baseline.median_ms, baseline_spread=p.baseline.spread, ratio=p.ratio,
                 launches=k, launch_scales=scales[:k].tolist(), launch_samples=kept[:k].get(),
                 launch_unwritten=unwritten[:k].get().tolist(), launch_nonfinite=nonfinite[:k].get().tolist(),
-                changed_inputs=changed, size=int(out.size))
+                changed_inputs=changed, size=int(out.size),
+                lock_wait_s=gpulock.waited_s - waited, timed_s=t_timed - (gpulock.waited_s - waited))
 
 
 def _traffic(job) -> dict | None:
@@ -211,6 +218,15 @@ def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
 
 
 def _child(conn, job):
+    from grader.runtime import gpulock
+
+    # Under a cohort sharing this GPU (TC_GPU_LOCK): this process's GPU work holds the GPU's lock
+    # shared, its timed rounds exclusive (timing.paired), so no other job's work overlaps them.
+    with gpulock.held(exclusive=False) if job["backend"] == "gpu" else contextlib.nullcontext():
+        _child_steps(conn, job)
+
+
+def _child_steps(conn, job):
     try:
         from grader.runtime.backend import load
 
@@ -272,6 +288,15 @@ def _recv(conn):
 
 
 
+# Seconds this process spent in each step of its kernel runs, added up (the trusted grader
+# reports them with its result: course/README.md, "where a submission's time goes").
+PHASES: dict[str, float] = {}
+
+
+def _add(name: str, seconds: float) -> None:
+    PHASES[name] = PHASES.get(name, 0.0) + max(seconds, 0.0)
+
+
 def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout: float = 120.0) -> dict:
     """Run `job` in a fresh child process. Returns dict(compiled, cases=[...], perf, stdout,
     error) where error is a CourseError (KernelTimeout/KernelFault/CompileError ...) or None.
@@ -281,6 +306,7 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     script). Everything it prints, kernel printf included, goes to a file we read back."""
     from multiprocessing.connection import Connection
 
+    t_step = time.monotonic()  # the current step's start, for PHASES
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     printed = tempfile.TemporaryFile()
@@ -321,8 +347,11 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                          "backend='emu' for a named fault, or report it if it persists.")
                 break
             kind = msg[0]
+            now = time.monotonic()
             if kind == "compiled":
                 result["compiled"] = True
+                _add("kernel process start + compile", now - t_step)
+                t_step = now
                 step, deadline = 0, time.monotonic() + case_timeout
             elif kind == "case":
                 result["cases"].append(msg[2])
@@ -330,9 +359,17 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 if nxt < len(job["cases"]):
                     step, deadline = nxt, time.monotonic() + case_timeout
                 else:
+                    _add("correctness runs", now - t_step)
+                    t_step = now
                     step, deadline = "perf", time.monotonic() + perf_timeout
             elif kind == "perf":
                 result["perf"] = msg[1]
+                perf = msg[1] if isinstance(msg[1], dict) else {}
+                timed, wait = float(perf.get("timed_s", 0.0)), float(perf.get("lock_wait_s", 0.0))
+                _add("timed runs", timed)
+                _add("GPU lock wait", wait)
+                _add("timing set-up and launch checks", now - t_step - timed - wait)
+                t_step = now
             elif kind == "traffic":
                 result["traffic"] = msg[1]
             elif kind in ("done", "error"):
@@ -343,6 +380,8 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     except BrokenPipeError:  # the child died before reading its job
         result["error"] = errors.KernelFault("crash", "the process that runs kernels could not start")
     finally:
+        _add("kernel process: other" if result["compiled"] else "kernel process start + compile",
+             time.monotonic() - t_step)
         if proc.poll() is None:
             proc.kill()
         proc.wait(10)
