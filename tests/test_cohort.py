@@ -1,11 +1,12 @@
 """Cohort autograde (grader.classroom.cohort, issue #17) on CPU: the same command an instructor
 runs, on a handful of submissions of 01-memory-layout with the emulator and 2 workers.
 
-The slow part grades the same four submissions (the solution, a partly wrong one, a broken
-kernel, a notebook that kills its own kernel) twice: with one sequential `nbgrader autograde`
-in one course, with the cohort command in another, and compares what nbgrader recorded. A fifth
+The slow part grades the same three submissions (the solution, a partly wrong one whose kernel
+does not compile either, a notebook that kills its own kernel), trimmed to the cells they are
+graded from (the first code cell, the answers, the tests: the lesson cells only cost time), twice: with one sequential `nbgrader autograde`
+in one course, with the cohort command in another, and compares what nbgrader recorded. A fourth
 submission hangs: the test kills its job from outside (as an OOM killer would), then a rerun
-with a short --timeout must skip the four done ones and time the hang out.
+with a short --timeout must skip the three done ones and time the hang out.
 """
 import csv
 import json
@@ -27,7 +28,7 @@ from grader.classroom import cohort
 from grader.classroom import workflow as classroom
 
 A = "01-memory-layout"
-GRADED = ["broken", "crashing", "partly", "solution"]
+GRADED = ["crashing", "partly", "solution"]
 
 
 # ------------------------------------------------------------------ fast checks
@@ -74,14 +75,23 @@ def test_unknown_or_unreleased_assignment_is_refused(small_course):
 # ------------------------------------------------------------------ the cohort, end to end (slow)
 def _submissions(work: Path) -> dict[str, Path]:
     sol = classroom.SOLUTIONS / A / f"{A}.ipynb"
-    nb0 = nbformat.read(sol, as_version=4)
+
+    def trimmed():
+        nb = nbformat.read(sol, as_version=4)
+        first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+        nb.cells = [c for i, c in enumerate(nb.cells) if i == first or c.metadata.get("nbgrader", {}).get("solution")
+                    or c.metadata.get("nbgrader", {}).get("grade")]
+        return nb
+
+    nb0 = trimmed()
     index = next(i for i, c in enumerate(nb0.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "index-functions")
     kernel = next(i for i, c in enumerate(nb0.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-kernel")
     first = next(i for i, c in enumerate(nb0.cells) if c.cell_type == "code")
 
-    def variant(edit):
-        nb = nbformat.read(sol, as_version=4)
-        edit(nb)
+    def variant(*edits):
+        nb = trimmed()
+        for edit in edits:
+            edit(nb)
         return nb
 
     def wrong_col_major(nb):  # col_major_offset answers row-major: half the index points
@@ -103,8 +113,8 @@ def _submissions(work: Path) -> dict[str, Path]:
                                   "def byte_strides(shape, itemsize, order='C'):\n    return ()\n")
         insert("import os\nos._exit(1)")(nb)
 
-    made = {"solution": variant(lambda nb: None), "partly": variant(wrong_col_major),
-            "broken": variant(no_semicolon), "crashing": variant(crash_with_wrong_answers),
+    made = {"solution": variant(),
+            "partly": variant(wrong_col_major, no_semicolon), "crashing": variant(crash_with_wrong_answers),
             "hang": variant(insert("import time\ntime.sleep(3600)"))}
     out = {}
     for name, nb in made.items():
@@ -272,12 +282,12 @@ def test_rerun_skips_what_is_done_and_times_out_a_hang(runs):
 @pytest.mark.slow
 def test_progress_and_summary(runs):
     first = runs["first"]
-    assert "cpu0:" in first["stderr"] and "cpu1:" in first["stderr"] and "5/5 done" in first["stderr"], first["stderr"]
+    assert "cpu0:" in first["stderr"] and "cpu1:" in first["stderr"] and "4/4 done" in first["stderr"], first["stderr"]
     out = first["stdout"]
-    for needle in ("| submissions | 5: 4 graded now, 0 already done", "| failures | 1 |", "| time per submission |",
+    for needle in ("| submissions | 4: 3 graded now, 0 already done", "| failures | 1 |", "| time per submission |",
                    "| worker-hours (emulator) |", '| cpu0 | "" (no GPU: the emulator) |', "- hang: killed"):
         assert needle in out, (needle, out)
-    print(f"\nsequential nbgrader autograde of {len(GRADED)}: {runs['seq_seconds']:.1f} s; cohort (5 with the "
+    print(f"\nsequential nbgrader autograde of {len(GRADED)}: {runs['seq_seconds']:.1f} s; cohort (4 with the "
           f"hang, 2 workers, beside it): {runs['first']['report']['wall_seconds']:.1f} s")
 
 

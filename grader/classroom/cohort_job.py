@@ -93,6 +93,7 @@ import nbclient, nbconvert, jupyter_client, nbformat, psutil
 import grader.classroom.autograde, grader.classroom.hardening, grader.classroom.phases
 import grader.classroom.sandbox_kernel, grader.classroom.nbgrader_ext, grader.classroom.scores
 import grader.classroom.regrade, grader.classroom.late, grader.classroom.feedback, grader.classroom.export
+proto.write(json.dumps({"ready": True}) + "\n")
 for line in sys.stdin:
     req = json.loads(line)
     sys.stdout.flush(); sys.stderr.flush()
@@ -139,6 +140,10 @@ class ForkServer:
         self.proc = subprocess.Popen([sys.executable, "-c", SERVER, str(os.getpid())], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1, start_new_session=True)
+        # its imports are done before a job's clock starts (they are no job's time)
+        if (self._read(timeout=300) or {}).get("ready") is not True:
+            self.close()
+            raise EOFError("the fork server did not start")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -194,7 +199,7 @@ def _server(env: dict) -> ForkServer:
 
 def _fresh_process(argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float) -> int | None:
     """TC_COHORT_FORK=0: `python -m nbgrader *argv` as a fresh process (each job pays its start-up)."""
-    with open(log, "wb") as lf:
+    with open(log, "ab") as lf:
         proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(os.getpid()), *argv], cwd=cwd, env=env, stdout=lf,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -273,14 +278,22 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
         (scratch / "tmp").mkdir()  # the job's TMPDIR: its kernel's sockets and connection file live there
         env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1", TMPDIR=str(scratch / "tmp"))
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic`
-        lock = os.environ.get(gpulock.ENV + "_DIR")  # the cohort's lock folder: this GPU's lock file
-        if lock and out["device"]:
+        # this GPU's lock (grader.runtime.gpulock): jobs sharing a GPU time their kernels one at a time
+        lock = os.environ.get(gpulock.ENV + "_DIR") or str(base / "locks")
+        if out["device"]:
             env[gpulock.ENV] = gpulock.lock_file(lock, out["device"])
         log = scratch / "job.log"
         argv = ["autograde", assignment, "--student", student, "--create"]
+        server = None
         if os.environ.get("TC_COHORT_FORK", "1") != "0":
             try:
-                rc = _server(dict(os.environ)).run(argv, cwd=scratch, env=env, log=log, timeout=timeout)
+                server = _server(dict(os.environ))
+            except Exception as e:  # it could not start: this job the earlier way, saying so
+                with open(log, "a") as lf:
+                    lf.write(f"# the worker's fork server did not start ({type(e).__name__}: {e}): a fresh process\n")
+        if server is not None:
+            try:
+                rc = server.run(argv, cwd=scratch, env=env, log=log, timeout=timeout)
             except Exception as e:  # the server died under the job (or answered nonsense)
                 rc = -signal.SIGKILL
                 with open(log, "a") as lf:
