@@ -422,3 +422,25 @@ def test_phase_times_summarised():
     assert med[phases.EXECUTE] == 5.0 and med[phases.OTHER] == 1.0
     assert med["trusted: the rest (sandbox, I/O, waits)"] == 6.0
     assert "| trusted grading (total) | 10.00 |" in phases.table(s)
+
+
+def test_kernel_process_tells_its_parent_about_a_lock_wait(tmp_path, monkeypatch):
+    """A wait for another job's timed run is no step's time: the kernel process says when it
+    starts waiting and when it holds the lock (grader.checking.isolate), so its parent neither
+    times the check out meanwhile nor counts the wait as compiling or timing."""
+    from grader.checking import isolate
+    from grader.runtime import gpulock
+
+    class Conn:
+        sent: list = []
+
+        def send(self, msg):
+            self.sent.append(msg)
+
+    monkeypatch.delenv("TC_GPU_LOCK", raising=False)
+    with isolate._locked(Conn(), exclusive=True):
+        pass
+    assert Conn.sent == []  # plain nbgrader: no lock, the protocol unchanged
+    monkeypatch.setenv("TC_GPU_LOCK", gpulock.lock_file(tmp_path, "0"))
+    with isolate._locked(Conn(), exclusive=True) as waited:
+        assert [m[0] for m in Conn.sent] == ["waiting", "clock"] and waited >= 0

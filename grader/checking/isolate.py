@@ -164,9 +164,6 @@ def _perf(module, job):
     def timed(f, **kw):
         return checked_benchmark(f, before=before, after=after, **kw)
 
-    from grader.runtime import gpulock
-
-    waited = gpulock.waited_s
     t_timed = time.monotonic()
     p = paired(launch, base, working_set_bytes=ws, max_seconds=8, bench=timed,
                baseline_bench=lambda f, **kw: checked_benchmark(f, **kw))
@@ -181,7 +178,7 @@ def _perf(module, job):
                 launches=k, launch_scales=scales[:k].tolist(), launch_samples=kept[:k].get(),
                 launch_unwritten=unwritten[:k].get().tolist(), launch_nonfinite=nonfinite[:k].get().tolist(),
                 changed_inputs=changed, size=int(out.size),
-                lock_wait_s=gpulock.waited_s - waited, timed_s=t_timed - (gpulock.waited_s - waited))
+                timed_s=t_timed)
 
 
 def _traffic(job) -> dict | None:
@@ -217,12 +214,28 @@ def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
     return None
 
 
-def _child(conn, job):
+def _locked(conn, exclusive: bool):
+    """The GPU's lock (grader.runtime.gpulock; only under a cohort sharing the GPU), the parent
+    told when the wait starts and ends: a wait for another job is no step's time (no time-out)."""
     from grader.runtime import gpulock
 
+    if gpulock.path() is None:
+        return contextlib.nullcontext(0.0)
+
+    @contextlib.contextmanager
+    def held():
+        conn.send(("waiting", None))
+        with gpulock.held(exclusive=exclusive) as waited:
+            conn.send(("clock", waited))
+            yield waited
+
+    return held()
+
+
+def _child(conn, job):
     # Under a cohort sharing this GPU (TC_GPU_LOCK): this process's GPU work holds the GPU's lock
-    # shared, its timed rounds exclusive (timing.paired), so no other job's work overlaps them.
-    with gpulock.held(exclusive=False) if job["backend"] == "gpu" else contextlib.nullcontext():
+    # shared, its timed rounds exclusive (below, and timing.paired), so no other job's work overlaps them.
+    with _locked(conn, exclusive=False) if job["backend"] == "gpu" else contextlib.nullcontext():
         _child_steps(conn, job)
 
 
@@ -240,7 +253,10 @@ def _child_steps(conn, job):
                                     probe=bool(job.get("tc_probe")) and i == 0)
             conn.send(("case", i, res))
         if job.get("perf"):
-            conn.send(("perf", _perf(module, job)))
+            with _locked(conn, exclusive=True) as waited:
+                res = _perf(module, job)
+            res["lock_wait_s"] = res.get("lock_wait_s", 0.0) + (waited or 0.0)
+            conn.send(("perf", res))
         if job.get("traffic") is not None:
             conn.send(("traffic", _traffic(job)))
         status = ("done", None)
@@ -291,6 +307,9 @@ def _recv(conn):
 # Seconds this process spent in each step of its kernel runs, added up (the trusted grader
 # reports them with its result: course/README.md, "where a submission's time goes").
 PHASES: dict[str, float] = {}
+# Seconds a kernel process may wait for its GPU's lock (a cohort's other job on the GPU: its timed
+# run, or its notebook's execution) before the check stops; the job's own limit comes first.
+LOCK_WAIT_LIMIT = 1800.0
 
 
 def _add(name: str, seconds: float) -> None:
@@ -307,6 +326,7 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     from multiprocessing.connection import Connection
 
     t_step = time.monotonic()  # the current step's start, for PHASES
+    t_wait = None  # since when the child waits for its GPU's lock (a cohort sharing the GPU)
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     printed = tempfile.TemporaryFile()
@@ -329,8 +349,10 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 if remaining > 0:
                     continue
                 limit = {"compile": compile_timeout, "perf": perf_timeout}.get(step, case_timeout)
-                result["error"] = errors.KernelTimeout(
-                    f"no answer after {limit:.0f} s while {_describe(step, job)}: stopped", seconds=limit)
+                what = _describe(step, job) if t_wait is None else "waiting for the GPU (another grading job's timed run)"
+                limit = limit if t_wait is None else LOCK_WAIT_LIMIT
+                result["error"] = errors.KernelTimeout(f"no answer after {limit:.0f} s while {what}: stopped",
+                                                       seconds=limit)
                 break
             try:
                 msg = _recv(parent)
@@ -348,6 +370,17 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 break
             kind = msg[0]
             now = time.monotonic()
+            if kind == "waiting":  # for the GPU's lock (another job's timed run): no time-out meanwhile
+                deadline, t_wait = now + LOCK_WAIT_LIMIT, now
+                continue
+            if kind == "clock":  # the lock is held: the step's own limit starts now
+                if t_wait is not None:
+                    _add("GPU lock wait", now - t_wait)
+                    t_step += now - t_wait
+                t_wait = None
+                limit = {"compile": compile_timeout, "perf": perf_timeout}.get(step, case_timeout)
+                deadline = now + limit
+                continue
             if kind == "compiled":
                 result["compiled"] = True
                 _add("kernel process start + compile", now - t_step)
@@ -365,10 +398,9 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
             elif kind == "perf":
                 result["perf"] = msg[1]
                 perf = msg[1] if isinstance(msg[1], dict) else {}
-                timed, wait = float(perf.get("timed_s", 0.0)), float(perf.get("lock_wait_s", 0.0))
+                timed = float(perf.get("timed_s", 0.0))
                 _add("timed runs", timed)
-                _add("GPU lock wait", wait)
-                _add("timing set-up and launch checks", now - t_step - timed - wait)
+                _add("timing set-up and launch checks", now - t_step - timed)
                 t_step = now
             elif kind == "traffic":
                 result["traffic"] = msg[1]

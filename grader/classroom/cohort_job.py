@@ -93,6 +93,21 @@ import nbclient, nbconvert, jupyter_client, nbformat, psutil
 import grader.classroom.autograde, grader.classroom.hardening, grader.classroom.phases
 import grader.classroom.sandbox_kernel, grader.classroom.nbgrader_ext, grader.classroom.scores
 import grader.classroom.regrade, grader.classroom.late, grader.classroom.feedback, grader.classroom.export
+# SQLAlchemy builds nbgrader's mappers and statements on first use: once here, on a throw-away
+# gradebook (no student's anything), not in every fork
+try:
+    import shutil
+    from nbgrader.api import Gradebook
+    warm = tempfile.mkdtemp(prefix="tc-warm-")
+    with Gradebook("sqlite:///" + os.path.join(warm, "gradebook.db")) as gb:
+        gb.add_assignment("a")
+        gb.add_student("s")
+        gb.add_submission("a", "s")
+        gb.find_submission("a", "s")
+        gb.update_or_create_student("s")
+    shutil.rmtree(warm, ignore_errors=True)
+except Exception:
+    pass
 proto.write(json.dumps({"ready": True}) + "\n")
 for line in sys.stdin:
     req = json.loads(line)
