@@ -9,6 +9,7 @@ where nbgrader would zero the cell.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -163,8 +164,10 @@ def _perf(module, job):
     def timed(f, **kw):
         return checked_benchmark(f, before=before, after=after, **kw)
 
+    t_timed = time.monotonic()
     p = paired(launch, base, working_set_bytes=ws, max_seconds=8, bench=timed,
                baseline_bench=lambda f, **kw: checked_benchmark(f, **kw))
+    t_timed = time.monotonic() - t_timed
     cupy.cuda.runtime.deviceSynchronize()
     last = float(scales[n[0] - 1])
     changed = [int(i) for i in inputs if not bool(cupy.array_equal(
@@ -174,7 +177,8 @@ def _perf(module, job):
                 baseline_ms=p.baseline.median_ms, baseline_spread=p.baseline.spread, ratio=p.ratio,
                 launches=k, launch_scales=scales[:k].tolist(), launch_samples=kept[:k].get(),
                 launch_unwritten=unwritten[:k].get().tolist(), launch_nonfinite=nonfinite[:k].get().tolist(),
-                changed_inputs=changed, size=int(out.size))
+                changed_inputs=changed, size=int(out.size),
+                timed_s=t_timed)
 
 
 def _traffic(job) -> dict | None:
@@ -210,7 +214,32 @@ def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
     return None
 
 
+def _locked(conn, exclusive: bool):
+    """The GPU's lock (grader.runtime.gpulock; only under a cohort sharing the GPU), the parent
+    told when the wait starts and ends: a wait for another job is no step's time (no time-out)."""
+    from grader.runtime import gpulock
+
+    if gpulock.path() is None:
+        return contextlib.nullcontext(0.0)
+
+    @contextlib.contextmanager
+    def held():
+        conn.send(("waiting", None))
+        with gpulock.held(exclusive=exclusive) as waited:
+            conn.send(("clock", waited))
+            yield waited
+
+    return held()
+
+
 def _child(conn, job):
+    # Under a cohort sharing this GPU (TC_GPU_LOCK): this process's GPU work holds the GPU's lock
+    # shared, its timed rounds exclusive (below, and timing.paired), so no other job's work overlaps them.
+    with _locked(conn, exclusive=False) if job["backend"] == "gpu" else contextlib.nullcontext():
+        _child_steps(conn, job)
+
+
+def _child_steps(conn, job):
     try:
         from grader.runtime.backend import load
 
@@ -224,7 +253,10 @@ def _child(conn, job):
                                     probe=bool(job.get("tc_probe")) and i == 0)
             conn.send(("case", i, res))
         if job.get("perf"):
-            conn.send(("perf", _perf(module, job)))
+            with _locked(conn, exclusive=True) as waited:
+                res = _perf(module, job)
+            res["lock_wait_s"] = res.get("lock_wait_s", 0.0) + (waited or 0.0)
+            conn.send(("perf", res))
         if job.get("traffic") is not None:
             conn.send(("traffic", _traffic(job)))
         status = ("done", None)
@@ -272,6 +304,18 @@ def _recv(conn):
 
 
 
+# Seconds this process spent in each step of its kernel runs, added up (the trusted grader
+# reports them with its result: course/README.md, "where a submission's time goes").
+PHASES: dict[str, float] = {}
+# Seconds a kernel process may wait for its GPU's lock (a cohort's other job on the GPU: its timed
+# run, or its notebook's execution) before the check stops; the job's own limit comes first.
+LOCK_WAIT_LIMIT = 1800.0
+
+
+def _add(name: str, seconds: float) -> None:
+    PHASES[name] = PHASES.get(name, 0.0) + max(seconds, 0.0)
+
+
 def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout: float = 120.0) -> dict:
     """Run `job` in a fresh child process. Returns dict(compiled, cases=[...], perf, stdout,
     error) where error is a CourseError (KernelTimeout/KernelFault/CompileError ...) or None.
@@ -281,6 +325,8 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     script). Everything it prints, kernel printf included, goes to a file we read back."""
     from multiprocessing.connection import Connection
 
+    t_step = time.monotonic()  # the current step's start, for PHASES
+    t_wait = None  # since when the child waits for its GPU's lock (a cohort sharing the GPU)
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     printed = tempfile.TemporaryFile()
@@ -303,8 +349,10 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 if remaining > 0:
                     continue
                 limit = {"compile": compile_timeout, "perf": perf_timeout}.get(step, case_timeout)
-                result["error"] = errors.KernelTimeout(
-                    f"no answer after {limit:.0f} s while {_describe(step, job)}: stopped", seconds=limit)
+                what = _describe(step, job) if t_wait is None else "waiting for the GPU (another grading job's timed run)"
+                limit = limit if t_wait is None else LOCK_WAIT_LIMIT
+                result["error"] = errors.KernelTimeout(f"no answer after {limit:.0f} s while {what}: stopped",
+                                                       seconds=limit)
                 break
             try:
                 msg = _recv(parent)
@@ -321,8 +369,22 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                          "backend='emu' for a named fault, or report it if it persists.")
                 break
             kind = msg[0]
+            now = time.monotonic()
+            if kind == "waiting":  # for the GPU's lock (another job's timed run): no time-out meanwhile
+                deadline, t_wait = now + LOCK_WAIT_LIMIT, now
+                continue
+            if kind == "clock":  # the lock is held: the step's own limit starts now
+                if t_wait is not None:
+                    _add("GPU lock wait", now - t_wait)
+                    t_step += now - t_wait
+                t_wait = None
+                limit = {"compile": compile_timeout, "perf": perf_timeout}.get(step, case_timeout)
+                deadline = now + limit
+                continue
             if kind == "compiled":
                 result["compiled"] = True
+                _add("kernel process start + compile", now - t_step)
+                t_step = now
                 step, deadline = 0, time.monotonic() + case_timeout
             elif kind == "case":
                 result["cases"].append(msg[2])
@@ -330,9 +392,16 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 if nxt < len(job["cases"]):
                     step, deadline = nxt, time.monotonic() + case_timeout
                 else:
+                    _add("correctness runs", now - t_step)
+                    t_step = now
                     step, deadline = "perf", time.monotonic() + perf_timeout
             elif kind == "perf":
                 result["perf"] = msg[1]
+                perf = msg[1] if isinstance(msg[1], dict) else {}
+                timed = float(perf.get("timed_s", 0.0))
+                _add("timed runs", timed)
+                _add("timing set-up and launch checks", now - t_step - timed)
+                t_step = now
             elif kind == "traffic":
                 result["traffic"] = msg[1]
             elif kind in ("done", "error"):
@@ -343,6 +412,8 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     except BrokenPipeError:  # the child died before reading its job
         result["error"] = errors.KernelFault("crash", "the process that runs kernels could not start")
     finally:
+        _add("kernel process: other" if result["compiled"] else "kernel process start + compile",
+             time.monotonic() - t_step)
         if proc.poll() is None:
             proc.kill()
         proc.wait(10)

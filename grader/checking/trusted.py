@@ -28,6 +28,7 @@ import io
 import json
 import os
 import sys
+import time
 import traceback
 
 from grader.checking import static
@@ -141,12 +142,16 @@ class Grader:
 
     def _proxy(self, name: str):
         def call(*args):
-            cells = [self._answer_cells[i] for i in sorted(self._answer_cells)]
-            if self._answers is None or self._answers.cells != cells:  # a later test needs more cells
-                self.close()
-                self._answers = Answers(self.imports, cells)
-            self._answers.budget(self._test_end, TEST_BUDGET)
-            return self._answers.call(name, *args)
+            t0 = time.monotonic()
+            try:
+                cells = [self._answer_cells[i] for i in sorted(self._answer_cells)]
+                if self._answers is None or self._answers.cells != cells:  # a later test needs more cells
+                    self.close()
+                    self._answers = Answers(self.imports, cells)
+                self._answers.budget(self._test_end, TEST_BUDGET)
+                return self._answers.call(name, *args)
+            finally:
+                _phase("Python answers (sandboxed child)", time.monotonic() - t0)
 
         call.__name__ = name
         return call
@@ -171,7 +176,14 @@ class Grader:
             raise _Fail(f"{', '.join(extra)} {'is not a launch parameter' if len(extra) == 1 else 'are not launch parameters'}"
                         f" of {exercise_id}" + (f" (it takes {', '.join(sorted(allowed))})" if allowed else
                                                 " (it takes none)"))
-        v = check(exercise_id, source, **launch)
+        from grader.checking import isolate
+
+        t0, inner = time.monotonic(), sum(isolate.PHASES.values())
+        try:
+            v = check(exercise_id, source, **launch)
+        finally:  # the check's own work here (inputs, float64 references, verdict), its kernel runs apart
+            _phase("kernel checks: references and verdicts (CPU)",
+                   time.monotonic() - t0 - (sum(isolate.PHASES.values()) - inner))
         self.displayed.append(v)
         return v.points(points)
 
@@ -179,8 +191,6 @@ class Grader:
     def run_test(self, cell: dict) -> dict:
         points = float(cell["points"])
         self.displayed = []
-        import time
-
         self._test_end = time.monotonic() + TEST_BUDGET
         printed = io.StringIO()
         tree = static.parse_cell(cell["source"])
@@ -219,12 +229,29 @@ def _render(obj) -> dict:
     return dict(text=text, html=markup)
 
 
+_PHASES: dict[str, float] = {}
+
+
+def _phase(name: str, seconds: float) -> None:
+    _PHASES[name] = _PHASES.get(name, 0.0) + max(seconds, 0.0)
+
+
 def grade_notebook(request: dict) -> dict:
+    from grader.checking import isolate
+
+    if request.get("launched_at"):  # the sandbox, the interpreter and the imports, before any test
+        _phase("trusted process start-up", time.time() - float(request["launched_at"]))
     g = Grader(request["release"], request["submission"])
     try:
         return {"grades": [g.run_test(c) for c in request["release"] if c["kind"] == "test"]}
     finally:
         g.close()
+        _PHASES.update({k: _PHASES.get(k, 0.0) + v for k, v in isolate.PHASES.items()})
+
+
+def phases() -> dict[str, float]:
+    """Seconds spent in each step of this process's grading so far (see course/README.md)."""
+    return dict(_PHASES)
 
 
 def main() -> int:
@@ -234,6 +261,7 @@ def main() -> int:
     os.environ.pop("NBGRADER_EXECUTION", None)  # this is the real check, not the notebook's copy
     os.environ["TC_HANDIN"] = "1"  # its hints speak of a hand-in (grader.checking.check.handed_in)
     result = grade_notebook(request)
+    result["phases"] = phases()
     real_stdout.write(json.dumps(result))
     real_stdout.flush()
     return 0

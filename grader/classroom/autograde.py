@@ -30,8 +30,9 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Float, Integer, List, Unicode
 
+from grader.classroom import phases
 from grader.classroom.sandbox_kernel import private_paths
-from grader.runtime import sandbox
+from grader.runtime import gpulock, sandbox
 
 BANNER_UNSANDBOXED = ("WARNING: this notebook was autograded WITHOUT the sandbox (TC_NO_SANDBOX=1): student code "
                       "ran with the grader's rights. Scores still come from the trusted grader.")
@@ -76,6 +77,21 @@ class CourseExecute(Execute):
         return await super()._async_handle_timeout(timeout, cell)
 
     def preprocess(self, nb, resources=None, km=None):
+        info = (resources or {}).get("nbgrader", {})
+        t0, waited = time.time(), 0.0
+        try:
+            # Under a cohort sharing this GPU (TC_GPU_LOCK): the notebook may use the GPU at any
+            # time, so its execution holds the GPU's lock shared; another job's timed rounds wait.
+            with gpulock.held(exclusive=False) as waited:
+                return self._preprocess(nb, resources, km)
+        finally:
+            phases.record(phases.EXECUTE, time.time() - t0 - waited, student=info.get("student"),
+                          notebook=info.get("notebook"))
+            if waited:
+                phases.record("GPU lock wait (before execution)", waited, student=info.get("student"),
+                              notebook=info.get("notebook"))
+
+    def _preprocess(self, nb, resources=None, km=None):
         from grader.classroom.sandbox_kernel import SandboxedKernelManager
 
         SandboxedKernelManager.stopped.clear()
@@ -135,8 +151,12 @@ class TrustedGrade(NbGraderPreprocessor):
         release = self._release(source_nb, graded, sources)
         submission = [c.source for c in nb.cells if c.cell_type == "code"]
         t0 = time.monotonic()
-        results = self._run(dict(release=release, submission=submission), coursedir)
+        results = self._run(dict(release=release, submission=submission, launched_at=time.time()), coursedir)
         self.log.info("trusted grading of %s: %.1f s", info["notebook"], time.monotonic() - t0)
+        where = dict(student=info.get("student"), notebook=info.get("notebook"))
+        phases.record(phases.TRUSTED, time.monotonic() - t0, **where)
+        for name, seconds in (results.get("phases") or {}).items():
+            phases.record(f"trusted: {name}", float(seconds), **where)
         self._apply(nb, release, results, resources.get("course_notes", []))
         return nb, resources
 
@@ -175,8 +195,12 @@ class TrustedGrade(NbGraderPreprocessor):
                "LANG": os.environ.get("LANG", "C.UTF-8")}
         for k in os.environ:
             if k in ("TC_ARCH", "TC_CPU_ONLY", "TC_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "LD_LIBRARY_PATH",
-                     "TC_NVRTC", "TC_BWRAP") or k.startswith("TC_LIMIT_"):
+                     "TC_NVRTC", "TC_BWRAP", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS") \
+                    or k.startswith("TC_LIMIT_"):
                 env[k] = os.environ[k]
+        lock = gpulock.path()  # a cohort's lock of this GPU (grader.runtime.gpulock); None in plain autograde
+        if lock:
+            env[gpulock.ENV] = lock
         box = None
         if not sandbox_opted_out():
             from grader.emu.compiler import prepare_shared
@@ -188,7 +212,8 @@ class TrustedGrade(NbGraderPreprocessor):
             shared = str(prepare_shared())
             env.update(TC_SANDBOX="1", TC_SANDBOX_HIDE=os.pathsep.join(hidden), TC_CACHE_DIR=os.path.join(scratch, "cache"),
                        TC_SHARED_CACHE=shared)
-            box = sandbox.Box(writable=[scratch], readable=[str(KERNELS_DIR), os.path.join(shared, "emu")], hide=hidden)
+            box = sandbox.Box(writable=[scratch], readable=[str(KERNELS_DIR), os.path.join(shared, "emu")]
+                              + ([lock] if lock else []), hide=hidden)
         try:
             code, out, err, stopped = sandbox.run(cmd, timeout=self.timeout, box=box, input=json.dumps(request).encode(),
                                                   env=env, cwd=scratch)

@@ -1,9 +1,18 @@
-"""Grade a whole cohort: every submission of an assignment, one grading job per GPU at a time,
-spread by Dask distributed over this host's GPUs or a cluster's (issue #17; course/README.md,
-"Grading a whole cohort").
+"""Grade a whole cohort: every submission of an assignment, --jobs-per-gpu grading jobs per GPU
+at a time (default 2), spread by Dask distributed over this host's GPUs or a cluster's (issues
+#17, #28; course/README.md, "Grading a whole cohort").
 
     python -m grader.classroom.cohort autograde ASSIGNMENT [--gpus all|N|0,2 | --workers N |
-        --scheduler ADDRESS] [--student GLOB] [--force] [--timeout S] [--course DIR] [--report FILE]
+        --scheduler ADDRESS] [--jobs-per-gpu N] [--student GLOB] [--force] [--timeout S]
+        [--course DIR] [--report FILE] [--baseline-seconds S | --baseline FILE]
+
+Jobs that share a GPU share it only outside timed runs: every timed measurement holds that GPU's
+lock exclusively, every other GPU use (a notebook's execution, a kernel's correctness runs) holds
+it shared (grader.runtime.gpulock). A worker grades its jobs as forks of one process that has
+imported nbgrader once (grader.classroom.cohort_job), so a job costs what a submission costs
+inside a plain `nbgrader autograde`. The summary states the speed-up only against plain
+`nbgrader autograde`'s time per submission (--baseline-seconds, or a recorded baseline.json),
+never against its own jobs.
 
 Each job (grader.classroom.cohort_job) is a plain `nbgrader autograde ASSIGNMENT --student S` with
 the course's own config, so it is sandboxed and trusted-graded exactly as the guide's command is
@@ -56,6 +65,11 @@ from grader.classroom.workflow import ROOT
 LOGS = ".cohort-logs"  # under autograded/: hidden in every sandbox, skipped by nbgrader's globs
 DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 s (RESULTS-grader.md)
 TICK = 1.0  # seconds between progress redraws
+# Jobs per GPU at a time (--jobs-per-gpu). A submission's grading is mostly CPU work (nbgrader,
+# the kernel's and the trusted grader's start, compiles, references): a second job uses the GPU
+# while the first one does that, and every timed run still holds the GPU alone (gpulock).
+DEFAULT_JOBS_PER_GPU = 2
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 # ------------------------------------------------------------------ the course, as nbgrader sees it
@@ -273,16 +287,24 @@ class LocalEngine:
     """A Dask cluster on this host: one single-threaded worker per GPU (CUDA_VISIBLE_DEVICES=that
     GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
 
-    def __init__(self, gpus: list[str] | None, workers: int):
+    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1):
         import dask
         from distributed import Client, Nanny, Scheduler, SpecCluster
 
         # a task whose worker died (killed, out of memory) is tried once more, elsewhere
         dask.config.set({"distributed.scheduler.allowed-failures": 1})
         quiet = {"DASK_LOGGING__DISTRIBUTED": "error", "PYTHONUNBUFFERED": "1"}
+        n = len(gpus) * jobs_per_gpu if gpus else workers
+        if n > 1 and not any(os.environ.get(k) for k in THREAD_VARS):
+            # each job's BLAS and OpenMP threads get their share of the cores, not all of them each
+            quiet.update({k: str(max(1, (os.cpu_count() or 1) // n)) for k in THREAD_VARS})
         if gpus:
-            self.labels = [f"gpu{g}" for g in gpus]
-            envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g) for g in gpus]
+            # jobs_per_gpu workers per GPU, each one job at a time; their timed runs hold the GPU
+            # alone (grader.runtime.gpulock: a lock file per GPU in this folder)
+            locks = str(Path("/tmp") / f"tc-cohort-{os.getuid()}" / "locks")
+            self.labels = [f"gpu{g}" if jobs_per_gpu == 1 else f"gpu{g}.{j + 1}" for g in gpus
+                           for j in range(jobs_per_gpu)]
+            envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g, TC_GPU_LOCK_DIR=locks) for g in gpus for _ in range(jobs_per_gpu)]
             self.resources = {"GPU": 1}
         else:
             self.labels = [f"cpu{i}" for i in range(workers)]
@@ -374,8 +396,48 @@ class Progress:
             print(file=self.out, flush=True)
 
 
+def load_baseline(spec: str | None, course: Course, assignment: str, gpu_name: str | None) -> dict | None:
+    """Plain `nbgrader autograde`'s seconds per submission on one GPU, to state beside this run's:
+    a number (--baseline-seconds), or the value recorded for this assignment (and GPU model) in a
+    JSON file (--baseline FILE; default autograded/.cohort-logs/ASSIGNMENT/baseline.json), as
+    .ci/gpu-cohort writes it: {"ASSIGNMENT": {"GPU name": {"seconds_per_submission": s, ...}}}."""
+    if spec is not None:
+        try:
+            return dict(seconds=float(spec), source="--baseline-seconds")
+        except ValueError:
+            path = Path(spec)
+    else:
+        path = course.logs(assignment) / "baseline.json"
+        if not path.exists():
+            return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"cohort: cannot read the baseline {path}: {e}") from None
+    per = data.get(assignment, data)
+    rec = per.get(gpu_name) if gpu_name and isinstance(per.get(gpu_name), dict) else None
+    if rec is None and "seconds_per_submission" not in per:
+        rec = next((v for v in per.values() if isinstance(v, dict) and "seconds_per_submission" in v), None)
+    rec = rec or per
+    if "seconds_per_submission" not in rec:
+        return None
+    what = ", ".join(f"{k} {rec[k]}" for k in ("gpu", "measured", "submissions") if k in rec)
+    return dict(seconds=float(rec["seconds_per_submission"]), source=f"{path}" + (f": {what}" if what else ""))
+
+
+def gpu_name() -> str | None:
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                           text=True, timeout=30)
+        names = r.stdout.split("\n")
+        return names[0].strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def summary(assignment: str, results: list[dict], skipped: list[str], wall: float, labels: list[str],
-            gpus: bool, logs: Path) -> str:
+            gpus: bool, logs: Path, baseline: dict | None = None, command_wall: float | None = None,
+            n_gpus: int | None = None) -> str:
     ran = [r for r in results if r["status"] != "lost"]  # a lost job's time is not known
     secs = [r["seconds"] for r in ran]
     busy = sum(secs)
@@ -389,8 +451,22 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
         rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
                                          f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
                  ("wall time", f"{_hms(wall)} on {len(labels)} {'GPU' if gpus else 'worker'}(s): {', '.join(labels)}"),
-                 (unit, f"{busy / 3600:.3f} ({_hms(busy)} of jobs)"),
-                 ("parallel speed-up", f"{busy / wall:.2f}x over one job at a time" if wall > 0 else "-")]
+                 (unit, f"{busy / 3600:.3f} ({_hms(busy)} of jobs)")]
+        total = command_wall if command_wall is not None else wall
+        if command_wall is not None:
+            rows.append(("wall time of the command", f"{_hms(total)} ({total:.0f} s, its start-up included)"))
+        graded = len(ran)
+        rows.append(("this run, per submission", f"{total / graded:.1f} s of wall time ({total:.0f} s / {graded})"))
+        if baseline and gpus:
+            plain = baseline["seconds"] * graded
+            rows.append(("plain `nbgrader autograde`, one GPU",
+                         f"{baseline['seconds']:.1f} s per submission ({baseline['source']}): {graded} take "
+                         f"{_hms(plain)}"))
+            rows.append(("speed-up over plain nbgrader", f"{plain / total:.2f}x" + (
+                f" on {n_gpus} GPU(s)" if n_gpus else "")))
+        elif gpus:
+            rows.append(("speed-up over plain nbgrader", "not stated: no plain `nbgrader autograde` time given "
+                                                         "(--baseline-seconds S, or --baseline FILE)"))
     text = [f"## Cohort autograde of {assignment}", "", "| | |", "|---|---|"]
     text += [f"| {k} | {v} |" for k, v in rows]
     if ran:
@@ -519,14 +595,14 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grader.classroom.cohort",
-                                 description="Grade every submission of an assignment, one job per GPU at a time "
+                                 description="Grade every submission of an assignment, --jobs-per-gpu jobs per GPU at a time "
                                              "(course/README.md, 'Grading a whole cohort').")
     sub = ap.add_subparsers(dest="cmd", required=True)
     ag = sub.add_parser("autograde", help="nbgrader autograde of every submission, in parallel")
     ag.add_argument("assignment")
     where = ag.add_mutually_exclusive_group()
     where.add_argument("--gpus", metavar="all|N|LIST",
-                       help="one job per GPU at a time: all visible GPUs, the first N, or a list (0,2)")
+                       help="the GPUs to grade on: all visible GPUs, the first N, or a list (0,2)")
     where.add_argument("--workers", type=int, metavar="N",
                        help="N jobs at a time on the CPU emulator (no GPU visible to them: speed earns nothing)")
     where.add_argument("--scheduler", metavar="ADDRESS",
@@ -540,7 +616,20 @@ def main(argv: list[str] | None = None) -> int:
     ag.add_argument("--course", type=Path, help="the course folder (default: this folder if it holds "
                                                 "nbgrader_config.py, else the repository's course/)")
     ag.add_argument("--report", type=Path, help="also write every job's record as JSON here")
+    ag.add_argument("--jobs-per-gpu", type=int, default=DEFAULT_JOBS_PER_GPU, metavar="N",
+                    help=f"jobs at a time on each GPU (default {DEFAULT_JOBS_PER_GPU}); their timed runs take "
+                         "turns, each holding the GPU alone")
+    base = ag.add_mutually_exclusive_group()
+    base.add_argument("--baseline-seconds", metavar="S", dest="baseline",
+                      help="plain `nbgrader autograde`'s seconds per submission on one GPU: the summary's "
+                           "speed-up is stated against it")
+    base.add_argument("--baseline", metavar="FILE", dest="baseline",
+                      help="the same, recorded per assignment and GPU model in a JSON file (.ci/gpu-cohort "
+                           "writes one; default: autograded/.cohort-logs/ASSIGNMENT/baseline.json if present)")
     args = ap.parse_args(argv)
+    t_command = time.time()
+    if args.jobs_per_gpu < 1:
+        ap.error("--jobs-per-gpu must be 1 or more")
 
     root = args.course or (Path.cwd() if (Path.cwd() / "nbgrader_config.py").exists() else ROOT / "course")
     course = load_course(root)
@@ -562,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
             workers = args.workers or 1
             print(f"cohort: {workers} emulator worker(s): speed checks need a GPU and award nothing here",
                   file=sys.stderr)
-        engine = LocalEngine(gpus, args.workers or 1)
+        engine = LocalEngine(gpus, args.workers or 1, args.jobs_per_gpu)
     stopped: list[str] = []
 
     def _term(signum, frame):  # scancel, timeout, kill: stop like Ctrl-C, keeping what is merged
@@ -577,7 +666,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         engine.close()  # its workers end, and with them any job still running
     on_gpus = bool(gpus) or (args.scheduler is not None and engine.resources.get("GPU"))
-    text = summary(assignment, results, skipped, wall, engine.labels, bool(on_gpus), course.logs(assignment))
+    baseline = load_baseline(args.baseline, course, assignment, gpu_name() if on_gpus else None)
+    text = summary(assignment, results, skipped, wall, engine.labels, bool(on_gpus), course.logs(assignment),
+                   baseline=baseline, command_wall=time.time() - t_command, n_gpus=len(gpus) if gpus else None)
     ungraded = [st for st in submissions(course, assignment, args.student)
                 if not course.path("autograded_directory", st, assignment).is_dir()]
     if ungraded:
@@ -590,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     (course.logs(assignment) / "summary.md").write_text(text)
     if args.report:
         args.report.write_text(json.dumps(dict(assignment=assignment, wall_seconds=wall, skipped=skipped,
+                                               command_seconds=time.time() - t_command, baseline=baseline,
                                                stopped=stopped, workers=engine.labels, results=results), indent=1))
     return 1 if stopped or any(r["status"] != "graded" for r in results) else 0
 

@@ -3,13 +3,23 @@ autograde ASSIGNMENT --student S` with the course's own config, in a scratch cop
 (its config, a gradebook snapshot, the assignment's source, one submission) under /tmp of the
 worker's machine; what nbgrader wrote comes back as bytes and rows, and the scratch course goes.
 
-The job's nbgrader runs in its own process session and dies with the worker (PR_SET_PDEATHSIG);
-past its time limit, or at the end, its whole process group is killed, so the sandboxed kernels
-and the trusted grader it started cannot outlive it.
+No start-up per submission (issue #28): each worker keeps one fork server, a process that has
+imported nbgrader, Jupyter's client and the course's pipeline once and holds no student's anything;
+a job is a fork of it that runs nbgrader's own command-line entry point (`nbgrader autograde A
+--student S --create`, the same code the guide's command runs) in the job's scratch course, so a
+job costs what one submission costs inside a plain `nbgrader autograde`. Students' code never
+runs in the server or in the fork (it runs in the sandboxed kernel and the trusted grader's
+sandbox, fresh processes as before), and a fork shares nothing with the next one.
+
+The job's nbgrader (the fork) runs in its own process session and dies with the server, the server
+with the worker (PR_SET_PDEATHSIG); past its time limit, or at the end, the fork's whole process
+group is killed, so the sandboxed kernels and the trusted grader it started cannot outlive it.
+TC_COHORT_FORK=0 runs each job as a fresh `python -m nbgrader` process instead (the earlier way).
 """
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -19,6 +29,8 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from grader.runtime import gpulock
 
 
 def tar_folder(folder: Path) -> bytes:
@@ -58,6 +70,163 @@ LAUNCH = ("import ctypes, os, sys\n"
           "ctypes.CDLL(None).prctl(1, 9)\n"
           "if os.getppid() != int(sys.argv[1]):\n    os._exit(1)\n"
           "os.execv(sys.executable, [sys.executable, '-m', 'nbgrader', *sys.argv[2:]])\n")
+
+
+# The fork server: its first seconds die with the worker (as LAUNCH), then it imports what every
+# job needs, once, and forks one child per request line {"cwd", "env", "argv", "log", "pidfile"}
+# on stdin, answering {"pid"} at once and {"rc"} when the child ends (on its own protocol fd;
+# its stdout and stderr go to /dev/null).
+SERVER = r"""
+import ctypes, json, os, sys, tempfile, traceback
+libc = ctypes.CDLL(None)
+libc.prctl(1, 9)
+if os.getppid() != int(sys.argv[1]):
+    os._exit(1)
+proto = os.fdopen(os.dup(1), "w", buffering=1)
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 1)
+os.dup2(null, 2)
+# what every job imports: nbgrader's command line and converters, Jupyter's kernel client, the
+# course's pipeline (its config imports these) -- no student's code, no GPU context
+import nbgrader.apps.nbgraderapp, nbgrader.converters.autograde, nbgrader.preprocessors, nbgrader.api
+import nbclient, nbconvert, jupyter_client, nbformat, psutil
+import grader.classroom.autograde, grader.classroom.hardening, grader.classroom.phases
+import grader.classroom.sandbox_kernel, grader.classroom.nbgrader_ext, grader.classroom.scores
+import grader.classroom.regrade, grader.classroom.late, grader.classroom.feedback, grader.classroom.export
+# SQLAlchemy builds nbgrader's mappers and statements on first use: once here, on a throw-away
+# gradebook (no student's anything), not in every fork
+try:
+    import shutil
+    from nbgrader.api import Gradebook
+    warm = tempfile.mkdtemp(prefix="tc-warm-")
+    with Gradebook("sqlite:///" + os.path.join(warm, "gradebook.db")) as gb:
+        gb.add_assignment("a")
+        gb.add_student("s")
+        gb.add_submission("a", "s")
+        gb.find_submission("a", "s")
+        gb.update_or_create_student("s")
+    shutil.rmtree(warm, ignore_errors=True)
+except Exception:
+    pass
+proto.write(json.dumps({"ready": True}) + "\n")
+for line in sys.stdin:
+    req = json.loads(line)
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setsid()
+            libc.prctl(1, 9)  # dies with the server
+            proto.close()
+            os.chdir(req["cwd"])
+            os.environ.clear()
+            os.environ.update(req["env"])
+            tempfile.tempdir = None  # TMPDIR is the job's
+            log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.dup2(null, 0)
+            sys.stdin = open(os.devnull)
+            with open(req["pidfile"], "w") as f:
+                f.write(str(os.getpid()))
+            sys.argv = ["nbgrader", *req["argv"]]
+            nbgrader.apps.nbgraderapp.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush(); sys.stderr.flush()
+            finally:
+                os._exit(code)
+    proto.write(json.dumps({"pid": pid}) + "\n")
+    _, status = os.waitpid(pid, 0)
+    proto.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
+"""
+
+
+class ForkServer:
+    """This worker's fork server (started at its first job, again after one was lost)."""
+
+    def __init__(self, env: dict):
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVER, str(os.getpid())], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, bufsize=1, start_new_session=True)
+        # its imports are done before a job's clock starts (they are no job's time)
+        if (self._read(timeout=300) or {}).get("ready") is not True:
+            self.close()
+            raise EOFError("the fork server did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _read(self, timeout: float | None) -> dict | None:
+        import select
+
+        if timeout is not None and not select.select([self.proc.stdout], [], [], max(timeout, 0))[0]:
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise EOFError("the fork server ended")
+        return json.loads(line)
+
+    def run(self, argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float) -> int | None:
+        """Run `nbgrader *argv` as a fork; its exit status (negative: killed by that signal), or
+        None past `timeout` (then it is killed)."""
+        self.proc.stdin.write(json.dumps(dict(cwd=str(cwd), env=env, argv=argv, log=str(log),
+                                              pidfile=str(cwd / "nbgrader.pid"))) + "\n")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        pid = (self._read(timeout=30) or {})["pid"]
+        got = None
+        try:
+            got = self._read(timeout=deadline - time.monotonic())
+            return None if got is None else got["rc"]
+        finally:  # the fork's whole process group: kernels and graders it left behind
+            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                try:
+                    kill()
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if got is None and self._read(timeout=30) is None:  # its answer for the killed fork, else
+                self.close()  # a server that does not answer: the next job starts a new one
+
+    def close(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+
+_SERVER: ForkServer | None = None
+
+
+def _server(env: dict) -> ForkServer:
+    global _SERVER
+    if _SERVER is None or not _SERVER.alive():
+        _SERVER = ForkServer(env)
+    return _SERVER
+
+
+def _fresh_process(argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float) -> int | None:
+    """TC_COHORT_FORK=0: `python -m nbgrader *argv` as a fresh process (each job pays its start-up)."""
+    with open(log, "ab") as lf:
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(os.getpid()), *argv], cwd=cwd, env=env, stdout=lf,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:  # the job's whole process group: kernels and graders it left behind
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
 
 
 def _worker_name() -> str:
@@ -124,22 +293,31 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
         (scratch / "tmp").mkdir()  # the job's TMPDIR: its kernel's sockets and connection file live there
         env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1", TMPDIR=str(scratch / "tmp"))
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic`
+        # this GPU's lock (grader.runtime.gpulock): jobs sharing a GPU time their kernels one at a time
+        lock = os.environ.get(gpulock.ENV + "_DIR") or str(base / "locks")
+        if out["device"]:
+            env[gpulock.ENV] = gpulock.lock_file(lock, out["device"])
         log = scratch / "job.log"
-        with open(log, "wb") as lf:
-            proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(os.getpid()), "autograde", assignment,
-                                     "--student", student, "--create"], cwd=scratch, env=env, stdout=lf,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        argv = ["autograde", assignment, "--student", student, "--create"]
+        server = None
+        if os.environ.get("TC_COHORT_FORK", "1") != "0":
             try:
-                rc = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                rc = None
-            finally:  # the job's whole process group: kernels and graders it left behind
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-        out["log"] = log.read_bytes()[-20000:].decode(errors="replace")
+                server = _server(dict(os.environ))
+            except Exception as e:  # it could not start: this job the earlier way, saying so
+                with open(log, "a") as lf:
+                    lf.write(f"# the worker's fork server did not start ({type(e).__name__}: {e}): a fresh process\n")
+        if server is not None:
+            try:
+                rc = server.run(argv, cwd=scratch, env=env, log=log, timeout=timeout)
+            except Exception as e:  # the server died under the job (or answered nonsense)
+                rc = -signal.SIGKILL
+                with open(log, "a") as lf:
+                    lf.write(f"\n# the worker's fork server was lost: {type(e).__name__}: {e}\n")
+                if _SERVER is not None:
+                    _SERVER.close()
+        else:
+            rc = _fresh_process(argv, cwd=scratch, env=env, log=log, timeout=timeout)
+        out["log"] = log.read_bytes()[-20000:].decode(errors="replace") if log.exists() else ""
         if rc is None:
             out.update(status="timed out", why=f"no result after {timeout:.0f} s: killed")
         elif rc < 0:

@@ -154,6 +154,9 @@ def install() -> None:
     from nbgrader.converters.base import NbGraderException
     from nbgrader.converters.generate_feedback import GenerateFeedback
 
+    from grader.classroom import phases
+
+    phases.install()  # step times, only written where TC_PHASES asks (issue #28)
     if getattr(Autograde, "_tc_hardened", False):
         return
     auto_init, auto_start = Autograde.init_assignment, Autograde.start

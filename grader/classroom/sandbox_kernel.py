@@ -86,12 +86,14 @@ class SandboxedKernelManager(AsyncKernelManager):
                # inside this one, and the hidden paths are already hidden
                "TC_SANDBOX": "0"}
         hide = private_paths(CourseDirectory(config=self.config)) + list(self.hidden)
+        # (TC_GPU_LOCK: the cohort's GPU lock is the grader's, held around the whole execution,
+        # grader.runtime.gpulock; the notebook never sees it.)
         # JPY_PARENT_PID names the grader's process, which the kernel's own process namespace
         # cannot see: ipykernel would take it for gone and exit (bwrap ends the kernel with
         # its parent anyway, --die-with-parent)
         conn = os.path.realpath(self.connection_file)
         self._box = sandbox.Box(bind={self._work: cwd}, writable=writable, hide=hide, env=env,
-                                unset=["JPY_PARENT_PID"], dirs=[scratch],
+                                unset=["JPY_PARENT_PID", "TC_GPU_LOCK"], dirs=[scratch],
                                 readable=[conn, str(KERNELS_DIR), os.path.join(shared, "emu")])
         if self._box.uid is not None:  # written by jupyter for its owner only
             os.chown(conn, self._box.uid, self._box.uid)

@@ -169,9 +169,17 @@ def paired(fn: Callable[[], object], baseline: Callable[[], object], *, rounds: 
     sides back to back and the ratio is the median of the per-round ratios; reversing the
     order every round cancels a steady drift within a round too. `kwargs` go to `bench`
     (default `benchmark`; `baseline_bench` times the baseline, default `bench`), e.g.
-    working_set_bytes."""
+    working_set_bytes. Under a cohort that runs several jobs on one GPU, the rounds hold the
+    GPU alone (grader.runtime.gpulock, TC_GPU_LOCK)."""
+    from grader.runtime import gpulock
+
     bench = bench or benchmark
     baseline_bench = baseline_bench or bench
+    with gpulock.held(exclusive=True):  # a cohort's other jobs on this GPU wait (off elsewhere)
+        return _paired(fn, baseline, rounds, max_seconds, bench, baseline_bench, kwargs)
+
+
+def _paired(fn, baseline, rounds, max_seconds, bench, baseline_bench, kwargs) -> Paired:
     per_call = max_seconds / (2 * rounds)
     k_samples, b_samples, ratios = [], [], []
     flushed = False
