@@ -87,6 +87,23 @@ def test_sass_reader_finds_the_main_loop_and_its_mix():
     assert whole.n("STG") == 1 and whole.tensor == 2
 
 
+@needs_sass
+def test_resources_from_the_cubin_when_ptxas_says_nothing(monkeypatch):
+    """ptxas -v's numbers, and the same numbers read from the cubin (.nv.info, .nv.shared) and the SASS
+    (spill bytes) when NVRTC's log has none: the panel keeps registers and occupancy either way."""
+    from grader.runtime import compile as compile_mod
+
+    src = (FIXTURES / "register_spills.cu").read_text()
+    opts = exercises.get("wmma-gemm-fast").problem.options(_launch(src))
+    usual = sass.build(src, "wmma_gemm", opts, 90)
+    assert usual["resources"]["spill_stores"] > 0 and not usual["notes"]
+    monkeypatch.setattr(compile_mod, "parse_resources", lambda log: {})
+    fallback = sass.build(src + "\n// the same kernel, a new cache key\n", "wmma_gemm", opts, 90)
+    assert fallback["resources"] == usual["resources"], (fallback["resources"], usual["resources"])
+    assert "read from the cubin" in fallback["notes"][0] and "wmma_gemm" in fallback["notes"][0]
+    assert not fallback["cacheable"]  # a log without resources is never kept on disk
+
+
 # ---------------------------------------------------------------- ncu CSV
 
 
@@ -184,6 +201,10 @@ def test_static_panel_for_every_speed_graded_reference(ex):
     text = p.text()
     assert "registers/thread" in text and "occupancy:" in text and "SASS" in text, text
     assert "no emulator traffic view" in text  # said, not hidden
+    if p.notes:  # resources from the cubin: fine for the panel, but the record should show why
+        import warnings
+
+        warnings.warn(f"{ex.id}: {p.notes}")
     assert took < 30, f"{took:.1f} s for a cold compile + disassembly"  # sanity; the cost check() sees: below
 
 
@@ -230,7 +251,9 @@ def test_measured_path_reads_the_right_kernel():
     assert got["ok"], got
     s = got["summary"]
     assert s["kernel"] == ex.kernel and s["grid"].replace(" ", "") == "(8,8,1)"
-    assert s["hmma_inst"] == 2 * 1024 ** 3 / (16 * 8 * 16)  # HMMA.16816 per launch
+    # what the kernel issues: each HMMA.16816 does 2*16*8*16 = 4096 FLOPs (a WMMA m16n16k16 mma_sync is
+    # two of them), and the GEMM does 2*M*N*K FLOPs: 524,288 at 1024^3 (the H100 read exactly that)
+    assert s["hmma_inst"] == 2 * 1024 ** 3 / (2 * 16 * 8 * 16)
 
 
 def test_the_feedback_page_carries_the_panel():
@@ -249,12 +272,19 @@ def test_the_feedback_page_carries_the_panel():
 
 
 def test_cli_has_explain():
+    """`python -m grader check --help`, also where ipywidgets is missing (a GPU image without Jupyter,
+    TC_HEADLESS=1: the headless widgets have nothing to replace then)."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert "--explain" in out.stdout
+    path = os.pathsep.join([str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    env = dict(os.environ, PYTHONPATH=path, TC_HEADLESS="1")
+    out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True, env=env)
+    assert "--explain" in out.stdout, out.stderr
+    no_widgets = ("import sys, runpy; sys.modules['ipywidgets'] = None; sys.argv = ['grader', 'check', '--help']; "
+                  "runpy.run_module('grader', run_name='__main__', alter_sys=True)")
+    out = subprocess.run([sys.executable, "-c", no_widgets], capture_output=True, text=True, env=env)
+    assert "--explain" in out.stdout, out.stderr
 
 
 def test_the_recorded_static_panels_cover_the_ladders():
