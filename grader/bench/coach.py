@@ -100,8 +100,21 @@ def raw_ncu(job: dict, kernel: str, timeout: float = 150.0) -> dict:
                 csv="\n".join(rows), stderr=done.stderr[-800:] if not vals else "")
 
 
+def _close(a, b, rel: float) -> bool:
+    """Equal within `rel` of the larger, exactly equal when either is 0 (both must be there)."""
+    if a is None or b is None:
+        return False
+    if a == 0 or b == 0:
+        return a == b
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
 def compare(coach: dict, raw: dict, expect_grid, expect_block, hmma_expected) -> dict:
-    """Do the coach's numbers and the raw ncu's agree, and is it the launch we meant?"""
+    """Do the coach's numbers and the raw ncu's agree, and is it the launch we meant? The two are
+    separate processes, each one launch: name, grid, block and the HMMA count must be equal; ncu's
+    bank-conflict counter varies a little from run to run (84,248,539 vs 84,246,838 on the H100,
+    2026-11-26), so it must agree within 1% (exactly when either is 0), the duration within 15%, the
+    achieved occupancy within 5 points."""
     m = raw.get("metrics", {})
     checks = {
         "same kernel": raw.get("kernel") == coach.get("kernel"),
@@ -109,7 +122,7 @@ def compare(coach: dict, raw: dict, expect_grid, expect_block, hmma_expected) ->
         "block as launched": (raw.get("block") or "").replace(" ", "") == str(tuple(expect_block)).replace(" ", ""),
         "HMMA count (both)": coach.get("hmma_inst") == m.get(RAW[0]),
         "HMMA count = 2MNK/4096": m.get(RAW[0]) == hmma_expected,
-        "bank conflicts (ld) equal": coach.get("smem_ld_conflicts") == m.get(RAW[2]),
+        "bank conflicts (ld) within 1%": _close(coach.get("smem_ld_conflicts"), m.get(RAW[2]), 0.01),
         "duration within 15%": bool(coach.get("duration_ns") and m.get(RAW[1]))
         and abs(coach["duration_ns"] - m[RAW[1]]) <= 0.15 * m[RAW[1]],
         "occupancy within 5 points": abs(coach.get("occupancy_pct", -99) - m.get(RAW[3], 99)) <= 5,
@@ -138,6 +151,10 @@ def main(argv=None) -> int:
     record = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   gpu=getattr(info, "name", None), size=n, ncu=measured.tool(), kernels=[], skipped=[])
     md = [f"# The coach on {record['gpu']} ({record['date']}, {n}^3, one launch per kernel under ncu --clock-control none)",
+          "", "\"raw ncu agrees\": a separate `ncu --csv` run of the same kernel and launch names the same kernel, "
+          "grid and block and the same HMMA count (= 2MNK/4096), its shared-load bank conflicts are within 1% "
+          "of the coach's (exactly equal when either is 0: the counter varies slightly between two runs), "
+          "its duration within 15%, its achieved occupancy within 5 points.",
           "", "| kernel | coach: tensor pipe % | occupancy % | smem ld ways | DRAM % | L2 % | TFLOP/s (this launch) | "
           "top stall | raw ncu agrees | model bound | first finding | L2 TB/s (implied peak) |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
