@@ -87,6 +87,23 @@ def test_sass_reader_finds_the_main_loop_and_its_mix():
     assert whole.n("STG") == 1 and whole.tensor == 2
 
 
+@needs_sass
+def test_resources_from_the_cubin_when_ptxas_says_nothing(monkeypatch):
+    """ptxas -v's numbers, and the same numbers read from the cubin (.nv.info, .nv.shared) and the SASS
+    (spill bytes) when NVRTC's log has none: the panel keeps registers and occupancy either way."""
+    from grader.runtime import compile as compile_mod
+
+    src = (FIXTURES / "register_spills.cu").read_text()
+    opts = exercises.get("wmma-gemm-fast").problem.options(_launch(src))
+    usual = sass.build(src, "wmma_gemm", opts, 90)
+    assert usual["resources"]["spill_stores"] > 0 and not usual["notes"]
+    monkeypatch.setattr(compile_mod, "parse_resources", lambda log: {})
+    fallback = sass.build(src + "\n// the same kernel, a new cache key\n", "wmma_gemm", opts, 90)
+    assert fallback["resources"] == usual["resources"], (fallback["resources"], usual["resources"])
+    assert "read from the cubin" in fallback["notes"][0] and "wmma_gemm" in fallback["notes"][0]
+    assert not fallback["cacheable"]  # a log without resources is never kept on disk
+
+
 # ---------------------------------------------------------------- ncu CSV
 
 
@@ -106,9 +123,17 @@ def test_ncu_csv_format_fixture_parses_to_the_panel_numbers():
     assert "tensor pipe busy 49%" in text_lines and "long_scoreboard" in text_lines
 
 
-def test_no_counters_here_says_why():
+def test_no_counters_here_says_why(monkeypatch):
+    """Without a GPU (forced, so the test is the same on a GPU machine), and without ncu."""
+    from grader.runtime import device
+
+    monkeypatch.setattr(device, "has_gpu", lambda: False)
     got = measured.measure("", "k", (), None, {}, {})
-    assert not got["ok"] and got["why"]
+    assert not got["ok"] and "no GPU here" in got["why"]
+    monkeypatch.setattr(device, "has_gpu", lambda: True)
+    monkeypatch.setattr(measured, "tool", lambda: None)
+    got = measured.measure("", "k", (), None, {}, {})
+    assert not got["ok"] and "no Nsight Compute" in got["why"]
 
 
 # ---------------------------------------------------------------- the fixtures: one bottleneck each
@@ -184,6 +209,10 @@ def test_static_panel_for_every_speed_graded_reference(ex):
     text = p.text()
     assert "registers/thread" in text and "occupancy:" in text and "SASS" in text, text
     assert "no emulator traffic view" in text  # said, not hidden
+    if p.notes:  # resources from the cubin: fine for the panel, but the record should show why
+        import warnings
+
+        warnings.warn(f"{ex.id}: {p.notes}")
     assert took < 30, f"{took:.1f} s for a cold compile + disassembly"  # sanity; the cost check() sees: below
 
 
@@ -230,7 +259,9 @@ def test_measured_path_reads_the_right_kernel():
     assert got["ok"], got
     s = got["summary"]
     assert s["kernel"] == ex.kernel and s["grid"].replace(" ", "") == "(8,8,1)"
-    assert s["hmma_inst"] == 2 * 1024 ** 3 / (16 * 8 * 16)  # HMMA.16816 per launch
+    # what the kernel issues: each HMMA.16816 does 2*16*8*16 = 4096 FLOPs (a WMMA m16n16k16 mma_sync is
+    # two of them), and the GEMM does 2*M*N*K FLOPs: 524,288 at 1024^3 (the H100 read exactly that)
+    assert s["hmma_inst"] == 2 * 1024 ** 3 / (2 * 16 * 8 * 16)
 
 
 def test_the_feedback_page_carries_the_panel():
@@ -249,12 +280,19 @@ def test_the_feedback_page_carries_the_panel():
 
 
 def test_cli_has_explain():
+    """`python -m grader check --help`, also where ipywidgets is missing (a GPU image without Jupyter,
+    TC_HEADLESS=1: the headless widgets have nothing to replace then)."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert "--explain" in out.stdout
+    path = os.pathsep.join([str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    env = dict(os.environ, PYTHONPATH=path, TC_HEADLESS="1")
+    out = subprocess.run([sys.executable, "-m", "grader", "check", "--help"], capture_output=True, text=True, env=env)
+    assert "--explain" in out.stdout, out.stderr
+    no_widgets = ("import sys, runpy; sys.modules['ipywidgets'] = None; sys.argv = ['grader', 'check', '--help']; "
+                  "runpy.run_module('grader', run_name='__main__', alter_sys=True)")
+    out = subprocess.run([sys.executable, "-c", no_widgets], capture_output=True, text=True, env=env)
+    assert "--explain" in out.stdout, out.stderr
 
 
 def test_the_recorded_static_panels_cover_the_ladders():
@@ -288,3 +326,13 @@ def test_the_gpu_scripts_raw_ncu_reading_and_its_comparison(monkeypatch):
     coach_side = measured.summarise(measured.parse_csv(text)[0], 2.0 * 2048 ** 3)
     agree = bench_coach.compare(coach_side, raw, (16, 16, 1), (128, 1, 1), 2 * 2048 ** 3 / 4096)
     assert {k for k, v in agree.items() if not v} == {"HMMA count = 2MNK/4096"}  # 2,097,152 is invented
+    # ncu's bank-conflict counter differs slightly between two runs (84,248,539 vs 84,246,838 on the H100)
+    # and by a few thousand out of millions of wavefronts where there are few (5,418 vs 6,464 of 4,330,794)
+    key, name = "bank conflicts (ld) agree", bench_coach.RAW[2]
+    for ours, wavefronts, theirs, ok in ((84_248_539, 101_025_755, 84_246_838, True),
+                                         (84_248_539, 101_025_755, 85_500_000, False),
+                                         (5_418, 4_330_794, 6_464, True), (5_418, 4_330_794, 15_000, False),
+                                         (5_418, 4_330_794, 0, False), (0, 4_194_304, 0, True)):
+        agree = bench_coach.compare(dict(coach_side, smem_ld_conflicts=ours, smem_ld_wavefronts=wavefronts),
+                                    dict(raw, metrics={**raw["metrics"], name: theirs}), (16, 16, 1), (128, 1, 1), 0)
+        assert agree[key] is ok, (ours, theirs, agree)

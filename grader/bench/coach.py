@@ -100,8 +100,34 @@ def raw_ncu(job: dict, kernel: str, timeout: float = 150.0) -> dict:
                 csv="\n".join(rows), stderr=done.stderr[-800:] if not vals else "")
 
 
+def _close(a, b, rel: float) -> bool:
+    """Equal within `rel` of the larger, exactly equal when either is 0 (both must be there)."""
+    if a is None or b is None:
+        return False
+    if a == 0 or b == 0:
+        return a == b
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def _conflicts_agree(coach: dict, theirs) -> bool:
+    """Shared-load bank conflicts of two ncu runs: within 1% of each other, or apart by at most 0.1% of
+    the shared-load wavefronts (then both give the same ways to 3 decimals: a few thousand conflicts out
+    of millions of wavefronts differ by more than 1% between runs); exactly equal when either is 0."""
+    ours = coach.get("smem_ld_conflicts")
+    if ours is None or theirs is None:
+        return False
+    if ours == 0 or theirs == 0:
+        return ours == theirs
+    return _close(ours, theirs, 0.01) or abs(ours - theirs) <= 0.001 * (coach.get("smem_ld_wavefronts") or 0)
+
+
 def compare(coach: dict, raw: dict, expect_grid, expect_block, hmma_expected) -> dict:
-    """Do the coach's numbers and the raw ncu's agree, and is it the launch we meant?"""
+    """Do the coach's numbers and the raw ncu's agree, and is it the launch we meant? The two are
+    separate processes, each one launch: name, grid, block and the HMMA count must be equal; ncu's
+    bank-conflict counter varies a little from run to run (84,248,539 vs 84,246,838; 5,418 vs 6,464 of
+    4.3 million wavefronts on the H100, 2026-11-26), so it must agree within 1% or within 0.1% of the
+    shared-load wavefronts (exactly when either is 0), the duration within 15%, the achieved occupancy
+    within 5 points."""
     m = raw.get("metrics", {})
     checks = {
         "same kernel": raw.get("kernel") == coach.get("kernel"),
@@ -109,7 +135,7 @@ def compare(coach: dict, raw: dict, expect_grid, expect_block, hmma_expected) ->
         "block as launched": (raw.get("block") or "").replace(" ", "") == str(tuple(expect_block)).replace(" ", ""),
         "HMMA count (both)": coach.get("hmma_inst") == m.get(RAW[0]),
         "HMMA count = 2MNK/4096": m.get(RAW[0]) == hmma_expected,
-        "bank conflicts (ld) equal": coach.get("smem_ld_conflicts") == m.get(RAW[2]),
+        "bank conflicts (ld) agree": _conflicts_agree(coach, m.get(RAW[2])),
         "duration within 15%": bool(coach.get("duration_ns") and m.get(RAW[1]))
         and abs(coach["duration_ns"] - m[RAW[1]]) <= 0.15 * m[RAW[1]],
         "occupancy within 5 points": abs(coach.get("occupancy_pct", -99) - m.get(RAW[3], 99)) <= 5,
@@ -138,6 +164,11 @@ def main(argv=None) -> int:
     record = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   gpu=getattr(info, "name", None), size=n, ncu=measured.tool(), kernels=[], skipped=[])
     md = [f"# The coach on {record['gpu']} ({record['date']}, {n}^3, one launch per kernel under ncu --clock-control none)",
+          "", "\"raw ncu agrees\": a separate `ncu --csv` run of the same kernel and launch names the same kernel, "
+          "grid and block and the same HMMA count (= 2MNK/4096), its shared-load bank conflicts are within 1% "
+          "of the coach's or apart by at most 0.1% of the shared-load wavefronts (exactly equal when either is 0: "
+          "the counter varies slightly between two runs), "
+          "its duration within 15%, its achieved occupancy within 5 points.",
           "", "| kernel | coach: tensor pipe % | occupancy % | smem ld ways | DRAM % | L2 % | TFLOP/s (this launch) | "
           "top stall | raw ncu agrees | model bound | first finding | L2 TB/s (implied peak) |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]

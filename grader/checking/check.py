@@ -678,18 +678,26 @@ def _coach_panel(ex, source, launch, arch, built, lesson, job, cases, chosen, ex
     from grader.emu.traffic import MemoryTraffic
 
     idx = lesson_point.observed_case(ex)
-    traffic, dims = None, None
-    if idx is not None:
+    traffic, dims, why = None, None, None
+    if idx is None:
+        why = f"{ex.id} names no case for the emulator to observe"
+    else:
         dims = (list(ex.cpu_sizes) + [ex.cpu_sizes[0]])[idx]
         if lesson is not None and lesson.where.get("traffic"):
             traffic = MemoryTraffic.from_dict(lesson.where["traffic"])
-        elif chosen == "gpu":
+        elif chosen == "gpu":  # the same CPU-size run the emulator makes on a CPU, in its own process
             case = ex.problem.make(dims, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
             tjob = dict(job, backend="emu", cases=[], race_check=False, perf=False, traffic=case.job(),
                         case_timeout=60.0)
             res = isolate.run(tjob, compile_timeout=240, case_timeout=60.0, perf_timeout=60.0)
             if res.get("traffic"):
                 traffic = MemoryTraffic.from_dict(res["traffic"])
+            else:
+                err = res.get("error")
+                err = (getattr(err, "message", None) or str(err or "no traffic came back")).splitlines()[0][:200]
+                why = f"the emulator's run at {' '.join(f'{k}={v}' for k, v in dims.items())} failed: {err}"
+        else:
+            why = "the emulator's run recorded no traffic" + ("" if lesson is not None else " (no lesson run)")
     block = cases[-1].block if cases else (1, 1, 1)
     threads = int(np.prod(block))
     try:
@@ -697,7 +705,7 @@ def _coach_panel(ex, source, launch, arch, built, lesson, job, cases, chosen, ex
                            arch=arch, threads=threads, smem_dynamic=cases[-1].shared_mem if cases else 0,
                            problem=ex.problem, traffic=traffic, traffic_dims=dims, perf_dims=ex.perf_size,
                            built=built, measure=explain, launch=launch, detail=explain,
-                           reference=ex.reference)
+                           reference=ex.reference, traffic_why=why)
     except Exception as e:  # the coach explains; it never costs a verdict
         from grader.coach.panel import Panel
 

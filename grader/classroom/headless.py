@@ -33,7 +33,12 @@ def _default(value):
 
 
 def install() -> None:
-    import ipywidgets as w
+    """Replace the widgets by static calls. Without ipywidgets there is nothing to replace (the
+    command line, a GPU machine without Jupyter): then nothing happens, never an ImportError."""
+    try:
+        import ipywidgets as w
+    except ImportError:
+        return
 
     def interact(__fn=None, **kwargs):
         def run(fn):

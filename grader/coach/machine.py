@@ -6,9 +6,13 @@ per SM and per block, threads, blocks and warps per SM), and its note that from 
 8.0 on, 1 KB of shared memory per block is reserved by the system. Registers are allocated per
 warp in units of 256 (the CUDA Occupancy Calculator's "register allocation unit size").
 Rates: measured on the course's H100/H200 (FACTS.md, kernels/RESULTS-*.md) where we have them;
-the L2 bandwidth is Chips and Cheese's measurement of an H100 PCIe (2023-07-02, "Nvidia's H100:
-Funny L2, and Tons of Bandwidth", about 5.5 TB/s), a floor for the SXM part; the load latency is
-an assumption of the model (said so wherever it is used).
+the L2 bandwidth is the median of the peaks Nsight Compute's L2 throughput implies on the course's
+H100 SXM (kernels/coach-h100.json, 2026-11-26: lts__t_sectors x 32 B / duration / the
+lts__throughput percentage, for the 13 kernels of both ladders and the coach's fixtures: 5.3 to
+11.0 TB/s, median 9.79 TB/s; cuBLAS's launch gave 10.6). The 5.5 TB/s used before (Chips and Cheese,
+"Nvidia's H100: Funny L2, and Tons of Bandwidth", 2023-07-02) was an H100 PCIe's, and the swizzled
+rung ran above the bound it set. The load latency is an assumption of the model (said so wherever
+it is used).
 """
 from __future__ import annotations
 
@@ -82,12 +86,13 @@ H100 = Rates(
     tensor_f64=62.5e12 / (_SMS * _CLK),
     # cuBLAS fp32 without TF32: 51 TFLOP/s measured (FACTS.md)
     fp32=51e12 / (_SMS * _CLK),
-    l2_bytes_per_s=5.5e12,  # Chips and Cheese, H100 PCIe (a floor for the SXM part)
+    # median L2 peak implied by ncu on the course's H100 SXM (kernels/coach-h100.json, 13 kernels)
+    l2_bytes_per_s=9.79e12,
     dram_bytes_per_s=3.0e12,  # HBM copy, measured (FACTS.md)
 )
 
 # Where the modelled rates come from, said under every panel's model.
 RATES_SOURCE = ("model of an H100 SXM: tensor cores 625 TFLOP/s for mma.sync/WMMA fp16 (measured, "
-                "registers only), fp64 62.5 and fp32 51 TFLOP/s (cuBLAS, measured), L2 5.5 TB/s (Chips and "
-                "Cheese, H100 PCIe), HBM 3.0 TB/s (measured copy), shared memory 128 B per clock per SM "
+                "registers only), fp64 62.5 and fp32 51 TFLOP/s (cuBLAS, measured), L2 9.8 TB/s (the median peak "
+                "Nsight Compute implied on the course's H100), HBM 3.0 TB/s (measured copy), shared memory 128 B per clock per SM "
                 "(CUDA guide), a global load ~600 cycles (assumed)")

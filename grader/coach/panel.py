@@ -35,6 +35,7 @@ class Panel:
     measured_lines: list[str] = field(default_factory=list)
     not_measured: str = ""  # why there are no counters
     missing: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # where a number came from, when not its usual source
     point: dict | None = None  # roofline point: intensity, tflops (model)
     seconds: float = 0.0  # what the static part cost in the foreground
     waited: float = 0.0  # how long the check waited for the background compile + disassembly
@@ -43,7 +44,7 @@ class Panel:
     def to_dict(self) -> dict:
         return dict(exercise=self.exercise, arch=self.arch, lines=self.lines,
                     findings=[f.to_dict() for f in self.findings], model=self.model, measured=self.measured,
-                    measured_lines=self.measured_lines, not_measured=self.not_measured, missing=self.missing,
+                    measured_lines=self.measured_lines, not_measured=self.not_measured, missing=self.missing, notes=self.notes,
                     point=self.point, seconds=round(self.seconds, 3), waited=round(self.waited, 3))
 
     @property
@@ -62,6 +63,8 @@ class Panel:
             out.append(f"    measured: not here ({self.not_measured})")
         for m in self.missing:
             out.append(f"    (missing: {m})")
+        for m in self.notes:
+            out.append(f"    (note: {m})")
         if self.detail:
             out.append(f"    ({RATES_SOURCE})")
         return "\n".join(out)
@@ -78,6 +81,7 @@ class Panel:
                 f"<div style='color:#555'>Measured: not here ({html.escape(self.not_measured)})</div>"
                 if self.not_measured else "")
         miss = "".join(f"<div style='color:#555'>missing: {html.escape(m)}</div>" for m in self.missing)
+        miss += "".join(f"<div style='color:#777'>note: {html.escape(m)}</div>" for m in self.notes)
         return (f"<details open style='margin-top:6px'><summary><b>Where the time goes</b> "
                 f"<span style='color:#555'>(coach; static part modelled for an H100 SXM at sm_{self.arch})</span></summary>"
                 f"<ul style='margin:2px 0'>{items}</ul><ol style='margin:2px 0'>{fl}</ol>{meas}{miss}"
@@ -96,15 +100,16 @@ def _kb(b: int) -> str:
 def build(*, exercise: str, source: str, kernel: str, options, arch: int, threads: int, smem_dynamic: int,
           problem, traffic=None, traffic_dims=None, perf_dims=None, built: dict | Future | None = None,
           measure: bool = False, launch: dict | None = None, measure_dims: dict | None = None,
-          detail: bool = False, reference: str | None = None) -> Panel:
+          detail: bool = False, reference: str | None = None, traffic_why: str | None = None) -> Panel:
     t0 = time.perf_counter()
     if isinstance(built, Future):
         built = built.result()
     waited = time.perf_counter() - t0
     t0 = time.perf_counter()
     st = static.collect(source, kernel, options, arch=arch, threads=threads, smem_dynamic=smem_dynamic,
-                        traffic=traffic, traffic_dims=traffic_dims, perf_dims=perf_dims, problem=problem, built=built)
-    p = Panel(exercise, arch, missing=list(st.missing), detail=detail)
+                        traffic=traffic, traffic_dims=traffic_dims, perf_dims=perf_dims, problem=problem, built=built,
+                        traffic_why=traffic_why)
+    p = Panel(exercise, arch, missing=list(st.missing), notes=list(st.notes), detail=detail)
     r, occ, loop = st.resources, st.occupancy, st.loop
     if r:
         p.lines.append(f"resources: {r['registers']} registers/thread, spills {r['spill_stores']} B stored / "

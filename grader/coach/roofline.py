@@ -41,7 +41,7 @@ def plot(points: list[Point], r: Rates = H100, math: str = "f16", title: str = "
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     xs = np.logspace(0, 3.3, 200)
-    ax.loglog(xs, [roof(x, r, math, "l2") for x in xs], color="#444", label="L2 roof (5.5 TB/s)")
+    ax.loglog(xs, [roof(x, r, math, "l2") for x in xs], color="#444", label=f"L2 roof ({r.l2_bytes_per_s / 1e12:.1f} TB/s)")
     ax.loglog(xs, [roof(x, r, math, "dram") for x in xs], color="#999", ls="--", label="HBM roof (3.0 TB/s)")
     if cublas_tflops:
         ax.axhline(cublas_tflops, color="#1a7f37", ls=":", label=f"cuBLAS, measured ({cublas_tflops:.0f} TFLOP/s)")
@@ -62,9 +62,10 @@ KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 def recorded_points(name: str) -> dict:
     """What the course's records say about kernel `name` (a ladder rung, e.g. an exercise's reference):
     {"model": (FLOP/B, TFLOP/s bound) from the static record, "cublas": TFLOP/s and label} where known.
-    Records: kernels/coach-h100.json (.ci/gpu-coach on a GPU), kernels/coach-static.json (on a CPU)."""
+    Records: kernels/coach-static.json (on a CPU, the current model) first for the model, then
+    kernels/coach-h100.json (.ci/gpu-coach on a GPU), which alone has cuBLAS's measured launch."""
     out: dict = {}
-    for fname in ("coach-h100.json", "coach-static.json"):
+    for fname in ("coach-static.json", "coach-h100.json"):
         try:
             rec = json.loads((KERNELS / fname).read_text())
         except (OSError, ValueError):

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -82,9 +83,18 @@ def _cached(key: str, make) -> dict:
 # ---------------------------------------------------------------- compile + disassemble
 
 
+_KEY = 2  # bump when what build() returns changes: the disk cache then misses old entries
+
+
 def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
     """{resources: {registers, shared_bytes, spill_stores, spill_loads, stack_bytes}, sass: text or "",
-    missing: [what could not be had], nvrtc: version} for `kernel` compiled for sm_`arch`."""
+    missing: [what could not be had], notes: [where a number came from, when not from ptxas -v],
+    nvrtc: version} for `kernel` compiled for sm_`arch`.
+
+    Resources come from `ptxas -v` (NVRTC's log); when that log has none for the kernel, from the
+    cubin itself (registers and stack frame from .nv.info, static shared memory from
+    .nv.shared.<kernel>) and the SASS (spill bytes: the bytes of its local stores and loads), and a
+    note says so with the start of the log; when neither has them, a missing line says why."""
     from grader.runtime.compile import BASE_OPTIONS, compiler_for, parse_resources
     from grader.runtime.errors import CourseError
     from grader.runtime.headers import include_options
@@ -92,9 +102,9 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
     try:
         nv = compiler_for(arch)
     except CourseError as e:
-        return dict(resources=None, sass="", missing=[e.message], nvrtc=None, cacheable=False)
+        return dict(resources=None, sass="", missing=[e.message], notes=[], nvrtc=None, cacheable=False)
     tool = nvdisasm()
-    key = hashlib.sha256(json.dumps([source, list(options), arch, kernel, list(nv.version), str(nv.path),
+    key = hashlib.sha256(json.dumps([_KEY, source, list(options), arch, kernel, list(nv.version), str(nv.path),
                                      tool or ""]).encode()).hexdigest()[:32]
 
     def make():
@@ -102,10 +112,10 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
         try:
             out = nv.compile(source, opts, "kernel.cu", "cubin")
         except Exception as e:  # the check reports compile errors; here: say it and stop
-            return dict(resources=None, sass="", missing=[f"no cubin: {str(e).splitlines()[0][:200]}"],
+            return dict(resources=None, sass="", missing=[f"no cubin: {str(e).splitlines()[0][:200]}"], notes=[],
                         nvrtc=list(nv.version), cacheable=False)
         res = parse_resources(out.log).get(kernel)
-        missing, sass = [], ""
+        missing, notes, sass = [], [], ""
         if tool is None:
             missing.append(MISSING_NVDISASM)
         else:
@@ -122,10 +132,104 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
                         missing.append(f"nvdisasm failed: {r.stderr.strip()[:200]}")
                 except (OSError, subprocess.TimeoutExpired) as e:
                     missing.append(f"nvdisasm failed: {e}")
-        return dict(resources=asdict(res) if res else None, sass=_only(sass, kernel), missing=missing,
-                    nvrtc=list(nv.version), cacheable=not missing or tool is None or "no longer reads" in " ".join(missing))
+        sass = _only(sass, kernel)
+        resources = asdict(res) if res else None
+        from_log = resources is not None
+        if resources is None:
+            head = " | ".join(ln.strip() for ln in out.log.strip().splitlines()[:3])[:240] or "empty"
+            why = (f"ptxas -v (NVRTC {nv.version[0]}.{nv.version[1]}, {nv.path}) printed no resources for "
+                   f"'{kernel}' (its log: {head})")
+            resources = cubin_resources(out.code, kernel, arch, sass)
+            if resources is not None:
+                notes.append(f"{why}; registers, stack frame and static shared memory read from the cubin"
+                             + (", spill bytes from the SASS's local loads and stores" if sass else ", spills unknown"))
+            else:
+                missing.append(f"{why}, and the cubin has no resource table for it: no registers, no occupancy")
+        return dict(resources=resources, sass=sass, missing=missing, notes=notes, nvrtc=list(nv.version),
+                    cacheable=from_log and (not missing or tool is None or "no longer reads" in " ".join(missing)))
 
     return _cached(key, make)
+
+
+# ---------------------------------------------------------------- the cubin's own resource table
+
+_EIATTR_FRAME_SIZE, _EIATTR_REGCOUNT = 0x11, 0x2F
+
+
+def _elf_sections(blob: bytes) -> dict[str, tuple[int, int, int]]:
+    """{section name: (offset, size, sh_info)} of a 64-bit little-endian ELF (a cubin)."""
+    if blob[:4] != b"\x7fELF" or blob[4] != 2:
+        return {}
+    shoff, = struct.unpack_from("<Q", blob, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", blob, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", blob, shoff + i * shentsize) for i in range(shnum)]
+    strtab = heads[shstrndx][4]
+    out = {}
+    for name, _type, _flags, _addr, off, size, _link, info, _align, _ent in heads:
+        end = blob.index(b"\0", strtab + name)
+        out[blob[strtab + name:end].decode(errors="replace")] = (off, size, info)
+    return out
+
+
+def _nv_info(data: bytes) -> list[tuple[int, bytes]]:
+    """(attribute, payload) of an .nv.info section (format byte, attribute byte, then a value)."""
+    out, i = [], 0
+    while i + 2 <= len(data):
+        fmt, attr = data[i], data[i + 1]
+        if fmt == 4:  # EIFMT_SVAL: u16 size, payload
+            size, = struct.unpack_from("<H", data, i + 2)
+            out.append((attr, data[i + 4:i + 4 + size]))
+            i += 4 + size
+        elif fmt in (2, 3):  # EIFMT_BVAL / HVAL: a 2-byte value
+            out.append((attr, data[i + 2:i + 4]))
+            i += 4
+        else:  # EIFMT_NVAL: no value
+            out.append((attr, b""))
+            i += 2
+    return out
+
+
+def cubin_resources(cubin: bytes, kernel: str, arch: int, sass: str = "") -> dict | None:
+    """The kernel's resources from the cubin (what cuobjdump --dump-resource-usage reads): registers
+    and stack frame from the .nv.info tables, static shared memory from .nv.shared.<kernel> (less the
+    1 KB an sm_90 cubin counts there, which the occupancy model adds itself), spill bytes from the
+    SASS's local stores and loads (ptxas counts them the same way). None when the cubin has no entry."""
+    try:
+        secs = _elf_sections(cubin)
+        text = secs.get(f".text.{kernel}")
+        if text is None:
+            return None
+        sym = text[2] & 0xFFFFFF
+        regs = text[2] >> 24  # older cubins keep the count here
+        frame = 0
+        for name in (".nv.info", f".nv.info.{kernel}"):
+            if name not in secs:
+                continue
+            off, size, _ = secs[name]
+            for attr, val in _nv_info(cubin[off:off + size]):
+                if attr in (_EIATTR_REGCOUNT, _EIATTR_FRAME_SIZE) and len(val) == 8:
+                    s, v = struct.unpack("<II", val)
+                    if s == sym:
+                        if attr == _EIATTR_REGCOUNT:
+                            regs = regs or v
+                        else:
+                            frame = v
+        if not regs:
+            return None
+        shared = secs.get(f".nv.shared.{kernel}", (0, 0, 0))[1]
+        if arch >= 90 and shared >= 1024:  # sm_90 cubins count the reserved 1 KB here, sm_80 ones do not
+            shared -= 1024
+        st = ld = 0
+        if sass:
+            for i in parse(sass):
+                if i.op == "STL":
+                    st += _width(i)
+                elif i.op == "LDL":
+                    ld += _width(i)
+        return dict(registers=int(regs), shared_bytes=int(shared), stack_bytes=int(frame), spill_stores=st,
+                    spill_loads=ld)
+    except (struct.error, ValueError, IndexError):
+        return None
 
 
 def _only(sass: str, kernel: str) -> str:

@@ -31,6 +31,7 @@ class Static:
     whole: sass_mod.Mix | None
     traffic: dict | None  # the emulator's summary (see _traffic)
     missing: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # where a number came from, when not its usual source
     evidence: Evidence | None = None
 
     def to_dict(self) -> dict:
@@ -82,11 +83,13 @@ def _math(loop) -> str:
 
 def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: int, smem_dynamic: int = 0,
             traffic=None, traffic_dims: dict | None = None, perf_dims: dict | None = None, problem=None,
-            built: dict | None = None) -> Static:
+            built: dict | None = None, traffic_why: str | None = None) -> Static:
     """Everything static about `kernel`; `traffic` (grader.emu.traffic.MemoryTraffic) observed at
-    `traffic_dims` of `problem`, or None (then the model has no memory numbers)."""
+    `traffic_dims` of `problem`, or None (then the model has no memory numbers, and `traffic_why`
+    says why there is none)."""
     b = built if built is not None else sass_mod.build(source, kernel, options, arch)
     missing = list(b.get("missing", []))
+    notes = list(b.get("notes", []))
     res = b.get("resources")
     occ = None
     if res:
@@ -100,8 +103,9 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
         flops = problem.flops(traffic_dims) if hasattr(problem, "flops") else 0.0
         tr = _traffic(traffic, flops, traffic_dims, perf_dims, problem)
     elif traffic is None:
-        missing.append("no emulator traffic view (the kernel did not run on the emulator here)")
-    st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing)
+        missing.append("no emulator traffic view (" + (traffic_why or "the kernel did not run on the emulator here")
+                       + "), so no memory numbers and no bottleneck model")
+    st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing, notes)
     st.evidence = _evidence(st, problem)
     return st
 

@@ -1,9 +1,10 @@
 """Notebooks 06 and 10: the coach's panel ("where the time goes") for every rung of their ladders.
 
 Static part (ptxas, SASS, occupancy, the emulator's memory traffic, the bottleneck model): the same
-on every machine, so it is read from a record when there is one (kernels/coach-h100.json, written by
-`.ci/gpu-coach` on a GPU, or kernels/coach-static.json, written on a CPU by
-`python -m grader.bench.coach OUT --no-measure`), else computed here (about 10 s per rung on a CPU);
+on every machine, so it is read from a record when there is one: kernels/coach-static.json (written
+on a CPU by `python -m grader.bench.coach OUT --no-measure`, regenerated whenever the model or a
+rung changes), else kernels/coach-h100.json's (written by `.ci/gpu-coach` on a GPU, with the model
+of that day), else computed here (about 10 s per rung on a CPU);
 `live=True` always computes it. Measured part (Nsight Compute's counters of one launch per rung): only
 from kernels/coach-h100.json, labelled with the GPU and date it was recorded on; without it, the table
 says it is not recorded.
@@ -74,7 +75,7 @@ def ladder(notebook: str, live: bool = False) -> list[dict]:
     by_name = {src: {k["name"]: k for k in r.get("kernels", [])} for src, r in (("h100", rec), ("static", st))}
     rows = []
     for name, ex_id, file, launch in rungs(notebook):
-        got = None if live else next(((src, by_name[src][name]) for src in ("h100", "static")
+        got = None if live else next(((src, by_name[src][name]) for src in ("static", "h100")
                                       if by_name[src].get(name, {}).get("static")), None)
         if got:
             where = recorded_label(rec) if got[0] == "h100" else f"computed on a CPU {st.get('date', '')} (kernels/coach-static.json)"
