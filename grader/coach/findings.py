@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from grader.coach.machine import H100
 from grader.coach.model import Result
 from grader.coach.static import Static
 
@@ -128,6 +129,15 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                            f"Occupancy: {occ.line()}.",
                            f"use fewer {occ.limiter} per block so another block fits on each SM",
                            section(family, "occupancy")))
+    if g.get("warps", 1) >= BOTTLENECK and not any(f.key == "occupancy" for f in out):
+        w = res.warps_per_scheduler
+        why = f", limited by {occ.limiter}" if occ else ""
+        out.append(Finding("occupancy", g["warps"],
+                           f"Too few warps to feed the tensor cores: {w:.0f} per scheduler ({4 * w:.0f} per SM"
+                           f"{why}); between dependent matrix instructions the pipe idles (ncu's `wait` stall) "
+                           f"unless about {H100.tensor_warps:g} warps per scheduler take turns.",
+                           "more warps per SM: a smaller warp tile or fewer registers per thread so more warps fit, "
+                           "or more independent mma per warp between dependent ones", section(family, "occupancy")))
     if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
         what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
         out.append(Finding("shared", g["shared"],

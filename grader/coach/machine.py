@@ -69,6 +69,10 @@ class Rates:
     dram_bytes_per_s: float
     smem_bytes_per_clk: int = 128  # 32 banks x 4 bytes: one wavefront per clock
     load_latency: int = 600  # cycles a global load takes under load (an assumption of the model)
+    # Warps per scheduler (SM sub-partition) that keep the tensor pipe fed: with w of them it reaches at
+    # most w / this of its rate. H100, 2026-11-26 (kernels/RESULTS-mma.md): mma_gemm_tuned at 2 warps per
+    # scheduler kept the pipe 75-80% busy with `wait` (dependent-issue latency) its top stall.
+    tensor_warps: float = 2.5
 
     def per_clk(self, per_s: float) -> float:
         return per_s / (self.sms * self.clock_hz)

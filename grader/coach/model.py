@@ -8,6 +8,8 @@ bytes and W shared-memory wavefronts per iteration):
     shared    B*W wavefronts (one per clock; a k-way bank conflict costs k) + spilled bytes / 128
     L2        B*S / (L2 bytes per clock per SM)
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
+    (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
+    the pipe fed, Rates.tensor_warps)
 Loads overlapped with math (cp.async with groups left in flight, or register prefetch):
     t = max(math, shared, L2, latency)
 Not overlapped (load, wait, compute, in one stage):
@@ -48,6 +50,7 @@ class Result:
     peak_tflops: float  # of the math alone
     intensity: float  # FLOP per global byte requested
     gains: dict = field(default_factory=dict)  # fix -> speed-up factor
+    warps_per_scheduler: float = 0.0  # set where too few to feed the tensor pipe
     rates: str = ""
 
     def to_dict(self) -> dict:
@@ -66,8 +69,11 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
     ov = ev.overlapped if overlapped is None else overlapped
     d = max(ev.depth if depth is None else depth, 1)
     F = ev.flops_iter
+    # too few warps per scheduler leave the tensor pipe idle between dependent instructions
+    per_sched = B * max(ev.warps, 1) / 4
+    fed = min(1.0, per_sched / r.tensor_warps) if ev.math in ("f16", "f64") and per_sched > 0 else 1.0
     terms = {
-        "math": B * F / _peak(ev, r),
+        "math": B * F / _peak(ev, r) / fed,
         "shared": B * (F * w + spill / r.smem_bytes_per_clk),
         "L2": B * F * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
@@ -101,6 +107,14 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     # half the shared traffic per FLOP (a warp tile twice as large), beyond removing the conflicts
     res.gains["shared"] = gain(w=ev.shared_per_flop_ideal / 2) / res.gains["conflicts"]
     res.gains["spills"] = gain(spill=0.0)
+    # the pipe fed by enough warps (more warps per SM, the same work each)
+    per_sched = max(ev.blocks, 1) * max(ev.warps, 1) / 4
+    if ev.math in ("f16", "f64") and per_sched < r.tensor_warps:
+        fed = dict(terms, math=terms["math"] * per_sched / r.tensor_warps)
+        t_fed = max(fed.values()) if ev.overlapped else \
+            fed["latency"] + fed["L2"] + max(fed["math"], fed["shared"])
+        res.gains["warps"] = t / t_fed if t_fed else 1.0
+        res.warps_per_scheduler = per_sched
     res.gains["pipeline"] = gain(overlapped=True, depth=2) if not ev.overlapped else gain(depth=ev.depth + 1)
     if next_blocks and next_blocks > ev.blocks:
         t2, _ = _time(ev, r, blocks=next_blocks)
