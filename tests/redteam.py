@@ -11,8 +11,9 @@ Why trimmed cheats: a cheat is about what it does in its answer cell (or to the 
 metadata and outputs), not about the lesson's demo cells, which on the emulator cost seconds
 of g++ per submission. A cheat's notebook keeps the first code cell (the imports), every cell
 nbgrader knows (answers, tests, locked cells) and drops the rest. That trimming cannot be what
-makes a cheat score 0: a trimmed honest solution of each assignment is graded beside the cheats
-(`TRIMMED_CONTROL`) and must keep every point a CPU can award.
+makes a cheat score 0: the honest student, alice, hands in her solutions trimmed the same way
+and must keep every point a CPU can award (that the whole notebooks run top to bottom and score
+in full is tests/test_class_workflow.py's proof).
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ import nbformat
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "grader"
-TRIMMED_CONTROL = "ctl-trimmed"  # the trimmed honest solution, in every assignment of the course
 
 
 def require_sandbox() -> None:
@@ -110,10 +110,16 @@ def release_glob(assignments: list[str]) -> str:
     return pattern
 
 
+def trimmed_solution(assignment: str):
+    from grader.classroom import workflow as classroom
+
+    return trim(nbformat.read(sorted((classroom.SOLUTIONS / assignment).glob("*.ipynb"))[0], as_version=4))
+
+
 def build_course(tmp_path_factory) -> dict:
-    """The red team's course: alice (the solutions) graded first, then every cheat of
-    test_cheats (students cheat-NAME) and test_cheats_runtime (rt-NAME), the trimmed honest
-    control of each assignment, and test_cheats' honest solution without test cells."""
+    """The red team's course: alice (the solutions, trimmed) graded first, then every cheat of
+    test_cheats (students cheat-NAME) and test_cheats_runtime (rt-NAME), and test_cheats'
+    honest solution without test cells."""
     import test_cheats as cheats
     import test_cheats_runtime as runtime
     from grader.classroom import workflow as classroom
@@ -122,20 +128,16 @@ def build_course(tmp_path_factory) -> dict:
     cheat_table = cheats._cheats(root)
     assignments = sorted({a for a, _ in cheat_table.values()} | set(runtime.ASSIGNMENTS))
     classroom.nbgrader(root, "generate_assignment", release_glob(assignments), "--force")
+    work = tmp_path_factory.mktemp("redteam-submissions")
     for a in assignments:
-        classroom.submit(root, "alice", a, sorted((classroom.SOLUTIONS / a).glob("*.ipynb")))
+        classroom.submit(root, "alice", a, [write_submission(work / a, "alice", a, trimmed_solution(a))])
     classroom.autograde(root, "*", "alice")  # every assignment in one nbgrader run
     before = {a: classroom.cell_scores(root, a, "alice") for a in assignments}
     alice_files = {d: dir_digest(root / d / "alice") for d in ("submitted", "autograded")}
     package = dir_digest(PACKAGE)
 
-    work = tmp_path_factory.mktemp("redteam-submissions")
-
     def release_nb(a):
         return trim(nbformat.read(sorted((root / "release" / a).glob("*.ipynb"))[0], as_version=4))
-
-    def solution_nb(a):
-        return trim(nbformat.read(sorted((classroom.SOLUTIONS / a).glob("*.ipynb"))[0], as_version=4))
 
     subs = []  # (student, assignment, notebook)
     for name, (a, make) in cheat_table.items():
@@ -147,12 +149,10 @@ def build_course(tmp_path_factory) -> dict:
         make(nb)
         subs.append((f"rt-{name}", a, nb))
     # an honest solution whose test cells were deleted: the trusted pass grades it all the same
-    nb = solution_nb(cheats.KERNELS_NB)
+    nb = trimmed_solution(cheats.KERNELS_NB)
     for i in reversed(graded_cells(nb)):
         del nb.cells[i]
     subs.append(("cheat-honest-no-tests", cheats.KERNELS_NB, nb))
-    for a in assignments:
-        subs.append((f"{TRIMMED_CONTROL}-{a[:2]}", a, solution_nb(a)))
     for student, a, nb in subs:
         classroom.submit(root, student, a, [write_submission(work / a, student, a, nb)])
     # One nbgrader run for every cheat of every assignment. Without --force, alice (graded

@@ -2,8 +2,8 @@
 nbgrader pipeline on the CPU (emulator), with the course's config.
 
 Every cheat starts from the untouched release (no exercise solved), so its honest score is 0:
-each must still score 0. The cheats are graded in the red team's shared course (tests/redteam.py,
-trimmed to the cells grading reads; a trimmed honest solution keeps full marks there). The honest solution (alice) must keep full marks, and nothing a
+each must still score 0. The cheats are graded in the red team's shared course (tests/redteam.py),
+trimmed to the cells grading reads, as alice's solutions are there. The honest solution (alice) must keep full marks, and nothing a
 cheater does may change alice's grade, her files, the gradebook's manual scores or the grader
 package. GPU-only cheats (a kernel that skips work at the timed size, one that counts its
 launches) are in the gpu-marked tests at the end.
@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from redteam import PACKAGE, TRIMMED_CONTROL, add_code, answer_cell, dir_digest, graded_cells, kernel_var, require_sandbox
+from redteam import PACKAGE, add_code, answer_cell, dir_digest, graded_cells, kernel_var, require_sandbox
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redteam")]
 
@@ -320,13 +320,12 @@ def test_honest_solution_keeps_full_marks(course):
 
 @pytest.mark.parametrize("assignment", ["01-memory-layout", "02-precision", "04-wmma-basics", "05-fragment-probes"])
 def test_trimmed_honest_solution_keeps_full_marks(course, assignment):
-    """The cheats are handed in trimmed to what grading reads (tests/redteam.py): the solution
-    trimmed the same way keeps every point, so trimming is never why a cheat scores 0."""
+    """The cheats are handed in trimmed to what grading reads (tests/redteam.py): alice's
+    solutions, trimmed the same way, keep every point, so trimming is never why a cheat scores 0."""
     assert assignment in course["assignments"]
-    student = f"{TRIMMED_CONTROL}-{assignment[:2]}"
-    got, _ = classroom.scores(course["root"], assignment)[student]
+    got, _ = classroom.scores(course["root"], assignment)["alice"]
     expected = sum(classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / assignment).glob("*.ipynb"))
-    assert expected > 0 and got == pytest.approx(expected), classroom.cell_scores(course["root"], assignment, student)
+    assert expected > 0 and got == pytest.approx(expected), classroom.cell_scores(course["root"], assignment, "alice")
 
 
 def test_alice_was_graded_once(course):

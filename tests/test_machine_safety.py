@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from redteam import TRIMMED_CONTROL, add_code, answer_cell, require_sandbox, trim
+from redteam import add_code, answer_cell, require_sandbox, trim, trimmed_solution, write_submission
 from redteam import path_digest as digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("machine-safety")]
@@ -229,9 +229,11 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
     (course / "grades.csv").write_text(f"student,score\n{MARK},100\n")
     classroom.release(course, A)
     release_nb = sorted((course / "release" / A).glob("*.ipynb"))[0]
-    classroom.submit(course, "alice", A, sorted((classroom.SOLUTIONS / A).glob("*.ipynb")))
-    alice_nb = course / "submitted" / "alice" / A / f"{A}.ipynb"
     work = base / "work"
+    # alice's solution, trimmed as the cheats are (tests/redteam.py, where trimmed solutions are
+    # shown to keep full marks)
+    classroom.submit(course, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
+    alice_nb = course / "submitted" / "alice" / A / f"{A}.ipynb"
     for name, make in _cheats(course, secrets).items():
         nb = trim(nbformat.read(release_nb, as_version=4))  # what grading reads (tests/redteam.py)
         make(nb)
@@ -239,11 +241,6 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
         classroom.submit(course, f"cheat-{name}", A, [path])
-    control = trim(nbformat.read(sorted((classroom.SOLUTIONS / A).glob("*.ipynb"))[0], as_version=4))
-    path = work / TRIMMED_CONTROL / f"{A}.ipynb"
-    path.parent.mkdir(parents=True)
-    nbformat.write(control, path)
-    classroom.submit(course, TRIMMED_CONTROL, A, [path])
     for name in HANDIN:
         _handin_with_links(course, f"cheat-{name}", release_nb, secrets, alice_nb)
     if as_uid is not None:  # everything belongs to that user; its home is the planted one
@@ -337,15 +334,6 @@ def test_honest_student_and_course_intact(term):
     assert con.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()[0] == 0
     for p in term["secrets"].values():
         assert p.read_text().startswith(MARK)
-
-
-def test_trimmed_honest_solution_scores_as_alice(term):
-    """The cheats are handed in trimmed to what grading reads (tests/redteam.py): the solution
-    trimmed the same way scores what alice's whole notebook does, so trimming is never why a
-    cheat scores 0."""
-    got = classroom.scores(term["course"], A)
-    assert got["alice"][0] > 0 and got[TRIMMED_CONTROL][0] == pytest.approx(got["alice"][0]), \
-        classroom.cell_scores(term["course"], A, TRIMMED_CONTROL)
 
 
 def test_nothing_left_behind_is_a_link_or_big(term):
