@@ -43,19 +43,29 @@ HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_term
          "test_cohort", "test_instructor_guide", "test_colab_setup"]
 
 
+# Modules of many independent tests (no module fixture, no shared state) that together take
+# minutes: their tests go to whichever worker is free, one by one, and even out the end of a run.
+SPREAD = ["test_compile"]
+
+
+def _stem(item) -> str:
+    return item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
 def _group_by_module(items):
     """Under --dist loadgroup a test without a group would be sent alone, and its module's
     fixtures (a compiled kernel, a graded course) built again on the other worker: so every
-    test is grouped, by its module unless it names a group that spans modules."""
+    test is grouped, by its module unless it names a group that spans modules (or its module
+    is in SPREAD)."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
+        if item.get_closest_marker("xdist_group") is None and _stem(item) not in SPREAD:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def _heavy_first(items):
     def rank(item):
-        stem = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
-        return HEAVY.index(stem) if stem in HEAVY else len(HEAVY)
+        stem = _stem(item)
+        return HEAVY.index(stem) if stem in HEAVY else len(HEAVY) + (stem in SPREAD)
 
     items[:] = sorted(items, key=rank)  # stable: a module's tests keep their order
 
