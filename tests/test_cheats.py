@@ -21,7 +21,7 @@ import pytest
 from grader.classroom import workflow as classroom
 from redteam import PACKAGE, add_code, answer_cell, dir_digest, graded_cells, kernel_var, require_sandbox
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redteam")]
+pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
 KERNELS_NB = "04-wmma-basics"  # three kernel exercises, 3 points on a CPU
 PYTHON_NB = "01-memory-layout"  # Python answers (index functions) and a kernel

@@ -26,7 +26,7 @@ from redteam import answer_cell, kernel_var, require_sandbox
 from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, SCALAR, TWO_FACED,
                                  ZERO_FRAGMENTS, _HEAD, _SIG)
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("redteam")]
+pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
 require_sandbox()
 

@@ -24,7 +24,7 @@ from grader.classroom import workflow as classroom
 from redteam import add_code, answer_cell, require_sandbox, trim, trimmed_solution, write_submission
 from redteam import path_digest as digest
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("machine-safety")]
+pytestmark = pytest.mark.slow
 
 A = "01-memory-layout"  # Python answers (index functions) and a kernel
 ROOT = Path(__file__).resolve().parents[1]
