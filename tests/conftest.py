@@ -26,7 +26,72 @@ def nvrtc_of():
     return get
 
 
+@pytest.fixture(scope="session")
+def redteam(tmp_path_factory):
+    """ONE course for the red team (tests/test_cheats.py, tests/test_cheats_runtime.py): every
+    cheat handed in and graded by real nbgrader, once a session (tests/redteam.py). Under
+    pytest-xdist both files are one work unit (SHARED below), so one worker builds it."""
+    import redteam
+
+    return redteam.build_course(tmp_path_factory)
+
+
+# CI runs the suite on two pytest-xdist workers (.ci/run: -n 2 --dist loadgroup), scheduled by
+# work units (pytest_xdist_make_scheduler below): a unit runs whole on one worker, so a module's
+# fixtures (a compiled kernel, a graded course) are built once.
+# - The modules whose fixtures grade whole courses through nbgrader go first, costliest first
+#   (seconds on the 2-core CI machine), so that the many short modules fill in around them.
+HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_term", "test_machine_safety",
+         "test_cohort", "test_instructor_guide", "test_colab_setup"]
+# - Modules that share one session fixture are one unit: the red team's course (tests/redteam.py).
+SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam"}
+# - Modules of many independent tests (no module fixture, no shared state) that together take
+#   minutes: each test is a unit of its own, sent to whichever worker is free, last, so they even
+#   out the end of a run.
+SPREAD = ["test_compile"]
+
+
+def _stem(nodeid: str) -> str:
+    return nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit of a test: its module, its SHARED group, or itself (SPREAD)."""
+    nodeid = nodeid.split("@")[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+    stem = _stem(nodeid)
+    if stem in SHARED:
+        return SHARED[stem]
+    return nodeid if stem in SPREAD else nodeid.split("::")[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` by work_unit(). Not xdist's own loadgroup: its xdist_group marks work by
+    renaming each test (item._nodeid), which pytest 9 no longer reads, so every test went alone
+    to either worker and each heavy fixture was built on both (checked with pytest 9.2 and
+    pytest-xdist 3.8.0)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class CourseScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # the collection's order (heavy first), not xdist's by size
+    return CourseScheduling(config, log)
+
+
+def _heavy_first(items):
+    def rank(item):
+        stem = _stem(item.nodeid)
+        return HEAVY.index(stem) if stem in HEAVY else len(HEAVY) + (stem in SPREAD)
+
+    items[:] = sorted(items, key=rank)  # stable: a module's tests keep their order
+
+
 def pytest_collection_modifyitems(config, items):
+    _heavy_first(items)
     gpu = has_gpu()
     # On CPU the class-workflow test autogrades every solution and student copy, which
     # executes each notebook top to bottom: running them again here would double CI time.

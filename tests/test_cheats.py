@@ -2,16 +2,15 @@
 nbgrader pipeline on the CPU (emulator), with the course's config.
 
 Every cheat starts from the untouched release (no exercise solved), so its honest score is 0:
-each must still score 0. The honest solution (alice) must keep full marks, and nothing a
+each must still score 0. The cheats are graded in the red team's shared course (tests/redteam.py),
+trimmed to the cells grading reads, as alice's solutions are there. The honest solution (alice) must keep full marks, and nothing a
 cheater does may change alice's grade, her files, the gradebook's manual scores or the grader
 package. GPU-only cheats (a kernel that skips work at the timed size, one that counts its
 launches) are in the gpu-marked tests at the end.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import sqlite3
 from pathlib import Path
@@ -20,47 +19,14 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from grader.runtime import sandbox
+from redteam import PACKAGE, add_code, answer_cell, dir_digest, graded_cells, kernel_var, require_sandbox
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
 KERNELS_NB = "04-wmma-basics"  # three kernel exercises, 3 points on a CPU
 PYTHON_NB = "01-memory-layout"  # Python answers (index functions) and a kernel
-PACKAGE = Path(__file__).resolve().parents[1] / "grader"
 
-if sandbox.tool() is None:
-    if os.environ.get("TC_REQUIRE_SANDBOX"):
-        raise RuntimeError("bubblewrap (bwrap) is required here (TC_REQUIRE_SANDBOX=1): apt-get install bubblewrap")
-    pytest.skip("autograding needs bubblewrap (apt-get install bubblewrap)", allow_module_level=True)
-
-
-# ------------------------------------------------------------------------------ helpers
-def answer_cell(nb) -> int:
-    """The first answer cell (where a student types)."""
-    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution"))
-
-
-def graded_cells(nb) -> list[int]:
-    return [i for i, c in enumerate(nb.cells)
-            if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
-
-
-def kernel_var(nb, i) -> str:
-    return re.search(r"^(\w+)\s*=\s*r\"\"\"", nb.cells[i].source, re.M).group(1)
-
-
-def add_code(nb, code: str) -> None:
-    i = answer_cell(nb)
-    nb.cells[i].source += "\n" + code.strip() + "\n"
-
-
-def dir_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(path.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
-            h.update(str(p.relative_to(path)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
+require_sandbox()
 
 
 PASSING_VERDICT = """
@@ -324,36 +290,10 @@ CHEATS = list(_cheats(Path("/nonexistent")))
 REFUSED_BY_NBGRADER = {"corrupt-metadata", "rename-test"}
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    root = classroom.new_course(tmp_path_factory.mktemp("redteam") / "course")
-    for a in (KERNELS_NB, PYTHON_NB):
-        classroom.release(root, a)
-        classroom.submit(root, "alice", a, sorted((classroom.SOLUTIONS / a).glob("*.ipynb")))
-        classroom.autograde(root, a, "alice")
-    before = {a: classroom.cell_scores(root, a, "alice") for a in (KERNELS_NB, PYTHON_NB)}
-    alice_files = {d: dir_digest(root / d / "alice") for d in ("submitted", "autograded")}
-    package = dir_digest(PACKAGE)
-    work = tmp_path_factory.mktemp("cheats")
-    for name, (a, make) in _cheats(root).items():
-        nb = nbformat.read(sorted((root / "release" / a).glob("*.ipynb"))[0], as_version=4)
-        make(nb)
-        path = work / name / f"{a}.ipynb"
-        path.parent.mkdir()
-        nbformat.write(nb, path)
-        classroom.submit(root, f"cheat-{name}", a, [path])
-    # an honest solution whose test cells were deleted: the trusted pass grades it all the same
-    nb = nbformat.read(sorted((classroom.SOLUTIONS / KERNELS_NB).glob("*.ipynb"))[0], as_version=4)
-    for i in reversed(graded_cells(nb)):
-        del nb.cells[i]
-    path = work / "honest-no-tests" / f"{KERNELS_NB}.ipynb"
-    path.parent.mkdir()
-    nbformat.write(nb, path)
-    classroom.submit(root, "cheat-honest-no-tests", KERNELS_NB, [path])
-    for a in (KERNELS_NB, PYTHON_NB):
-        # nbgrader exits 1 when it refuses a submission (corrupt-metadata): graded, with 0 points
-        classroom.nbgrader(root, "autograde", a, "--student", "cheat-*", "--force", "--create", check=False)
-    return dict(root=root, before=before, alice_files=alice_files, package=package)
+@pytest.fixture
+def course(redteam):
+    """The red team's shared course (tests/redteam.py): alice, every cheat here as cheat-NAME."""
+    return redteam
 
 
 @pytest.mark.parametrize("name", CHEATS)
@@ -376,6 +316,21 @@ def test_honest_solution_keeps_full_marks(course):
             classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / a).glob("*.ipynb"))
         assert got == pytest.approx(expected)
         assert classroom.cell_scores(course["root"], a, "alice") == course["before"][a]
+
+
+@pytest.mark.parametrize("assignment", ["01-memory-layout", "02-precision", "04-wmma-basics", "05-fragment-probes"])
+def test_trimmed_honest_solution_keeps_full_marks(course, assignment):
+    """The cheats are handed in trimmed to what grading reads (tests/redteam.py): alice's
+    solutions, trimmed the same way, keep every point, so trimming is never why a cheat scores 0."""
+    assert assignment in course["assignments"]
+    got, _ = classroom.scores(course["root"], assignment)["alice"]
+    expected = sum(classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / assignment).glob("*.ipynb"))
+    assert expected > 0 and got == pytest.approx(expected), classroom.cell_scores(course["root"], assignment, "alice")
+
+
+def test_alice_was_graded_once(course):
+    """The cheats' autograde run left alice's earlier grading alone (no --force)."""
+    assert "Skipping existing assignment" in course["log"] and "/autograded/alice/" in course["log"]
 
 
 def test_deleted_test_cells_are_graded_all_the_same(course):

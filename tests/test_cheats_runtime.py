@@ -11,7 +11,7 @@ autograded through the real nbgrader pipeline on the CPU (emulator) with the cou
   of exactly the cases a test shows.
 
 Every cheat starts from the untouched release, so it must score 0 in all; the cell it targets
-must say why. Honest solutions keep full marks. GPU-only cases (timed launches, the profiler's
+must say why. They are graded in the red team's shared course (tests/redteam.py). Honest solutions keep full marks. GPU-only cases (timed launches, the profiler's
 count) are the gpu-marked tests at the end, run through check() on the GPU.
 """
 from __future__ import annotations
@@ -22,11 +22,13 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from test_cheats import answer_cell, kernel_var  # (its module skips without bubblewrap)
+from redteam import answer_cell, kernel_var, require_sandbox
 from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, SCALAR, TWO_FACED,
                                  ZERO_FRAGMENTS, _HEAD, _SIG)
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
+
+require_sandbox()
 
 KERNELS_NB = "04-wmma-basics"
 INDEX_NB = "01-memory-layout"
@@ -134,24 +136,10 @@ CHEATS = {
 ASSIGNMENTS = sorted({a for a, *_ in CHEATS.values()})
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    root = classroom.new_course(tmp_path_factory.mktemp("redteam-runtime") / "course")
-    for a in ASSIGNMENTS:
-        classroom.release(root, a)
-        classroom.submit(root, "alice", a, sorted((classroom.SOLUTIONS / a).glob("*.ipynb")))
-        classroom.autograde(root, a, "alice")
-    work = tmp_path_factory.mktemp("cheats-runtime")
-    for name, (a, make, *_) in CHEATS.items():
-        nb = nbformat.read(sorted((root / "release" / a).glob("*.ipynb"))[0], as_version=4)
-        make(nb)
-        path = work / name / f"{a}.ipynb"
-        path.parent.mkdir()
-        nbformat.write(nb, path)
-        classroom.submit(root, f"rt-{name}", a, [path])
-    for a in ASSIGNMENTS:
-        classroom.nbgrader(root, "autograde", a, "--student", "rt-*", "--force", "--create", check=False)
-    return root
+@pytest.fixture
+def course(redteam):
+    """The red team's shared course (tests/redteam.py): alice, every cheat here as rt-NAME."""
+    return redteam["root"]
 
 
 def _cell_text(root: Path, student: str, assignment: str, grade_id: str) -> str:

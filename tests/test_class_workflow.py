@@ -1,6 +1,7 @@
 """The class workflow, end to end on CPU, in a temporary course: release every assignment,
 autograde the solution (one student) and the untouched release (another), then a crashing,
-a hanging and a skip-execution submission; feedback and export.
+a hanging and a skip-execution submission (trimmed to the cells grading reads: their other
+cells must score what the whole solution does); feedback and export.
 
 Autograding executes every notebook top to bottom, so this also proves the solutions and
 the student copies run without errors outside the exercise cells.
@@ -13,6 +14,7 @@ import pytest
 
 from grader.checking import exercises
 from grader.classroom import workflow as classroom
+from redteam import trim
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +91,7 @@ def course(tmp_path_factory):
             for student, book in (("carol", crash), ("dave", hang), ("erin", skip)):
                 path = work / student / sol.name
                 path.parent.mkdir()
-                nbformat.write(book, path)
+                nbformat.write(trim(book), path)  # what grading reads (tests/redteam.py)
                 subs.append((student, path))
         for j in jobs:
             j.result()

