@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.bench.coach import fixture_source
 from grader.checking import exercises
 from grader.coach import findings, measured, occupancy, panel, sass, static
 from grader.coach.model import run
@@ -93,7 +94,7 @@ def test_resources_from_the_cubin_when_ptxas_says_nothing(monkeypatch):
     (spill bytes) when NVRTC's log has none: the panel keeps registers and occupancy either way."""
     from grader.runtime import compile as compile_mod
 
-    src = (FIXTURES / "register_spills.cu").read_text()
+    src = fixture_source("register_spills.cu")
     opts = exercises.get("wmma-gemm-fast").problem.options(_launch(src))
     usual = sass.build(src, "wmma_gemm", opts, 90)
     assert usual["resources"]["spill_stores"] > 0
@@ -175,7 +176,7 @@ def _launch(src: str) -> dict:
     ("single_stage.cu", "pipeline"),       # (d) copy, wait for all, compute
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
-    src = (FIXTURES / fixture).read_text()
+    src = fixture_source(fixture)
     p = _panel_for(src, _launch(src))
     assert p.findings, p.text()
     assert p.first.key == bottleneck, p.text()

@@ -42,6 +42,28 @@ EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "reg
 TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
 
 
+def _variants() -> dict:
+    return {k: v for k, v in json.loads((FIXTURES / "variants.json").read_text()).items() if not k.startswith("_")}
+
+
+def fixture_names() -> list[str]:
+    return sorted({f.name for f in FIXTURES.glob("*.cu")} | set(_variants()))
+
+
+def fixture_source(name: str) -> str:
+    """A coach fixture's source: a .cu file of tests/coach_kernels, or a course kernel with the one edit
+    variants.json gives (each replacement must apply exactly once), under a header naming its LAUNCH."""
+    if (FIXTURES / name).exists():
+        return (FIXTURES / name).read_text()
+    v = _variants()[name]
+    src = kernels.source(v["base"])
+    for old, new in v["replace"]:
+        assert src.count(old) == 1, (name, old)
+        src = src.replace(old, new)
+    return (f"/*\n * {name[:-3]}: {v['why']}.\n * Test fixture of the performance coach: kernels/{v['base']}.cu with one "
+            f"edit (tests/coach_kernels/variants.json).\n * LAUNCH {json.dumps(v['launch'])}\n */\n" + src)
+
+
 def subjects(only=()):
     """(name, exercise id, source, launch, extra options)."""
     out = []
@@ -49,10 +71,10 @@ def subjects(only=()):
         out.append((r.name, "wmma-gemm-fast", kernels.source(r.file), r.launch, list(r.options)))
     for r in bench_mma.LADDER:
         out.append((r.name, "mma-gemm", kernels.source(r.file), r.launch, list(r.options)))
-    for f in sorted(FIXTURES.glob("*.cu")):
-        src = f.read_text()
+    for name in fixture_names():
+        src = fixture_source(name)
         launch = json.loads(re.search(r"LAUNCH (\{.*\})", src).group(1))
-        out.append((f.name, "wmma-gemm-fast", src, launch, []))
+        out.append((name, "wmma-gemm-fast", src, launch, []))
     return [s for s in out if not only or any(o in s[0] for o in only)]
 
 
