@@ -438,9 +438,10 @@ def sweep_table(sizes, out=print, kinds=None) -> None:
 
 
 def _once(name: str, n: int) -> int:
-    rung = next((r for r in LADDER + SWEEP + [WGMMA, DMMA] if r.name == name), None)
+    known = LADDER + SWEEP + [WGMMA, DMMA]
+    rung = next((r for r in known if r.name == name), None)
     if rung is None:
-        print(f"no rung {name!r}; one of: {', '.join(r.name for r in LADDER + SWEEP)}", file=sys.stderr)
+        print(f"no rung {name!r}; one of: {', '.join(r.name for r in known)}", file=sys.stderr)
         return 2
     spec, module = rung.spec(), module_of(rung)
     A, B = gemm.random_inputs(n, n, n, spec.in_dtype, 0, module.xp)

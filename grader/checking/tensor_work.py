@@ -50,22 +50,20 @@ def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU 
         return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
                     "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
     lines = []
-    shapes = getattr(ex, "tensor_shapes", ())
+    shapes = ex.tensor_shapes
     for label, dims, ops in counted:
         need = required_macs(ex, dims)
-        if shapes:
-            other = {s: c for s, c in ops.items() if s not in shapes}
-            ops = {s: c for s, c in ops.items() if s in shapes}
-            macs = sum(m * n * k * c for (m, n, k), c in ops.items())
-            if other and macs < need:
-                asked = " or ".join(f"m{m}n{n}k{k}" for m, n, k in shapes)
-                return Item("tensor cores", FAIL, f"counted {where}: {label}: one launch executed "
-                            f"{_ops_text(other)}, and this exercise asks for {asked} (PTX mma.sync): "
-                            f"{_num(macs)} of the {_num(need)} multiply-adds came from it",
-                            kind="wrong-instruction", hint=SHAPE_HINT,
-                            where=dict(case=label, executed=macs, needed=need,
-                                       ops={f"m{m}n{n}k{k}": c for (m, n, k), c in other.items()}))
+        other = {s: c for s, c in ops.items() if shapes and s not in shapes}
+        ops = {s: c for s, c in ops.items() if s not in other}
         macs = sum(m * n * k * c for (m, n, k), c in ops.items())
+        if other and macs < need:
+            asked = " or ".join(f"m{m}n{n}k{k}" for m, n, k in shapes)
+            return Item("tensor cores", FAIL, f"counted {where}: {label}: one launch executed "
+                        f"{_ops_text(other)}, and this exercise asks for {asked} (PTX mma.sync): "
+                        f"{_num(macs)} of the {_num(need)} multiply-adds came from it",
+                        kind="wrong-instruction", hint=SHAPE_HINT,
+                        where=dict(case=label, executed=macs, needed=need,
+                                   ops={f"m{m}n{n}k{k}": c for (m, n, k), c in other.items()}))
         said = (f"{label}: one launch executed {_ops_text(ops)} = {_num(macs)} multiply-adds on tensor "
                 f"cores; the size needs M*N*K = {_num(need)}")
         if macs < need:

@@ -12,12 +12,12 @@ WarpStateStats section, smsp__average_warps_issue_stalled_<reason>_per_issue_act
 """
 from __future__ import annotations
 
-import csv
-import io
 import os
 import pickle
 import subprocess
 import tempfile
+
+from grader.runtime import ncu
 
 CORE = {
     "duration_ns": "gpu__time_duration.sum",
@@ -56,36 +56,13 @@ STALL_WORDS = {"long_scoreboard": "waiting for global/local memory", "short_scor
                "branch_resolving": "branch", "drain": "draining stores at exit", "imc_miss": "constant cache miss",
                "sleeping": "sleeping", "tex_throttle": "texture queue full", "misc": "other"}
 
-UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1, "usecond": 1e3, "msecond": 1e6,
-         "second": 1e9, "hz": 1, "Khz": 1e3, "Mhz": 1e6, "Ghz": 1e9, "cycle/second": 1, "cycle/nsecond": 1e9,
-         "cycle/usecond": 1e6}
-
-
 def tool() -> str | None:
-    from grader.runtime.ncu import tool as ncu_tool
-
-    return ncu_tool()
+    return ncu.tool()
 
 
 def parse_csv(text: str) -> list[dict]:
     """One dict per profiled launch: kernel name, grid, block, and {metric name: value in base units}."""
-    start = text.find('"ID"')
-    if start < 0:
-        return []
-    launches: dict[str, dict] = {}
-    for row in csv.DictReader(io.StringIO(text[start:])):
-        lid = row.get("ID", "")
-        got = launches.setdefault(lid, dict(kernel=row.get("Kernel Name", ""), grid=row.get("Grid Size", ""),
-                                            block=row.get("Block Size", ""), device=row.get("Device", ""),
-                                            metrics={}))
-        raw = (row.get("Metric Value") or "").replace(",", "")
-        try:
-            value = float(raw)
-        except ValueError:
-            continue
-        value *= UNITS.get((row.get("Metric Unit") or "").strip(), 1)
-        got["metrics"][row.get("Metric Name", "")] = value
-    return list(launches.values())
+    return ncu.launches(text)
 
 
 def summarise(launch: dict, flops: float | None = None) -> dict:

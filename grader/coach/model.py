@@ -61,7 +61,12 @@ def _peak(ev: Evidence, r: Rates) -> float:
     return {"f16": r.tensor_f16, "f64": r.tensor_f64}.get(ev.math, r.fp32)
 
 
-def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None):
+def _per_scheduler(ev: Evidence, blocks: int) -> float:
+    return blocks * max(ev.warps, 1) / 4
+
+
+def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None,
+          fed=None):
     B = ev.blocks if blocks is None else blocks
     g = ev.global_per_flop if g is None else g
     w = ev.shared_per_flop if w is None else w
@@ -70,8 +75,9 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
     d = max(ev.depth if depth is None else depth, 1)
     F = ev.flops_iter
     # too few warps per scheduler leave the tensor pipe idle between dependent instructions
-    per_sched = B * max(ev.warps, 1) / 4
-    fed = min(1.0, per_sched / r.tensor_warps) if ev.math in ("f16", "f64") and per_sched > 0 else 1.0
+    per_sched = _per_scheduler(ev, B)
+    if fed is None:
+        fed = min(1.0, per_sched / r.tensor_warps) if ev.math in ("f16", "f64") and per_sched > 0 else 1.0
     terms = {
         "math": B * F / _peak(ev, r) / fed,
         "shared": B * (F * w + spill / r.smem_bytes_per_clk),
@@ -108,12 +114,9 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     res.gains["shared"] = gain(w=ev.shared_per_flop_ideal / 2) / res.gains["conflicts"]
     res.gains["spills"] = gain(spill=0.0)
     # the pipe fed by enough warps (more warps per SM, the same work each)
-    per_sched = max(ev.blocks, 1) * max(ev.warps, 1) / 4
+    per_sched = _per_scheduler(ev, B)
     if ev.math in ("f16", "f64") and per_sched < r.tensor_warps:
-        fed = dict(terms, math=terms["math"] * per_sched / r.tensor_warps)
-        t_fed = max(fed.values()) if ev.overlapped else \
-            fed["latency"] + fed["L2"] + max(fed["math"], fed["shared"])
-        res.gains["warps"] = t / t_fed if t_fed else 1.0
+        res.gains["warps"] = gain(fed=1.0)
         res.warps_per_scheduler = per_sched
     res.gains["pipeline"] = gain(overlapped=True, depth=2) if not ev.overlapped else gain(depth=ev.depth + 1)
     if next_blocks and next_blocks > ev.blocks:

@@ -219,7 +219,7 @@ class Program:
         if (M, N, K) == (16, 8, 16) and ct == "f16" and dt != "f16":
             # what ptxas says of this form on the GPU (CUDA 13, sm_90; H100 run of 2026-11-26): the
             # grammar lists .dtype and .ctype separately, but this shape takes an f16 C only into an f16 D
-            why = f".dtype must be '.f16' when .ctype is '.f16' for 'mma' instruction with shape '.m16n8k16'"
+            why = ".dtype must be '.f16' when .ctype is '.f16' for 'mma' instruction with shape '.m16n8k16'"
             raise CompileError(f"Compilation failed (line {self.line}): {why} (ptxas refuses '{opcode}' on a GPU too)",
                                log=why, diagnostics=[Diagnostic("error", f"{why} ('{opcode}')", line=self.line)],
                                hint="Accumulate in the type you write: .f32.f16.f16.f32, or .f16.f16.f16.f16.")

@@ -41,18 +41,38 @@ def tool() -> str | None:
     return None
 
 
+# ncu --csv's units, to base units (bytes, nanoseconds, hertz); counts have none
+UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1, "usecond": 1e3, "msecond": 1e6,
+         "second": 1e9, "hz": 1, "Khz": 1e3, "Mhz": 1e6, "Ghz": 1e9, "cycle/second": 1, "cycle/nsecond": 1e9,
+         "cycle/usecond": 1e6}
+
+
+def launches(text: str) -> list[dict]:
+    """One dict per profiled launch of `ncu --csv` output: kernel name, grid, block, device, and
+    {metric name: value in base units}; values that are not numbers are left out."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    found: dict[str, dict] = {}
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        got = found.setdefault(row.get("ID", ""), dict(kernel=row.get("Kernel Name", ""), grid=row.get("Grid Size", ""),
+                                                       block=row.get("Block Size", ""), device=row.get("Device", ""),
+                                                       metrics={}))
+        try:
+            value = float((row.get("Metric Value") or "").replace(",", ""))
+        except ValueError:
+            continue
+        got["metrics"][row.get("Metric Name", "")] = value * UNITS.get((row.get("Metric Unit") or "").strip(), 1)
+    return list(found.values())
+
+
 def parse_csv(text: str) -> dict[str, float]:
-    """Sum of each metric over the profiled launches, from `ncu --csv` output."""
-    lines = text[text.find('"ID"'):] if '"ID"' in text else ""
+    """Sum of each metric of METRICS over the profiled launches, from `ncu --csv` output."""
     out: dict[str, float] = {}
-    for row in csv.DictReader(io.StringIO(lines)):
-        name, value = row.get("Metric Name"), row.get("Metric Value", "")
+    for launch in launches(text):
         for key, metric in METRICS.items():
-            if name == metric:
-                try:
-                    out[key] = out.get(key, 0.0) + float(value.replace(",", ""))
-                except ValueError:
-                    pass
+            if metric in launch["metrics"]:
+                out[key] = out.get(key, 0.0) + launch["metrics"][metric]
     return out
 
 
