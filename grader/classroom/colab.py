@@ -232,6 +232,8 @@ def main(argv=None) -> int:
     if new != text:
         readme.write_text(new)
         print(f"rewrote the Colab links of {readme.name} for {REPOSITORY}")
+    else:
+        print(f"the Colab links of {readme.name} already point at {REPOSITORY}")
     return 0
 
 
