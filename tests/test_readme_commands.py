@@ -66,6 +66,7 @@ COVERED = {
     "nbgrader collect": "tests/test_instructor_guide.py::test_each_assignment_as_the_guide_says",
     "python -m pytest": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "jupyter lab": f"{THIS}::test_lab_runs_notebook_00_in_a_browser",
+    "python -m grader.classroom.lab lab": f"{THIS}::test_lab_runs_notebook_00_in_a_browser",  # what course.sh runs
     "pip install": "tests/test_packaging.py::test_environment_yml_matches_pyproject",
     "conda env": "tests/test_packaging.py::test_environment_yml_matches_pyproject",
     "./course.sh": f"{THIS}::test_cli_commands_on_the_fresh_clone",
