@@ -23,7 +23,8 @@ import pytest
 # Flags that keep Chromium off the network (this machine's closed network refuses its background
 # connections) and usable as root in a container.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--disable-extensions"]
 
 
 def chromium_path() -> str | None:
@@ -37,9 +38,9 @@ def _missing(why: str):
 
 
 @contextmanager
-def browser_page():
+def open_page():
     """A fresh Playwright `Page` in headless Chromium; its console messages and page errors are
-    collected in `page.tc_console` (list of str)."""
+    collected in `page.console_log` (list of str)."""
     path = chromium_path()
     if path is None:
         _missing("no Chromium here (Debian: apt-get install chromium)")
@@ -51,12 +52,19 @@ def browser_page():
         browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.tc_console = []
-            page.on("console", lambda m: page.tc_console.append(f"{m.type}: {m.text}"))
-            page.on("pageerror", lambda e: page.tc_console.append(f"pageerror: {e}"))
+            page.console_log = []
+            page.on("console", lambda m: page.console_log.append(f"console.{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: page.console_log.append(f"pageerror: {e}"))
             yield page
         finally:
             browser.close()
+
+
+@pytest.fixture
+def browser_page():
+    """open_page() as a fixture: `from browser import browser_page  # noqa: F401` in a test module."""
+    with open_page() as page:
+        yield page
 
 
 def free_port() -> int:

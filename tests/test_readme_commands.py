@@ -244,7 +244,7 @@ def test_lab_runs_notebook_00_in_a_browser(lab, clone):
     cell ran, none raised, and its last line is the doctor's READY."""
     nb = clone / "notebooks" / "00-setup" / "00-setup.ipynb"
     before = nb.stat().st_mtime
-    with browser.browser_page() as page:
+    with browser.open_page() as page:
         page.goto(f"{lab['url']}/lab/tree/00-setup/00-setup.ipynb?token={lab['token']}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], "
@@ -270,7 +270,7 @@ def test_lab_runs_notebook_00_in_a_browser(lab, clone):
             assert not errors, f"a cell raised: {errors[0]['ename']}: {errors[0]['evalue']}"
             if all(c.get("execution_count") for c in cells):
                 break
-        console = [m for m in page.tc_console if m.startswith(("pageerror",))]
+        console = [m for m in page.console_log if m.startswith(("pageerror",))]
     assert cells and all(c.get("execution_count") for c in cells), \
         f"{sum(1 for c in cells if c.get('execution_count'))} of {len(cells)} cells ran in 420 s"
     text = "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
@@ -301,12 +301,12 @@ def test_grade_opens_the_formgrader_in_a_browser(lab, clone, tmp_path):
     proc = _start(clone, tmp_path, "grade", port, token)
     try:
         browser.wait_http(f"http://127.0.0.1:{port}/api/status?token={token}", proc, timeout=300)
-        with browser.browser_page() as page:
+        with browser.open_page() as page:
             page.goto(f"http://127.0.0.1:{port}/formgrader?token={token}")
             for a in workflow.assignments():
                 page.wait_for_selector(f"text={a}", timeout=60_000)
             assert "Manage Assignments" in page.content()
-            errors = [m for m in page.tc_console if m.startswith("pageerror")]
+            errors = [m for m in page.console_log if m.startswith("pageerror")]
         assert not errors, errors
     finally:
         log = browser.stop(proc)
