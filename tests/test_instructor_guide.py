@@ -221,6 +221,8 @@ def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none(tmp
     assert server["nbgrader.server_extensions.formgrader"] is False
     page = json.loads((folder / "labconfig" / "page_config.json").read_text())
     assert page["disabledExtensions"] == {"@jupyter/nbgrader": True}
+    grading = json.loads((lab.grade_config_dir(tmp_path) / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert grading["terminals_enabled"] is False and grading["jpserver_extensions"]["jupyter_server_terminals"] is False
     ignored = subprocess.run(["git", "check-ignore", "gradebook.db", "notebooks/gradebook.db", "x/y/gradebook.db"],
                              cwd=classroom.ROOT, capture_output=True, text=True)
     assert len(ignored.stdout.split()) == 3, "a gradebook.db outside course/ is not git-ignored"

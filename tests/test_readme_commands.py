@@ -300,7 +300,11 @@ def test_grade_opens_the_formgrader_in_a_browser(lab, clone, tmp_path):
     port, token = browser.free_port(), "readme-grade"
     proc = _start(clone, tmp_path, "grade", port, token)
     try:
-        browser.wait_http(f"http://127.0.0.1:{port}/api/status?token={token}", proc, timeout=300)
+        base = f"http://127.0.0.1:{port}"
+        browser.wait_http(f"{base}/api/status?token={token}", proc, timeout=300)
+        # the pages show students' hand-ins: nothing a script there could reach beyond grading
+        for api in ("api/terminals", "lsp/status", "assignments"):
+            assert _get(f"{base}/{api}?token={token}")[0] == 404, f"the formgrader's server serves /{api}"
         with browser.open_page() as page:
             page.goto(f"http://127.0.0.1:{port}/formgrader?token={token}")
             for a in workflow.assignments():

@@ -37,15 +37,34 @@ NBGRADER_PAGES = (
 NBGRADER_LABEXTENSION = "@jupyter/nbgrader"
 
 
+def _config_dir(name: str, server: dict, page: dict | None, prefix: Path) -> Path:
+    folder = prefix / "etc" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": server}, indent=1) + "\n")
+    if page is not None:
+        (folder / "labconfig").mkdir(exist_ok=True)
+        (folder / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1) + "\n")
+    return folder
+
+
 def lab_config_dir(prefix: Path = Path(sys.prefix)) -> Path:
     """Writes the student's lab settings into the environment and returns their folder."""
-    folder = prefix / "etc" / "tensorcore-lab"
-    (folder / "labconfig").mkdir(parents=True, exist_ok=True)
-    server = {"ServerApp": {"jpserver_extensions": {name: False for name in NBGRADER_PAGES}}}
-    (folder / "jupyter_server_config.json").write_text(json.dumps(server, indent=1) + "\n")
-    page = {"disabledExtensions": {NBGRADER_LABEXTENSION: True}}
-    (folder / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1) + "\n")
-    return folder
+    return _config_dir("tensorcore-lab", {"jpserver_extensions": {name: False for name in NBGRADER_PAGES}},
+                       {"disabledExtensions": {NBGRADER_LABEXTENSION: True}}, prefix)
+
+
+def grade_config_dir(prefix: Path = Path(sys.prefix)) -> Path:
+    """The instructor's server settings: its pages show students' hand-ins, so nothing a page's
+    script could reach beyond what grading needs: no terminals, no language servers, none of
+    nbgrader's student-side pages (course/README.md, "What is trusted")."""
+    off = ["jupyter_server_terminals", "jupyter_lsp", "nbgrader.server_extensions.assignment_list"]
+    return _config_dir("tensorcore-grade", {"terminals_enabled": False,
+                                            "jpserver_extensions": {name: False for name in off}}, None, prefix)
+
+
+def course_dir(root: Path = ROOT) -> Path:
+    """The course the formgrader opens: course/, or TC_COURSE_DIR (another term's folder)."""
+    return Path(os.environ.get("TC_COURSE_DIR") or root / "course").resolve()
 
 
 def lab_args(root: Path = ROOT) -> list[str]:
@@ -54,13 +73,13 @@ def lab_args(root: Path = ROOT) -> list[str]:
 
 
 def grade_args(root: Path = ROOT) -> list[str]:
-    """The instructor's lab: course/, opening on the formgrader."""
-    return [f"--ServerApp.root_dir={root / 'course'}", "--ServerApp.default_url=/formgrader"]
+    """The instructor's lab: the course, opening on the formgrader (its settings: grade_config_dir)."""
+    return [f"--ServerApp.root_dir={course_dir(root)}", "--ServerApp.default_url=/formgrader"]
 
 
 def preflight(which: str, root: Path = ROOT) -> str | None:
     """Why the server cannot start, in one line, or None."""
-    folder = root / ("notebooks" if which == "lab" else "course")
+    folder = root / "notebooks" if which == "lab" else course_dir(root)
     if not folder.is_dir():
         return f"{folder} is missing: run this from a complete copy of the course"
     if which == "grade" and not (folder / "nbgrader_config.py").is_file():
@@ -111,11 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(name).addFilter(critical)
     # nbgrader reads the course's nbgrader_config.py from the working folder and runs `alembic`
     # from the environment's bin/ (the formgrader's gradebook).
-    os.chdir(ROOT / ("notebooks" if which == "lab" else "course"))
+    os.chdir(ROOT / "notebooks" if which == "lab" else course_dir())
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
-    if which == "lab":
-        os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
-            filter(None, [str(lab_config_dir()), os.environ.get("JUPYTER_CONFIG_PATH")]))
+    settings = lab_config_dir() if which == "lab" else grade_config_dir()
+    os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(filter(None, [str(settings), os.environ.get("JUPYTER_CONFIG_PATH")]))
     try:
         LabApp.launch_instance(argv=args)
     except KeyboardInterrupt:
