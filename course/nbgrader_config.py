@@ -107,6 +107,13 @@ c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHi
 # student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
 regrade.install()
 
+# With an exchange: `nbgrader collect` takes each student's NEWEST hand-in, replacing an earlier
+# one it collected (nbgrader's default keeps the first and skips a resubmission unless given
+# --update; an instructor would then grade a stale hand-in without a word). `autograde` regrades
+# what collect replaced, and generate_feedback makes its page again (course/README.md, "With a
+# JupyterHub exchange"). `nbgrader collect --before-duedate A` still picks the last on time.
+c.ExchangeCollect.update = True
+
 # Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing).
 c.AssignLatePenalties.plugin_class = DailyPenalty
 c.DailyPenalty.percent_per_day = LATE_PERCENT_PER_DAY
