@@ -138,6 +138,7 @@ def term(tmp_path_factory):
 
     answer(homes["cy"], ANSWERS["cy"])  # cy hands in again, every answer this time
     logs["submit2-cy"] = nbg(homes["cy"], env, "submit", A)
+    logs["autograde-before-collect"] = nbg(course, env, "autograde", A)  # forgetting to collect: said
     instructor_round("2")
     graded2 = {s: (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns for s in ANSWERS}
     return dict(home=home, course=course, exchange=exchange, homes=homes, logs=logs, scores1=scores1,
@@ -170,6 +171,15 @@ def test_collect_takes_every_hand_in_and_the_resubmission(term):
     assert len(inbound) == 2
     newest = inbound[-1].name.split("+")[2]
     assert (course / "submitted" / "cy" / A / "timestamp.txt").read_text().strip() == newest.strip()
+
+
+def test_autograde_names_a_hand_in_not_yet_collected(term):
+    logs = term["logs"]
+    said = [ln for ln in logs["autograde-before-collect"].splitlines() if "handed in" in ln]
+    assert len(said) == 1 and "cy handed in" in said[0], logs["autograde-before-collect"][-3000:]
+    assert f"nbgrader collect {A}" in logs["autograde-before-collect"]
+    for tag in ("1", "2"):  # collected: nothing to say
+        assert "handed in" not in logs[f"autograde{tag}"], logs[f"autograde{tag}"][-3000:]
 
 
 def test_autograde_through_the_course_pipeline_regrades_only_the_resubmission(term):
