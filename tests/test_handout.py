@@ -15,9 +15,12 @@ from grader.classroom import handout
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory):
+    import os
+
     out = tmp_path_factory.mktemp("handout") / "course"
+    env = {**os.environ, "TC_HANDOUT_RECORD": str(out.parent / "record.json")}  # not this repository's record
     run = subprocess.run([sys.executable, "-m", "grader.classroom.handout", str(out)], capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr
     return out
 
@@ -31,6 +34,17 @@ def test_the_copy_holds_no_answer_key(copy):
         assert (copy / f).read_text().startswith("#error") and "not in the student copy" in (copy / f).read_text()
     assert handout.leaks(copy) == []
     assert "solutions/" in (copy / "HANDOUT.md").read_text()
+    assert handout.marker_problem(copy) is None  # marked as what the handout command wrote
+
+
+def test_the_marker_tells_a_changed_copy(copy, tmp_path):
+    changed = tmp_path / "c"
+    shutil.copytree(copy, changed)
+    assert handout.marker_problem(changed) is None
+    (changed / "kernels" / "wmma_gemm_naive.cu").write_text((handout.ROOT / "kernels" / "wmma_gemm_naive.cu").read_text())
+    assert "changed since" in handout.marker_problem(changed)
+    (changed / "HANDOUT").unlink()
+    assert "no HANDOUT marker" in handout.marker_problem(changed)
 
 
 def test_a_lesson_rung_that_holds_an_answer_is_left_out(copy):
