@@ -243,3 +243,34 @@ def json_of(p: Path) -> dict:
     import json
 
     return json.loads(p.read_text())
+
+
+@pytest.mark.slow
+def test_a_lesson_notebook_of_the_copy_runs_past_a_left_out_kernel(copy, monkeypatch):
+    """Notebook 04 of the copy, run top to bottom on its own grader: the cell that loads the
+    column-major lesson kernel (left out, a near-copy of 04's answers) stops with its #error's
+    reason, and every other cell runs as in the course."""
+    import os
+    import tempfile
+
+    import nbformat
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    assert (copy / "kernels" / "wmma_gemm_colmajor.cu").read_text().startswith("#error")
+    path = copy / "notebooks" / "04-wmma-basics" / "04-wmma-basics.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("PYTHONPATH", str(copy))  # the kernel imports the copy's grader, as a student's would
+    km = KernelManager(kernel_name="python3", transport="ipc",
+                       ip=os.path.join(tempfile.gettempdir(), f"tc-kernel-{os.getpid()}"))
+    NotebookClient(nb, km=km, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    ran = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in ran), "a cell did not run"
+    errors = {i: "\n".join(o.get("traceback", [])) + o.get("evalue", "") for i, c in enumerate(ran)
+              if "raises-exception" not in c.metadata.get("tags", [])
+              for o in c.get("outputs", []) if o.get("output_type") == "error"}
+    assert errors, "the column-major cell should stop with the stub's reason"
+    for i, text in errors.items():
+        assert "not in the student copy of the course" in text, (i, ran[i].source[:200], text[-800:])
+    assert any("colmajor" in ran[i].source for i in errors)
