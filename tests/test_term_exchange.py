@@ -51,6 +51,7 @@ def _env(config_dir: Path) -> dict:
     env["JUPYTER_CONFIG_PATH"] = str(config_dir)  # the Hub's shared config: where the exchange is
     env["TC_SOURCE_DIR"] = str(classroom.SOLUTIONS)
     env["PYTHONUNBUFFERED"] = "1"
+    env.pop("TC_NO_SANDBOX", None)  # the sandbox, as for plain autograde
     return env
 
 
@@ -214,6 +215,7 @@ def test_every_student_fetches_their_own_verdicts_and_score(term):
         assert total == (sum(want.values()), 4.0), (s, total)
         text = text_of(pages[-1])
         assert "BEGIN HIDDEN TESTS" not in text
+        assert "Graded by the course's trusted grader" in text and "WITHOUT the sandbox" not in text, s
         assert "not yet" in text.lower() if s == "ben" else True  # ben's empty cell says what to do
     # cy's first page, fetched before the resubmission, still shows the untouched hand-in's 0
     said, total = page_scores(fetched_pages(term["homes"]["cy"])[0])
