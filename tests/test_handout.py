@@ -1,14 +1,18 @@
 """The student copy (python -m grader.classroom.handout): no solutions/, no git history, no
 instructor tests or course folder, no graded exercise's reference kernel, no lesson kernel that
-holds a graded exercise's answer; the notebooks and the grader stay so students can work and
-check."""
+holds a graded exercise's answer or is a near-copy of one by the course's similarity measure; the
+notebooks and the grader stay so students can work and check, and the lessons load their kernels
+(or say why one is not there). The copy is marked HANDOUT, and releasing refuses while the Colab
+cell would clone anything else (an instructor's fork, run through real nbgrader)."""
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from test_colab_setup import fork_of_this_tree
 
 from grader.classroom import handout
 
@@ -72,10 +76,6 @@ def test_leaks_finds_a_planted_answer(copy, tmp_path):
 
 
 # ---- near-copies by the course's similarity measure (issue 33, item 8) -----------------------
-from pathlib import Path  # noqa: E402
-
-from test_colab_setup import fork_of_this_tree  # noqa: E402
-
 
 def near_copy(code: str) -> str:
     """What a lesson author (or a student) might leave: every declared name renamed, the code
