@@ -16,7 +16,9 @@ as a Hub's separate users would, without `--student`.
 
 ada answers everything; ben only the fp16 decoder; cy hands in the untouched release, gets
 0 back, then hands in every answer: the resubmission must be collected, regraded and its new
-page released without any flag the guide does not give.
+page released without any flag the guide does not give. dan's untouched notebook came by e-mail:
+put in submitted/ by hand, graded with the rest; release_feedback names it and releases everyone
+else's.
 """
 import csv
 import os
@@ -123,6 +125,11 @@ def term(tmp_path_factory):
         answer(h, FIRST[s])
         logs[f"submit1-{s}"] = nbg(h, env, "submit", A)
     fetched = {s: nbformat.read(h / A / f"{A}.ipynb", as_version=4) for s, h in homes.items()}
+    # dan e-mailed his notebook: the instructor puts it in submitted/ by hand, beside the exchange's
+    by_hand = course / "submitted" / "dan" / A
+    by_hand.mkdir(parents=True)
+    nbformat.write(nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4), by_hand / f"{A}.ipynb")
+    (by_hand / "timestamp.txt").write_text("2026-11-27 09:00:00.000000 UTC")
 
     def instructor_round(tag: str):
         logs[f"collect{tag}"] = nbg(course, env, "collect", A)
@@ -201,6 +208,9 @@ def test_release_feedback_releases_every_page(term):
         assert "Traceback" not in log and "FileNotFoundError" not in log, log[-3000:]
         for s in ANSWERS:
             assert f"Releasing feedback for student '{s}'" in log, (s, log[-3000:])
+        # dan's hand-in came by hand: named, skipped, and the rest released all the same
+        assert "not released: dan's hand-in" in log and "student 'dan'" not in log, log[-3000:]
+    assert (term["course"] / "feedback" / "dan" / A / f"{A}.html").is_file()
     released = list((term["exchange"] / COURSE_ID / "feedback").glob("*.html"))
     assert len(released) == len(ANSWERS) + 1  # cy's first page, under its own hand-in's secret, stays
 
@@ -236,3 +246,4 @@ def test_export_agrees_with_the_pages(term):
             assert (float(r["score"]), float(r["max_score"]), r["status"]) == \
                    (sum(points(answers[s]).values()), 4.0, "graded"), (tag, s, r)
             assert r["timestamp"], (tag, s, r)  # the exchange's time of the hand-in
+        assert (float(rows["dan"]["score"]), rows["dan"]["status"]) == (0.0, "graded"), rows["dan"]

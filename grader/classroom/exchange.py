@@ -7,6 +7,10 @@ assignment(s) it grades, the exchange's newest hand-in when `submitted/` holds a
 none, and say to run `nbgrader collect` first. It reads the exchange through nbgrader's own
 collector (its configured root and its reading of `student+assignment+time` folder names) and
 changes nothing; without an exchange it says nothing.
+
+`nbgrader release_feedback` releases every page it can: one whose hand-in came by hand (put in
+submitted/, so no `submission_secret.txt` to name the released page by) is named and skipped,
+where nbgrader would stop at it with a FileNotFoundError and release none after it.
 """
 from __future__ import annotations
 
@@ -62,12 +66,47 @@ def warn_uncollected(converter) -> None:
                               "then graded", " / ".join(names))
 
 
+def without_exchange_files(pattern: str) -> list[str]:
+    """Students whose feedback folder (matching nbgrader's `pattern`) has a page but not the two
+    files `nbgrader submit` leaves: their hand-in came by hand, not through the exchange."""
+    import glob
+
+    from grader.classroom.hardening import EXCHANGE_FILES
+
+    out = []
+    for folder in sorted(glob.glob(pattern)):
+        if glob.glob(os.path.join(glob.escape(folder), "*.html")) and \
+                not all(os.path.isfile(os.path.join(folder, n)) for n in EXCHANGE_FILES):
+            out.append(os.path.basename(os.path.dirname(folder)))
+    return out
+
+
 def install() -> None:
     from nbgrader.converters.autograde import Autograde
+    from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 
     if getattr(Autograde, "_tc_exchange", False):
         return
     start = Autograde.start
+    release = ExchangeReleaseFeedback.copy_files
+
+    def release_what_can_be(self):
+        # nbgrader stops at the first page without them (FileNotFoundError) and releases nothing
+        # after it: a hand-in put in submitted/ by hand has no page to release through the exchange
+        by_hand = without_exchange_files(self.src_path)
+        for student in by_hand:
+            self.log.warning("not released: %s's hand-in of %s did not come through the exchange (no "
+                             "submission_secret.txt): give them feedback/%s/%s/ by hand", student,
+                             self.coursedir.assignment_id, student, self.coursedir.assignment_id)
+        before = self.coursedir.student_id_exclude
+        if by_hand:
+            self.coursedir.student_id_exclude = ",".join(filter(None, [before, *by_hand]))
+        try:
+            return release(self)
+        finally:
+            self.coursedir.student_id_exclude = before
+
+    ExchangeReleaseFeedback.copy_files = release_what_can_be
 
     def start_after_looking(self):
         try:
