@@ -62,8 +62,14 @@ COVERED = {
     "nbgrader autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader generate_feedback": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader export": f"{THIS}::test_instructor_commands_on_a_tiny_course",
-    "nbgrader release_assignment": "tests/test_instructor_guide.py::test_each_assignment_as_the_guide_says",
-    "nbgrader collect": "tests/test_instructor_guide.py::test_each_assignment_as_the_guide_says",
+    "nbgrader release_assignment": "tests/test_term_exchange.py::test_release_and_fetch_hand_every_student_the_release",
+    "nbgrader fetch_assignment": "tests/test_term_exchange.py::test_release_and_fetch_hand_every_student_the_release",
+    "nbgrader submit": "tests/test_term_exchange.py::test_collect_takes_every_hand_in_and_the_resubmission",
+    "nbgrader collect": "tests/test_term_exchange.py::test_collect_takes_every_hand_in_and_the_resubmission",
+    "nbgrader release_feedback": "tests/test_term_exchange.py::test_release_feedback_releases_every_page",
+    "nbgrader fetch_feedback": "tests/test_term_exchange.py::test_every_student_fetches_their_own_verdicts_and_score",
+    # publishing the handout: git's own commands on the copy tests/test_handout.py builds and checks
+    "git": "tests/test_handout.py::test_the_copy_holds_no_answer_key",
     "python -m pytest": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "jupyter lab": f"{THIS}::test_lab_runs_notebook_00_in_a_browser",
     "python -m grader.classroom.lab lab": f"{THIS}::test_lab_runs_notebook_00_in_a_browser",  # what course.sh runs
