@@ -21,7 +21,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import List, Unicode
 
-from grader.runtime import sandbox
+from grader.runtime import proctree, sandbox
 
 
 def private_paths(coursedir) -> list[str]:
@@ -106,7 +106,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         if proc is not None and box is not None:
             def stop():
                 SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
-                proc.kill()  # bwrap, whose sandbox then ends (--die-with-parent)
+                proctree.stop(proc)  # the launcher, bwrap and the sandbox: every process ended and reaped
 
             box.watch(stop)
 
