@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from grader.bench.hang import SPIN, _inject
+from grader.classroom.hang import SPIN, _inject
 from grader.runtime import kernels, sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process trees are read from /proc")

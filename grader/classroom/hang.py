@@ -1,6 +1,6 @@
 """A hang or a fault on a real GPU costs its own check only (issue 39): measured, never run by CI.
 
-    python -m grader.bench.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted]
+    python -m grader.classroom.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted]
 
 Each scenario grades a broken kernel through the same path a student or the autograder takes,
 then watches the GPU until it is idle again (nvidia-smi lists no process but this one and
