@@ -433,11 +433,10 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
         t_stop = time.monotonic()
         _add("kernel process: other" if result["compiled"] else "kernel process start + compile",
              t_stop - t_step)
-        try:  # a child that said it is done ends on its own (its GPU context torn down) ...
-            proc.wait(0 if "stopped" in result else 10)
-        except subprocess.TimeoutExpired:
-            pass
-        if proc.poll() is None:  # ... any other is stopped: its whole tree, every process reaped
+        # Its work is done or given up: the process and everything it started are ended (SIGKILL, as
+        # before: waiting for its own exit, CuPy's clean-up included, slowed a term's grading) and
+        # reaped here, so the GPU is free when the verdict is given.
+        if proc.poll() is None:
             freed = proctree.stop(proc, wait=STOP_WAIT)
             _add("stopping the kernel's process", time.monotonic() - t_stop)
             result["freed_s"] = freed
