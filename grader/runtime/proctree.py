@@ -170,3 +170,41 @@ def _reap_later(proc, pid: int) -> None:
             os.waitpid(pid, 0)
     except (ChildProcessError, OSError):
         pass
+
+
+def run(cmd: list[str], timeout: float) -> int:
+    """Run `cmd` with a wall-clock limit, this process a child subreaper: at the limit, or when
+    it ends, every process it left behind (in sessions of their own too) is ended and reaped.
+    Its exit status, or 124 at the limit (as GNU timeout, which kills one process group only)."""
+    _subreaper(True)
+    proc = subprocess.Popen(cmd)
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        code = 124
+    for p in descendants(os.getpid()):  # orphans it left, handed here
+        if p in _parents():
+            stop(p, wait=30)
+    while True:  # this process has no other children: reap whatever is left
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    return code
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m grader.runtime.proctree",
+                                 description="run a command with a time limit; nothing of it outlives it")
+    ap.add_argument("--timeout", type=float, required=True)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
+    code = run(cmd, a.timeout)
+    if code == 124:
+        print(f"!! stopped at its {a.timeout:g} s limit, with everything it started", file=sys.stderr)
+    sys.exit(code)
