@@ -110,6 +110,17 @@ class SandboxedKernelManager(AsyncKernelManager):
 
             box.watch(stop)
 
+    async def _async_kill_kernel(self, restart: bool = False):
+        # The kernel's whole tree (the launcher, bwrap, the sandbox, the kernel checks it started,
+        # a GPU context among them), ended and reaped before Jupyter's own kill of the launcher,
+        # which would orphan the rest (grader.runtime.proctree).
+        proc = getattr(self.provisioner, "process", None)
+        if proc is not None and proc.poll() is None:
+            import asyncio
+
+            await asyncio.get_running_loop().run_in_executor(None, proctree.stop, proc)
+        await super()._async_kill_kernel(restart=restart)
+
     async def _async_cleanup_resources(self, restart: bool = False):
         await super()._async_cleanup_resources(restart=restart)
         if self._box is not None:

@@ -259,6 +259,8 @@ if pid == 0:
     if os.getppid() != me:
         os._exit(1)
     os.execve(s["argv"][0], s["argv"], env)
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a signal for the sandbox goes to bwrap
+    signal.signal(sig, lambda n, _: os.kill(pid, n))
 status = 0
 while True:
     try:
