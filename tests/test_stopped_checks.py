@@ -100,3 +100,18 @@ def test_a_finished_sandbox_leaves_no_zombie():
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["out"].strip() == "7" and got["left"] == [], got
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["spin", "illegal"])
+def test_on_the_gpu_a_stopped_or_faulting_kernel_frees_the_gpu(name):
+    """On a GPU (`.ci/gpu-accept hang` measures every scenario): a kernel that never ends is stopped
+    at its 20 s limit and one that faults fails at once; either way every process that held its
+    CUDA context is gone within seconds of the verdict, the GPU idle, no zombie, 0 points."""
+    from grader.classroom import hang
+
+    r = hang.scenario(name, *hang.sources()[name])
+    assert r["score"] == 0 and r["says_stopped"], r
+    assert r["verdict_s"] < 45, r  # 20 s limit + start-up; was 100-160 s before issue 39
+    assert r["idle_s"] is not None and r["idle_s"] < 10 and not r["zombies"], r

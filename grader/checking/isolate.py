@@ -441,11 +441,12 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
             _add("stopping the kernel's process", time.monotonic() - t_stop)
             result["freed_s"] = freed
             if "stopped" in result and result["error"] is not None:
+                gpu = job.get("backend") == "gpu"
                 result["error"].message += (
-                    f"; its process and everything it started were ended {freed:.1f} s later, the GPU free again"
-                    if freed is not None else
-                    f"; its process had still not ended {STOP_WAIT:.0f} s after it was stopped (the GPU may "
-                    "still be busy: tell your instructor)")
+                    f"; its process and everything it started were ended {freed:.1f} s later"
+                    + (", the GPU free again" if gpu else "") if freed is not None else
+                    f"; its process had still not ended {STOP_WAIT:.0f} s after it was stopped"
+                    + (" (the GPU may still be busy: tell your instructor)" if gpu else ""))
         parent.close()
         printed.seek(0)
         result["stdout"] = printed.read()[-20000:].decode(errors="replace")

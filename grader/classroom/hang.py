@@ -84,15 +84,20 @@ def zombies() -> list[str]:
     return out
 
 
-def wait_idle(t0: float) -> dict:
-    """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen."""
+def wait_idle(t0: float, zombies_before: list[str]) -> dict:
+    """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen
+    (zombies: those that were not there before the scenario)."""
     seen = None
     while time.monotonic() - t0 < IDLE_WAIT:
         seen = gpu_state()
         if not seen["procs"] and seen["util"] <= IDLE_UTIL:
-            return dict(idle_s=round(time.monotonic() - t0, 1), **seen)
+            break
         time.sleep(0.5)
-    return dict(idle_s=None, **(seen or {}))
+        seen = None
+    idle = None if seen is None else round(time.monotonic() - t0, 1)
+    seen = seen or gpu_state()
+    seen["zombies"] = [z for z in seen["zombies"] if z not in zombies_before]
+    return dict(idle_s=idle, **seen)
 
 
 def reference() -> dict:
@@ -109,11 +114,11 @@ def reference() -> dict:
 def scenario(name: str, exercise: str, source: str) -> dict:
     from grader.checking.check import check
 
+    before = zombies()
     t0 = time.monotonic()
     v = check(exercise, source, backend="gpu")
     verdict_s = time.monotonic() - t0
-    t1 = time.monotonic()
-    idle = wait_idle(t1)
+    idle = wait_idle(time.monotonic(), before)
     text = v.text()
     failed = [i for i in v.items if i.status == "fail"]
     first = failed[0].message.splitlines()[0][:300] if failed else ""
@@ -139,10 +144,11 @@ def trusted() -> dict:
     d = course / "submitted" / "hang" / a
     d.mkdir(parents=True)
     nbformat.write(nb, d / f"{a}.ipynb")
+    before = zombies()
     t0 = time.monotonic()
     proc = workflow.nbgrader(course, "autograde", a, "--student", "hang", "--create", check=False)
     verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic())
+    idle = wait_idle(time.monotonic(), before)
     cells = workflow.cell_scores(course, a, "hang")
     out = course / "autograded" / "hang" / a / f"{a}.ipynb"
     said = ""
