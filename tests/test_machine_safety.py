@@ -189,19 +189,35 @@ for _ in range(5000):
                               "def row_major_offset(i, j, ld):\n    os.write(3, b'{\"ok\": 2')\n    time.sleep(3600)\n"
                               "col_major_offset = row_major_offset\n")
 
-    return {"read-files": read_files, "walk-machine": walk_machine, "cache-and-env": cache_and_env,
+    def pasted_schema_99(nb):
+        # a test cell pasted twice, every nbgrader cell of an unknown schema (nbgrader would stop the
+        # whole class's autograde on it): repaired before nbgrader reads it (grader/classroom/handin_check.py)
+        from redteam import graded_cells
+
+        i = graded_cells(nb)[0]
+        nb.cells.insert(i + 1, nbformat.from_dict(nbformat.v4.new_code_cell("100.0", metadata=dict(nb.cells[i].metadata))))
+        for c in nb.cells:
+            if "nbgrader" in c.metadata:
+                c.metadata["nbgrader"] = dict(c.metadata["nbgrader"], schema_version=99)
+
+    return {"pasted-schema-99": pasted_schema_99, "read-files": read_files, "walk-machine": walk_machine, "cache-and-env": cache_and_env,
             "remount-and-write": remount_and_write, "links-at-run-time": links_at_run_time, "disk": disk,
             "memory": memory, "processes": processes, "slow-answers": slow_answers, "half-a-line": half_a_line}
 
 
 CHEATS = list(_cheats(Path("/nonexistent"), {}))
-HANDIN = ["handin-links", "handin-special-files"]
+HANDIN = ["handin-links", "handin-special-files", "handin-nbformat-99"]
 
 
 def _handin_with_links(course: Path, student: str, release_nb: Path, secrets: dict[str, Path], alice_nb: Path):
     d = course / "submitted" / student / A
     d.mkdir(parents=True)
-    if student == "handin-links":
+    if student == "handin-nbformat-99":  # a file nbgrader cannot read: NOT GRADED, that student alone
+        import json
+
+        data = json.loads(nbformat.writes(trim(nbformat.read(release_nb, as_version=4))))
+        (d / f"{A}.ipynb").write_text(json.dumps(dict(data, nbformat=99)))
+    elif student == "handin-links":
         os.symlink(alice_nb, d / f"{A}.ipynb")  # someone else's notebook as one's own
         os.symlink(secrets["home"], d / "notes.txt")  # a file of the machine, copied along
         os.symlink(course / "gradebook.db", d / "timestamp.txt")
@@ -347,6 +363,20 @@ def test_nothing_left_behind_is_a_link_or_big(term):
     assert size < 20 << 20, f"autograded/ holds {size >> 20} MB"
     fb = course / "feedback" / "cheat-links-at-run-time" / A
     assert sorted(p.suffix for p in fb.iterdir()) == [".html"], list(fb.iterdir())
+
+
+def test_unreadable_handin_alone_is_not_graded(term):
+    """nbformat 99 stops nbgrader on that notebook: that student is NOT GRADED, the feedback page
+    and the log say why and what to do; every other hand-in of the run was autograded."""
+    course = term["course"]
+    page = _texts(course, "cheat-handin-nbformat-99")
+    assert "NOT GRADED" in page and "nbformat 99" in page, page[-2000:]
+    assert "NOT GRADED: cheat-handin-nbformat-99's hand-in" in term["log"] and "nbgrader update" not in term["log"]
+    graded = {p.parent.name for p in (course / "autograded").glob(f"*/{A}")}
+    everyone = {p.parent.name for p in (course / "submitted").glob(f"*/{A}")}
+    # handin-links hands in a link to alice's notebook and nothing else: nothing to autograde
+    assert "cheat-handin-nbformat-99" in everyone - graded <= {"cheat-handin-nbformat-99", "cheat-handin-links"}, \
+        everyone - graded
 
 
 def test_limits_are_named_in_feedback(term):

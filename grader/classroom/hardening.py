@@ -8,7 +8,9 @@ environment loads before any course config) changes nbgrader's converters so tha
 - before a submission is read (autograde) or an autograded folder is read (feedback), every
   link, FIFO, socket, device and hard-linked file in it is removed and setuid/setgid/world-write
   bits are cleared (`sanitize`), each named in nbgrader's log;
-- feedback copies nothing but the pages it renders;
+- a hand-in's notebooks are checked, and repaired or refused for that student alone, before
+  nbgrader reads them (grader/classroom/handin_check.py);
+- feedback copies nothing but the pages it renders, and a page for each refused hand-in says why;
 - autograde refuses to start unless the course's sandboxed execution and trusted grader are in
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
   config or the instructor's sources changed since the last autograde (`INTEGRITY`).
@@ -154,17 +156,21 @@ def install() -> None:
     from nbgrader.converters.base import NbGraderException
     from nbgrader.converters.generate_feedback import GenerateFeedback
 
-    from grader.classroom import phases
+    from grader.classroom import handin_check, phases
 
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
     if getattr(Autograde, "_tc_hardened", False):
         return
     auto_init, auto_start = Autograde.init_assignment, Autograde.start
+    feedback_start_nbgrader = GenerateFeedback.start
 
     def init_assignment(self, assignment_id, student_id):
         for d in (self._format_source(assignment_id, student_id), self._format_dest(assignment_id, student_id)):
             sanitize(d, self.log)
-        return auto_init(self, assignment_id, student_id)
+        done = auto_init(self, assignment_id, student_id)
+        # the hand-in's notebooks, checked and repaired or refused for this student alone
+        handin_check.check_submission(self, assignment_id, student_id)
+        return done
 
     def start(self):
         why = _pipeline_problem(self)
@@ -178,6 +184,12 @@ def install() -> None:
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
         return auto_start(self)
 
+    def feedback_start(self):
+        try:
+            return feedback_start_nbgrader(self)
+        finally:
+            handin_check.write_feedback_pages(self)
+
     def feedback_init_assignment(self, assignment_id, student_id):
         # the pages nbgrader renders are all a student gets: no file of the autograded folder is
         # copied along (whatever it is, and wherever a link in it would lead)
@@ -185,4 +197,5 @@ def install() -> None:
 
     Autograde.init_assignment, Autograde.start = init_assignment, start
     GenerateFeedback.init_assignment = feedback_init_assignment
+    GenerateFeedback.start = feedback_start
     Autograde._tc_hardened = True
