@@ -40,18 +40,18 @@ USED_HINT = ("Every output element must come from the tensor cores' products: co
              "fragments you load from A and B and store the accumulator, not a result computed otherwise.")
 
 
-def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU emulator",
-         probe: dict | None = None) -> Item:
-    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}), and
-    the probe run of the first case (every matrix instruction's products doubled): an output
-    element that comes out the same never depended on them. No launch counted is a failure:
-    the grade needs the evidence, not its absence."""
+def item(ex, counted: list[tuple], *, where: str = "on the CPU emulator") -> Item:
+    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}, probe),
+    where probe is the same launch's probe run (every matrix instruction's products doubled;
+    None where none ran): an output element that comes out the same never depended on them.
+    Every judged launch is counted and probed, so no launch is the one "being watched". No
+    launch counted is a failure: the grade needs the evidence, not its absence."""
     if not counted:
         return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
                     "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
     lines = []
     shapes = ex.tensor_shapes
-    for label, dims, ops in counted:
+    for label, dims, ops, *_ in counted:
         need = required_macs(ex, dims)
         other = {s: c for s, c in ops.items() if shapes and s not in shapes}
         ops = {s: c for s, c in ops.items() if s not in other}
@@ -71,13 +71,16 @@ def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU 
                         where=dict(case=label, executed=macs, needed=need,
                                    ops={f"m{m}n{n}k{k}": c for (m, n, k), c in ops.items()}))
         lines.append(said)
-    if probe is not None and probe.get("tc_unchanged"):
-        n, total = probe["tc_unchanged"], probe["tc_outputs"]
-        return Item("tensor cores", FAIL, f"counted {where}: {counted[0][0]}: {n} of {total} output elements "
-                    "do not depend on the tensor cores' products (a run in which every matrix instruction "
-                    "doubled its A operand left them unchanged): the tensor-core work does not reach them",
-                    kind="tensor-cores-unused", hint=USED_HINT, where=dict(case=counted[0][0], unchanged=n))
-    used = "; every output element depends on them" if probe is not None else ""
+    probed = [(c[0], c[3]) for c in counted if len(c) > 3 and c[3] is not None]
+    for label, probe in probed:
+        if probe.get("tc_unchanged"):
+            n, total = probe["tc_unchanged"], probe["tc_outputs"]
+            return Item("tensor cores", FAIL, f"counted {where}: {label}: {n} of {total} output elements "
+                        "do not depend on the tensor cores' products (a run in which every matrix instruction "
+                        "doubled its A operand left them unchanged): the tensor-core work does not reach them",
+                        kind="tensor-cores-unused", hint=USED_HINT, where=dict(case=label, unchanged=n))
+    used = ("; every output element of every launch depends on them" if len(probed) == len(counted) else
+            "; every output element depends on them" if probed else "")
     return Item("tensor cores", PASS, f"counted {where}: " + "; ".join(lines) + used)
 
 
