@@ -206,6 +206,24 @@ def test_ncu_counts_the_hmma_instructions_of_a_launch():
     assert dead is not None and dead.status == "fail" and " 0 HMMA" in dead.message, dead.message
 
 
+@pytest.mark.gpu
+def test_on_a_gpu_tensor_cores_are_counted_at_every_graded_size():
+    """Tensor cores at the emulator's sizes only (M <= 64), CUDA cores at the sizes the GPU
+    grades: ncu counts a launch at every GPU size, so the kernel earns 0 (where ncu reads the
+    counters; elsewhere the emulator's count at the CPU sizes is all there is: the guide says so)."""
+    from grader.checking import exercises, tensor_work
+    from grader.runtime import ncu
+
+    if ncu.tool() is None:
+        pytest.skip("no ncu (Nsight Compute) here")
+    src = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M <= 64) {\n" + NAIVE.split(_SIG, 1)[1].split("{", 1)[1]
+           .rsplit("}", 1)[0] + "\n        return;\n    }\n" + SCALAR + "}\n")
+    got = tensor_work.gpu_item(exercises.get("wmma-gemm"), src, {})
+    if got is None:
+        pytest.skip("ncu cannot read the performance counters here")
+    assert got.status == "fail" and " 0 HMMA" in got.message, got.message
+
+
 def _fast_reference() -> str:
     from grader.checking import exercises
 

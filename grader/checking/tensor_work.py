@@ -90,30 +90,30 @@ def from_result(ops) -> dict:
 
 
 def gpu_item(ex, source: str, launch: dict) -> Item | None:
-    """The GPU's own count (Nsight Compute) for one launch at the first GPU size, or None where
-    ncu cannot read it (no ncu, no permission to the counters, or the launch failed there)."""
+    """The GPU's own count (Nsight Compute) for one launch at EVERY size the GPU grades (so a
+    kernel that keeps tensor cores for one size gains nothing), or None where ncu cannot read it
+    (no ncu, no permission to the counters, or the launch failed there)."""
     import numpy as np
 
     from grader.runtime import ncu
 
     if ncu.tool() is None:
         return None
-    dims = ex.gpu_sizes[0]
-    case = ex.problem.make(dims, np.random.default_rng(), launch, reference=False)
-    got = ncu.count(source, ex.problem.options(launch), ex.kernel, case.job())
-    if got is None:
-        return None
-    label = " ".join(f"{k}={v}" for k, v in dims.items())
-    need = required_macs(ex, dims)
-    # at least this many instructions of the largest shape the pipe has
-    least = {k: -(-need // ncu.MACS_PER_INSTRUCTION[k]) for k in ncu.METRICS}
     key = "dmma" if getattr(ex.problem, "accumulate", "") == "fp64" else "hmma"
-    if key not in got:  # this counter could not be read here
-        return None
-    n = int(got[key])
-    said = (f"counted on the GPU by ncu ({ncu.METRICS[key]}): {label}: one launch executed {_num(n)} "
-            f"{key.upper()} instructions; the size needs at least {_num(least[key])}")
-    if n < least[key]:
-        return Item("tensor cores", FAIL, said, kind="no-tensor-cores", hint=HINT,
-                    where=dict(case=label, executed=n, needed=least[key], counter=ncu.METRICS[key]))
-    return Item("tensor cores", PASS, said)
+    lines = []
+    for dims in ex.gpu_sizes:
+        case = ex.problem.make(dims, np.random.default_rng(), launch, reference=False)
+        got = ncu.count(source, ex.problem.options(launch), ex.kernel, case.job())
+        if got is None or key not in got:  # this counter could not be read here
+            return None
+        label = " ".join(f"{k}={v}" for k, v in dims.items())
+        # at least this many instructions of the largest shape the pipe has
+        least = -(-required_macs(ex, dims) // ncu.MACS_PER_INSTRUCTION[key])
+        n = int(got[key])
+        said = f"{label}: one launch executed {_num(n)} {key.upper()} instructions; the size needs at least {_num(least)}"
+        if n < least:
+            return Item("tensor cores", FAIL, f"counted on the GPU by ncu ({ncu.METRICS[key]}): {said}",
+                        kind="no-tensor-cores", hint=HINT,
+                        where=dict(case=label, executed=n, needed=least, counter=ncu.METRICS[key]))
+        lines.append(said)
+    return Item("tensor cores", PASS, f"counted on the GPU by ncu ({ncu.METRICS[key]}): " + "; ".join(lines))
