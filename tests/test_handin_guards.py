@@ -69,6 +69,35 @@ REPAIRED = {"pasted-test-cell": pasted_test_cell, "schema-99": schema_99, "schem
             "id-pointed-elsewhere": id_pointed_elsewhere, "odd-fields": odd_fields}
 
 
+# ------------------------------------------------- student text the grader reads but never runs
+def constant_tower(nb, _):
+    # constants after a raise: the notebook never computes them; the trusted pass reads every
+    # top-level assignment as text, and must refuse these by their size, not fold them
+    nb.cells[answer_cell(nb)].source += ("\nraise SystemExit\nX = ((9 ** 4096) ** 4096) ** 4096\n"
+                                         "Y = 1 << (1 << 33)\nZ = 10 ** 4000 * 10 ** 4000 * 10 ** 4000\n")
+
+
+def deep_expression(nb, _):
+    nb.cells[answer_cell(nb)].source += "\nraise SystemExit\nX = " + "[" * 5000 + "]" * 5000 + "\n"
+
+
+def deep_answer(nb, _):
+    # an answer that sends the grader JSON nested 100,000 deep on its answer pipe
+    nb.cells[answer_cell(nb)].source = (
+        "import os, stat\ndef row_major_offset(i, j, ld):\n"
+        "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "        try:\n"
+        "            if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+        "                os.write(fd, b'{\"ok\": ' + b'[' * 100000 + b']' * 100000 + b'}\\n')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 0\n"
+        "col_major_offset = row_major_offset\n")
+
+
+READ_AS_TEXT = {"constant-tower": constant_tower, "deep-expression": deep_expression, "deep-answer": deep_answer}
+
+
 # ------------------------------------------------------------------------------ refused files
 def _raw(nb) -> dict:
     return json.loads(nbformat.writes(nb))
@@ -122,7 +151,7 @@ HONEST = {"pasted-by-accident": pasted_by_accident}
 def handins() -> dict:
     """student -> (assignment, make(release, solution) -> None (edits the release or, for
     HONEST, the solution) or the file's text)."""
-    out = {f"guard-{n}": (A, f) for n, f in REPAIRED.items()}
+    out = {f"guard-{n}": (A, f) for n, f in {**REPAIRED, **READ_AS_TEXT}.items()}
     out.update({f"guard-{n}": (A, f) for n, (f, _) in REFUSED.items()})
     out.update({f"honest-{n}": (A, f) for n, f in HONEST.items()})
     return out
@@ -165,6 +194,25 @@ def test_unreadable_handin_is_not_graded_with_its_reason(course, name):
     said = [line for line in course["log"].splitlines() if f"NOT GRADED: {student}'s hand-in" in line]
     assert said and why in said[0] and f"--student {student}" in said[0], said
     assert "nbgrader update" not in course["log"]
+
+
+def _student_log(log: str, student: str) -> str:
+    """nbgrader's lines about one student's grading (from its 'Creating/updating student' line)."""
+    part = log.split(f"Creating/updating student with ID '{student}'", 1)[1]
+    return part.split("Creating/updating student with ID", 1)[0]
+
+
+@pytest.mark.parametrize("name", list(READ_AS_TEXT))
+def test_student_text_is_read_within_bounds(course, name):
+    """Graded 0 like any untouched release, and the trusted pass took seconds on it (folding the
+    tower took it to its 3600 s limit before)."""
+    student = f"guard-{name}"
+    row = course["rows"][student]
+    assert row["status"] == "graded" and float(row["raw_score"]) == 0, row
+    said = re.findall(r"trusted grading of \S+: ([\d.]+) s", _student_log(course["log"], student))
+    assert said and max(map(float, said)) < 120, said
+    if name == "deep-answer":
+        assert "not an answer" in _page(course, student)
 
 
 def test_everyone_else_in_the_run_is_graded(course):

@@ -229,7 +229,7 @@ class TrustedGrade(NbGraderPreprocessor):
             return dict(failed=f"the trusted grader failed (exit {code}): {err.strip()[-500:]}")
         try:
             return json.loads(out)
-        except ValueError:
+        except (ValueError, RecursionError):
             return dict(failed="the trusted grader's answer could not be read")
 
     # -------------------------------------------------------------- into the notebook

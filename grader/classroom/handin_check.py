@@ -195,17 +195,28 @@ def _prove_readable(data: dict) -> None:
         raise Rejected(f"the notebook could not be read after repair: {type(e).__name__}: {str(e)[:160]}")
 
 
+def read_notebook(path: Path, max_mb: int | None = None) -> tuple[bytes, dict]:
+    """A hand-in's notebook file read within bounds: its bytes and its JSON as nbformat 4 (a
+    nbformat 3 file converted). Raises Rejected saying why it cannot be read."""
+    max_mb = max_mb or notebook_mb()
+    try:
+        size = os.lstat(path).st_size
+        with open(path, "rb") as f:
+            raw = f.read((max_mb << 20) + 1)
+    except OSError as e:
+        raise Rejected(f"the file cannot be read ({e.strerror})") from None
+    if len(raw) > max_mb << 20:
+        raise Rejected(f"{path.name} is {size >> 20} MB; the limit is {max_mb} MB (TC_LIMIT_NOTEBOOK_MB): "
+                       "clear its outputs before handing it in")
+    return raw, _read(raw)
+
+
 def check_notebook(path: Path, expected: dict[str, dict]) -> list[str]:
     """Check one notebook file; write it back repaired (the original kept beside it as
     NAME.ipynb.handed-in) when a repair was needed. Returns the repairs; raises Rejected."""
-    size = path.stat().st_size
-    if size > notebook_mb() << 20:
-        raise Rejected(f"{path.name} is {size >> 20} MB; the limit is {notebook_mb()} MB (TC_LIMIT_NOTEBOOK_MB): "
-                       "clear its outputs before handing it in")
-    raw = path.read_bytes()
-    data = _read(raw)
+    raw, data = read_notebook(path)
     fixes = repair(data, expected)
-    if data.get("nbformat") != json.loads(raw).get("nbformat"):
+    if type(data) is not dict:  # nbformat's NotebookNode: _read converted it from nbformat 3
         fixes.append("converted from nbformat 3 to nbformat 4")
     _prove_readable(data)
     if fixes:
