@@ -152,7 +152,7 @@ class Answers:
                                      text=True, start_new_session=True)
         os.close(w)
         if self.box is not None:
-            self.box.watch(self.close)
+            self.box.watch(self.close, pid=self.proc.pid)
         self.reader = r
         self._send({"preamble": self.preamble, "cells": self.cells})
         first = self._read(START_TIMEOUT, "running your answer cells")

@@ -108,7 +108,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                 SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
                 proc.kill()  # bwrap, whose sandbox then ends (--die-with-parent)
 
-            box.watch(stop)
+            box.watch(stop, pid=proc.pid)
 
     async def _async_cleanup_resources(self, restart: bool = False):
         await super()._async_cleanup_resources(restart=restart)
