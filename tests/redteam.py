@@ -167,7 +167,9 @@ def build_course(tmp_path_factory) -> dict:
             nbformat.write(solution if student.startswith("honest-") else nb, path)
         else:
             path.write_text(text)
-        classroom.submit(root, student, a, [path])
+        folder = classroom.submit(root, student, a, [path])
+        for i in range(guards.FILES_BESIDE.get(student, 0)):
+            (folder / f"data-{i}.txt").write_text(f"{i}\n")
     # One nbgrader run for every cheat of every assignment. Without --force, alice (graded
     # above) is skipped as already autograded. nbgrader exits 1 when a hand-in is refused
     # (test_handin_guards' REFUSED: NOT GRADED, that student alone).

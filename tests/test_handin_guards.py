@@ -148,12 +148,19 @@ def pasted_by_accident(_, solution):
 HONEST = {"pasted-by-accident": pasted_by_accident}
 
 
+# files beside the notebook: past the limit (1,000) NOT GRADED, under it graded in full; the walk
+# over them is linear (nbgrader's own took 98 s for 8,000 and grew with the square)
+FILES_BESIDE = {"guard-many-files": 8000, "honest-with-data-files": 900}
+
+
 def handins() -> dict:
     """student -> (assignment, make(release, solution) -> None (edits the release or, for
     HONEST, the solution) or the file's text)."""
     out = {f"guard-{n}": (A, f) for n, f in {**REPAIRED, **READ_AS_TEXT}.items()}
     out.update({f"guard-{n}": (A, f) for n, (f, _) in REFUSED.items()})
     out.update({f"honest-{n}": (A, f) for n, f in HONEST.items()})
+    out.update({"guard-many-files": (A, lambda nb, _: None),
+                "honest-with-data-files": (A, lambda _, solution: None)})
     return out
 
 
@@ -215,8 +222,45 @@ def test_student_text_is_read_within_bounds(course, name):
         assert "not an answer" in _page(course, student)
 
 
+def test_files_past_the_limit_refuse_that_hand_in_alone(course):
+    row = course["rows"]["guard-many-files"]
+    assert row["status"].startswith("NOT GRADED") and "more than 1,000 files" in row["status"], row
+    said = _student_log(course["log"], "guard-many-files")
+    assert "NOT GRADED" in said and "--student guard-many-files" in said
+    honest = course["rows"]["honest-with-data-files"]
+    expected = sum(classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / A).glob("*.ipynb"))
+    assert float(honest["raw_score"]) == pytest.approx(expected), honest
+
+
+def test_the_walk_over_a_hand_ins_files_is_linear(tmp_path):
+    """nbgrader's find_all_files globbed the folder once per file; the course's walk gives the
+    same files (hidden names and ignored folders as nbgrader judges them) in linear time."""
+    import time
+
+    from nbgrader import utils
+
+    from grader.classroom import hardening
+
+    ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.ipynb"]
+    for top in ("", "sub/", "feedback/", "__pycache__/"):
+        (tmp_path / "small" / top).mkdir(parents=True, exist_ok=True)
+        for name in ("a.txt", ".h.pyc", "x.pyc", "n.ipynb", "b[1].txt", ".dot"):
+            (tmp_path / "small" / top / name).write_text("x")
+    nbgraders = hardening.NBGRADER.get("find_all_files", utils.find_all_files)  # its own, unpatched
+    assert nbgraders is not hardening.find_all_files
+    want = nbgraders(str(tmp_path / "small"), ignore)
+    assert len(want) == 8 and hardening.find_all_files(str(tmp_path / "small"), ignore) == want
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(8000):
+        (big / f"f{i}.txt").write_text("x")
+    t0 = time.perf_counter()
+    assert len(hardening.find_all_files(str(big), ignore)) == 8000
+    assert time.perf_counter() - t0 < 2.0
+
+
 def test_everyone_else_in_the_run_is_graded(course):
-    refused = {f"guard-{n}" for n in REFUSED}
+    refused = {f"guard-{n}" for n in REFUSED} | {"guard-many-files"}
     for student, row in course["rows"].items():
         if student not in refused:
             assert row["status"] == "graded", row
