@@ -252,7 +252,7 @@ for _ in range(5000):
         from redteam import graded_cells
 
         i = graded_cells(nb)[0]
-        nb.cells.insert(i + 1, nbformat.from_dict(nbformat.v4.new_code_cell("100.0", metadata=dict(nb.cells[i].metadata))))
+        nb.cells.insert(i + 1, nbformat.v4.new_code_cell("100.0", metadata=dict(nb.cells[i].metadata)))
         for c in nb.cells:
             if "nbgrader" in c.metadata:
                 c.metadata["nbgrader"] = dict(c.metadata["nbgrader"], schema_version=99)

@@ -110,7 +110,8 @@ def gpu_item(ex, source: str, launch: dict) -> Item | None:
         # at least this many instructions of the largest shape the pipe has
         least = -(-required_macs(ex, dims) // ncu.MACS_PER_INSTRUCTION[key])
         n = int(got[key])
-        said = f"{label}: one launch executed {_num(n)} {key.upper()} instructions; the size needs at least {_num(least)}"
+        said = (f"{label}: one launch executed {_num(n)} {key.upper()} instructions; the size needs at least "
+                f"{_num(least)}")
         if n < least:
             return Item("tensor cores", FAIL, f"counted on the GPU by ncu ({ncu.METRICS[key]}): {said}",
                         kind="no-tensor-cores", hint=HINT,

@@ -115,7 +115,8 @@ def _claim(meta) -> tuple[str | None, tuple]:
     if not isinstance(meta, dict):
         return None, ()
     gid = meta.get("grade_id")
-    kind = tuple(meta.get(k, False) if isinstance(meta.get(k, False), bool) else None for k in ("grade", "solution", "task"))
+    kind = tuple(meta.get(k, False) if isinstance(meta.get(k, False), bool) else None
+                 for k in ("grade", "solution", "task"))
     return (gid if isinstance(gid, str) and gid else None), kind
 
 

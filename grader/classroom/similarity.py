@@ -239,7 +239,8 @@ def _marked(code: str, slices) -> str:
 def render(assignment: str, pairs: list[Pair], threshold: float, n_students: int, seconds: float,
            unreadable: dict[str, str] | None = None) -> str:
     top = [p for p in pairs if p.score >= threshold]
-    skipped = "".join(f"<li>{html.escape(who)}: {html.escape(why)}</li>" for who, why in sorted((unreadable or {}).items()))
+    skipped = "".join(f"<li>{html.escape(who)}: {html.escape(why)}</li>"
+                      for who, why in sorted((unreadable or {}).items()))
     skipped = (f"<h2>Not compared ({len(unreadable)})</h2><p>These hand-ins could not be read within the report's "
                f"limits; open them by hand.</p><ul>{skipped}</ul>" if skipped else "")
     rows = "".join(
