@@ -28,7 +28,8 @@ def nvrtc_of():
 
 @pytest.fixture(scope="session")
 def redteam(tmp_path_factory):
-    """ONE course for the red team (tests/test_cheats.py, tests/test_cheats_runtime.py): every
+    """ONE course for the red team (tests/test_cheats.py, tests/test_cheats_runtime.py,
+    tests/test_handin_guards.py): every
     cheat handed in and graded by real nbgrader, once a session (tests/redteam.py). Under
     pytest-xdist both files are one work unit (SHARED below), so one worker builds it."""
     import redteam
@@ -41,11 +42,11 @@ def redteam(tmp_path_factory):
 # fixtures (a compiled kernel, a graded course) are built once.
 # - The modules whose fixtures grade whole courses through nbgrader go first, costliest first
 #   (seconds on the 2-core CI machine), so that the many short modules fill in around them.
-HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_term", "test_machine_safety",
-         "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide", "test_handout",
-         "test_colab_setup"]
+HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_handin_guards", "test_term",
+         "test_machine_safety", "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide",
+         "test_handout", "test_colab_setup"]
 # - Modules that share one session fixture are one unit: the red team's course (tests/redteam.py).
-SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam"}
+SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_handin_guards": "redteam"}
 # - Modules of many independent tests (no module fixture, no shared state) that together take
 #   minutes: each test is a unit of its own, sent to whichever worker is free, last, so they even
 #   out the end of a run.

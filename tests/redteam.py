@@ -122,11 +122,13 @@ def build_course(tmp_path_factory) -> dict:
     honest solution without test cells."""
     import test_cheats as cheats
     import test_cheats_runtime as runtime
+    import test_handin_guards as guards
     from grader.classroom import workflow as classroom
 
     root = classroom.new_course(tmp_path_factory.mktemp("redteam") / "course")
     cheat_table = cheats._cheats(root)
-    assignments = sorted({a for a, _ in cheat_table.values()} | set(runtime.ASSIGNMENTS))
+    assignments = sorted({a for a, _ in cheat_table.values()} | set(runtime.ASSIGNMENTS)
+                         | {a for a, _ in guards.handins().values()})
     classroom.nbgrader(root, "generate_assignment", release_glob(assignments), "--force")
     work = tmp_path_factory.mktemp("redteam-submissions")
     for a in assignments:
@@ -155,9 +157,22 @@ def build_course(tmp_path_factory) -> dict:
     subs.append(("cheat-honest-no-tests", cheats.KERNELS_NB, nb))
     for student, a, nb in subs:
         classroom.submit(root, student, a, [write_submission(work / a, student, a, nb)])
+    # what a hand-in carries besides its answers (test_handin_guards): metadata, unreadable files
+    for student, (a, make) in guards.handins().items():
+        nb, solution = release_nb(a), trimmed_solution(a)
+        text = make(nb, solution)
+        path = work / a / student / f"{a}.ipynb"
+        path.parent.mkdir(parents=True)
+        if text is None:
+            nbformat.write(solution if student.startswith("honest-") else nb, path)
+        else:
+            path.write_text(text)
+        folder = classroom.submit(root, student, a, [path])
+        for i in range(guards.FILES_BESIDE.get(student, 0)):
+            (folder / f"data-{i}.txt").write_text(f"{i}\n")
     # One nbgrader run for every cheat of every assignment. Without --force, alice (graded
-    # above) is skipped as already autograded. nbgrader exits 1 when it refuses a submission
-    # (corrupt-metadata): graded, with 0 points.
+    # above) is skipped as already autograded. nbgrader exits 1 when a hand-in is refused
+    # (test_handin_guards' REFUSED: NOT GRADED, that student alone).
     proc = classroom.nbgrader(root, "autograde", "*", "--create", check=False)
     return dict(root=root, before=before, alice_files=alice_files, package=package, assignments=assignments,
                 log=proc.stdout + proc.stderr)

@@ -175,7 +175,7 @@ except Exception as e:
         nb.cells[graded_cells(nb)[0]].metadata["nbgrader"]["grade_id"] = "free-points"
 
     def corrupt_metadata(nb):
-        # metadata nbgrader itself rejects: the submission is not graded at all (0 points)
+        # metadata nbgrader itself would reject: repaired before it reads it, then graded (0 points)
         j = answer_cell(nb)
         nb.cells[j].metadata["nbgrader"] = dict(grade=True, points=100)
 
@@ -286,8 +286,6 @@ for up in range(8):   # the course and the repository lie somewhere above
 
 
 CHEATS = list(_cheats(Path("/nonexistent")))
-# nbgrader's own validation refuses these before any grading: no grade at all, so 0 points
-REFUSED_BY_NBGRADER = {"corrupt-metadata", "rename-test"}
 
 
 @pytest.fixture
@@ -302,8 +300,9 @@ def test_cheat_scores_zero(course, name):
     got = classroom.scores(course["root"], a)
     assert f"cheat-{name}" in got, f"{name} was not graded"
     score, _ = got[f"cheat-{name}"]
-    if name not in REFUSED_BY_NBGRADER:
-        assert (course["root"] / "autograded" / f"cheat-{name}" / a).is_dir(), f"{name}: nbgrader failed on it"
+    # metadata nbgrader would refuse (corrupt-metadata, rename-test) is repaired before it reads
+    # it (grader/classroom/handin_check.py): every cheat here is graded
+    assert (course["root"] / "autograded" / f"cheat-{name}" / a).is_dir(), f"{name}: nbgrader failed on it"
     assert score == 0, classroom.cell_scores(course["root"], a, f"cheat-{name}")
 
 

@@ -3,7 +3,7 @@ autograded through the real nbgrader pipeline on the CPU (emulator) with the cou
 
 - tensor cores compiled, not executed (a dead-branch mma_sync, an asm comment naming mma.sync,
   one mma_sync per launch), or executed for show (on zero fragments, or the result thrown away,
-  beside a CUDA-core answer);
+  beside a CUDA-core answer), or for real only on the launch the kernel takes for the watched one;
 - code that differs between the GPU and the emulator (host macros however spelt, the
   emulator's own macro, __FILE__), kernels included from the repository, calls into the
   emulator's machinery;
@@ -23,8 +23,8 @@ import pytest
 
 from grader.classroom import workflow as classroom
 from redteam import answer_cell, kernel_var, require_sandbox
-from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, SCALAR, TWO_FACED,
-                                 ZERO_FRAGMENTS, _HEAD, _SIG)
+from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, ONLY_WHERE_WATCHED,
+                                 SCALAR, TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
 
 pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
@@ -115,6 +115,8 @@ CHEATS = {
     "tc-one-mma-per-launch": (KERNELS_NB, _kernel(ONE_MMA), "wmma-gemm-test", "executed"),
     "tc-zero-fragments": (KERNELS_NB, _kernel(ZERO_FRAGMENTS), "wmma-gemm-test", "do not depend"),
     "tc-result-discarded": (KERNELS_NB, _kernel(DISCARDED), "wmma-gemm-test", "do not depend"),
+    # tensor cores only on the launch it takes for the counted one (by its size), CUDA cores elsewhere
+    "tc-only-where-watched": (KERNELS_NB, _kernel(ONLY_WHERE_WATCHED), "wmma-gemm-test", "do not depend"),
     "pp-host-macro": (KERNELS_NB, _kernel(TWO_FACED["host-macro"]), "wmma-gemm-test", "differ"),
     "pp-define-alias": (KERNELS_NB, _kernel(TWO_FACED["define-alias"]), "wmma-gemm-test", "differ"),
     "pp-token-pasting": (KERNELS_NB, _kernel(TWO_FACED["token-pasting"]), "wmma-gemm-test", "differ"),
@@ -202,6 +204,24 @@ def test_ncu_counts_the_hmma_instructions_of_a_launch():
     assert honest.status == "pass" and "HMMA" in honest.message, honest.message
     dead = tensor_work.gpu_item(ex, DEAD_BRANCH, {})
     assert dead is not None and dead.status == "fail" and " 0 HMMA" in dead.message, dead.message
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_tensor_cores_are_counted_at_every_graded_size():
+    """Tensor cores at the emulator's sizes only (M <= 64), CUDA cores at the sizes the GPU
+    grades: ncu counts a launch at every GPU size, so the kernel earns 0 (where ncu reads the
+    counters; elsewhere the emulator's count at the CPU sizes is all there is: the guide says so)."""
+    from grader.checking import exercises, tensor_work
+    from grader.runtime import ncu
+
+    if ncu.tool() is None:
+        pytest.skip("no ncu (Nsight Compute) here")
+    src = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M <= 64) {\n" + NAIVE.split(_SIG, 1)[1].split("{", 1)[1]
+           .rsplit("}", 1)[0] + "\n        return;\n    }\n" + SCALAR + "}\n")
+    got = tensor_work.gpu_item(exercises.get("wmma-gemm"), src, {})
+    if got is None:
+        pytest.skip("ncu cannot read the performance counters here")
+    assert got.status == "fail" and " 0 HMMA" in got.message, got.message
 
 
 def _fast_reference() -> str:

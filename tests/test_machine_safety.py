@@ -159,6 +159,63 @@ except MemoryError:
     print("no more memory")
 """)
 
+    def shared_memory(nb):
+        # memory no per-process limit counts: memfd_create, System V shared memory, /dev/shm
+        add_code(nb, """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+print("shmget", libc.shmget(0, 1 << 30, 0o1000 | 0o600), ctypes.get_errno())
+try:
+    open("/dev/shm/fill", "wb").write(b"x" * (256 << 20))
+except OSError as e:
+    print("/dev/shm refused", e)
+held = []
+for i in range(100):
+    try:
+        fd = os.memfd_create("m")
+        os.write(fd, b"x" * (15 << 20))
+        held.append(fd)
+    except OSError as e:
+        print("memfd refused", e)
+        break
+time.sleep(3)
+print("KEPT" + "ALL", len(held) * 15, "MB")
+""")
+
+    def unlinked_files(nb):
+        # files deleted while still open: no folder scan sees them, the disk still holds them
+        add_code(nb, """
+import os, time
+held = []
+for i in range(40):
+    try:
+        f = open(f"gone-{i}.bin", "wb")
+        os.unlink(f"gone-{i}.bin")
+        f.write(b"x" * (8 << 20))
+        f.flush()
+        held.append(f)
+    except OSError as e:
+        print("refused", e)
+        break
+time.sleep(3)
+print("KEPT" + "ALL", len(held) * 8, "MB")
+""")
+
+    def forked_memory(nb):
+        # six processes, each under the per-process limit, together far over the submission's
+        add_code(nb, """
+import os, time
+for _ in range(6):
+    if os.fork() == 0:
+        b = bytearray(400 << 20)
+        for j in range(0, len(b), 4096):
+            b[j] = 1
+        time.sleep(30)
+        os._exit(0)
+time.sleep(8)
+print("KEPT" + "ALL")
+""")
+
     def processes(nb):
         add_code(nb, """
 import os, time
@@ -189,19 +246,36 @@ for _ in range(5000):
                               "def row_major_offset(i, j, ld):\n    os.write(3, b'{\"ok\": 2')\n    time.sleep(3600)\n"
                               "col_major_offset = row_major_offset\n")
 
-    return {"read-files": read_files, "walk-machine": walk_machine, "cache-and-env": cache_and_env,
+    def pasted_schema_99(nb):
+        # a test cell pasted twice, every nbgrader cell of an unknown schema (nbgrader would stop the
+        # whole class's autograde on it): repaired before nbgrader reads it (grader/classroom/handin_check.py)
+        from redteam import graded_cells
+
+        i = graded_cells(nb)[0]
+        nb.cells.insert(i + 1, nbformat.v4.new_code_cell("100.0", metadata=dict(nb.cells[i].metadata)))
+        for c in nb.cells:
+            if "nbgrader" in c.metadata:
+                c.metadata["nbgrader"] = dict(c.metadata["nbgrader"], schema_version=99)
+
+    return {"pasted-schema-99": pasted_schema_99, "read-files": read_files, "walk-machine": walk_machine, "cache-and-env": cache_and_env,
             "remount-and-write": remount_and_write, "links-at-run-time": links_at_run_time, "disk": disk,
-            "memory": memory, "processes": processes, "slow-answers": slow_answers, "half-a-line": half_a_line}
+            "memory": memory, "shared-memory": shared_memory, "unlinked-files": unlinked_files,
+            "forked-memory": forked_memory, "processes": processes, "slow-answers": slow_answers, "half-a-line": half_a_line}
 
 
 CHEATS = list(_cheats(Path("/nonexistent"), {}))
-HANDIN = ["handin-links", "handin-special-files"]
+HANDIN = ["handin-links", "handin-special-files", "handin-nbformat-99"]
 
 
 def _handin_with_links(course: Path, student: str, release_nb: Path, secrets: dict[str, Path], alice_nb: Path):
     d = course / "submitted" / student / A
     d.mkdir(parents=True)
-    if student == "handin-links":
+    if student.endswith("handin-nbformat-99"):  # a file nbgrader cannot read: NOT GRADED, that student alone
+        import json
+
+        data = json.loads(nbformat.writes(trim(nbformat.read(release_nb, as_version=4))))
+        (d / f"{A}.ipynb").write_text(json.dumps(dict(data, nbformat=99)))
+    elif student == "handin-links":
         os.symlink(alice_nb, d / f"{A}.ipynb")  # someone else's notebook as one's own
         os.symlink(secrets["home"], d / "notes.txt")  # a file of the machine, copied along
         os.symlink(course / "gradebook.db", d / "timestamp.txt")
@@ -267,7 +341,8 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
 def _env() -> dict:
     # small limits, so that exhausting them is quick here; the defaults are the guide's
     return {**os.environ, "TC_LIMIT_DISK_MB": "64", "TC_LIMIT_FILE_MB": "16", "TC_LIMIT_MEMORY_MB": "3072",
-            "TC_LIMIT_PROCESSES": "64", "TC_LIMIT_TEST_S": "6"}
+            "TC_LIMIT_PROCESSES": "64", "TC_LIMIT_TEST_S": "6", "TC_LIMIT_TOTAL_MEMORY_MB": "1024",
+            "TC_LIMIT_SHM_MB": "32"}
 
 
 def _other_user() -> int | None:
@@ -324,6 +399,7 @@ def test_cheat_scores_zero_and_sees_nothing(term, name):
     assert "repositoryformatversion" not in text  # the repository's .git/config
     assert "CapEff:\t0000000000000000" in text or name != "remount-and-write"
     assert "WROTE" not in text and "FOUND" not in text
+    assert "KEPTALL" not in text, f"{name}: held more than its limits allow until the end"
 
 
 def test_honest_student_and_course_intact(term):
@@ -355,12 +431,31 @@ def test_nothing_left_behind_is_a_link_or_big(term):
     assert all(p.suffix == ".html" or p.name in EXCHANGE_FILES for p in fb.iterdir()), list(fb.iterdir())
 
 
+def test_unreadable_handin_alone_is_not_graded(term):
+    """nbformat 99 stops nbgrader on that notebook: that student is NOT GRADED, the feedback page
+    and the log say why and what to do; every other hand-in of the run was autograded."""
+    course = term["course"]
+    page = _texts(course, "cheat-handin-nbformat-99")
+    assert "NOT GRADED" in page and "nbformat 99" in page, page[-2000:]
+    assert "NOT GRADED: cheat-handin-nbformat-99's hand-in" in term["log"] and "nbgrader update" not in term["log"]
+    graded = {p.parent.name for p in (course / "autograded").glob(f"*/{A}")}
+    everyone = {p.parent.name for p in (course / "submitted").glob(f"*/{A}")}
+    # handin-links hands in a link to alice's notebook and nothing else: nothing to autograde
+    assert "cheat-handin-nbformat-99" in everyone - graded <= {"cheat-handin-nbformat-99", "cheat-handin-links"}, \
+        everyone - graded
+
+
 def test_limits_are_named_in_feedback(term):
     course = term["course"]
     slow = _texts(course, "cheat-slow-answers")
     assert "each test cell has 6 s" in slow, slow[-2000:]
     assert "stopped" in _texts(course, "cheat-half-a-line")
     assert "wrote more than 64 MB" in _texts(course, "cheat-disk") or "File too large" in _texts(course, "cheat-disk")
+    # what the machine counts (issue #32): memfd, shared memory, deleted files, all processes together
+    assert "held more than 1024 MB of memory together" in _texts(course, "cheat-shared-memory")
+    assert "shmget -1 1" in _texts(course, "cheat-shared-memory")  # System V shared memory: refused (EPERM)
+    assert "wrote more than 64 MB" in _texts(course, "cheat-unlinked-files")
+    assert "held more than 1024 MB of memory together" in _texts(course, "cheat-forked-memory")
 
 
 # ----------------------------------------------------------------------------- fail closed

@@ -74,7 +74,8 @@ def cohort(tmp_path_factory):
                          capture_output=True, text=True, timeout=300)
     seconds = time.perf_counter() - t0
     assert run.returncode == 0, run.stderr
-    subs, boiler = similarity.collect(course, A)
+    subs, boiler, unreadable = similarity.collect(course, A)
+    assert not unreadable, unreadable
     pairs = similarity.compare(subs, similarity.references(), boiler)
     return dict(course=course, seconds=seconds, kinds=kinds, pairs=pairs, out=Path(run.stdout.strip()))
 
@@ -104,3 +105,68 @@ def test_an_independent_kernel_scores_below_a_copy_and_the_stub_is_no_similarity
     stub = next(s for s, k in cohort["kinds"].items() if k == "release")
     others = lambda o: cohort["kinds"].get(o) == "release"  # noqa: E731
     assert _best(cohort["pairs"], stub, "SRC_WMMA", others) < 0.5
+
+
+# ---------------------------------------------------------------- hand-ins the report cannot read
+def _hostile(release) -> dict[str, str]:
+    """student -> the text of a notebook the report must not choke on (issue #32)."""
+    import json
+
+    data = json.loads(nbformat.writes(release))
+    code = next(c for c in data["cells"] if c["cell_type"] == "code")
+
+    def with_cell(src: str) -> str:
+        return json.dumps(dict(data, cells=data["cells"] + [dict(code, source=src, outputs=[])]))
+
+    return {
+        "nested-deep": json.dumps(data)[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "nbformat-99": json.dumps(dict(data, nbformat=99)),
+        "not-json": json.dumps(data)[:1000],
+        "huge": json.dumps(dict(data, metadata={"blob": "x" * ((similarity.READ_MB + 1) << 20)})),
+        # constants the notebook never computes (after a raise), which a reader might fold
+        "tower": with_cell("raise SystemExit\nX = ((9 ** 4096) ** 4096) ** 4096\nY = 1 << (1 << 33)\n"),
+        "long-kernel": with_cell('SRC_BIG = r"""__global__ void k() {}\n' + "int x;\n" * 40_000 + '"""\n'),
+    }
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    import resource
+
+    course = tmp_path_factory.mktemp("similar-hostile")
+    release = nbformat.read(ROOT / "notebooks" / A / f"{A}.ipynb", as_version=4)
+    (course / "release" / A).mkdir(parents=True)
+    nbformat.write(release, course / "release" / A / f"{A}.ipynb")
+    for i in range(4):  # honest hand-ins: copies of the solution, compared as ever
+        d = course / "submitted" / f"ok{i}" / A
+        d.mkdir(parents=True)
+        nbformat.write(nbformat.read(ROOT / "solutions" / A / f"{A}.ipynb", as_version=4), d / f"{A}.ipynb")
+    bad = _hostile(release)
+    for student, text in bad.items():
+        d = course / "submitted" / student / A
+        d.mkdir(parents=True)
+        (d / f"{A}.ipynb").write_text(text)
+    t0 = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "grader.classroom.similarity", A], cwd=course,
+                         capture_output=True, text=True, timeout=600)
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return dict(course=course, run=run, seconds=time.perf_counter() - t0, rss_mb=rss_mb, bad=bad)
+
+
+def test_hand_ins_it_cannot_read_are_listed_and_the_rest_compared(hostile):
+    run = hostile["run"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    page = (hostile["course"] / f"similarity-{A}.html").read_text()
+    listed = page.split("Not compared", 1)[1].split("<table>", 1)[0]
+    for student in ("nested-deep", "nbformat-99", "not-json", "huge", "long-kernel"):
+        assert f"{student} ({A}.ipynb)" in listed, (student, listed)
+    assert "nbformat 99" in listed and "nested deeper" in listed and "characters" in listed
+    assert "ok0" in page.split("<table>", 1)[1] and "kernels/wmma_gemm_naive.cu" in page  # the class is compared
+
+
+def test_constants_in_a_hand_in_are_never_computed(hostile):
+    """The tower and the shift after a raise are refused by size, not computed: the report ends
+    in seconds and its processes stay small (they took 1148 MB and no end before)."""
+    assert hostile["seconds"] < 60, hostile["seconds"]
+    assert hostile["rss_mb"] < 1024, hostile["rss_mb"]
+    assert "tower" not in hostile["run"].stderr  # read like any other hand-in

@@ -226,6 +226,9 @@ def test_a_submission_nothing_could_grade_is_flagged_never_zero(term):
     frank = next(r for r in _rows(term) if (r["assignment"], r["student_id"]) == (A2, "frank"))
     assert frank["status"].startswith("NOT GRADED"), frank
     assert frank["raw_score"] == "" and frank["score"] == "", frank
+    assert "not valid JSON" in frank["status"], frank  # the reason, not "autograde it again"
+    page = (term["course"] / "feedback" / "frank" / A2 / f"{A2}.html").read_text()
+    assert "NOT GRADED" in page and "not valid JSON" in page, page
 
 
 def test_export_is_sorted_by_assignment_and_student(term):
@@ -251,6 +254,8 @@ def test_manual_score_cleared_by_the_resubmission(term):
 def test_feedback_pages_show_one_score_per_cell(term):
     """The trusted grader's "N of M points" of each graded cell is nbgrader's "Score: N / M"."""
     for page in sorted((term["course"] / "feedback").glob("*/*/*.html")):
+        if page.parent.parent.name == "frank":
+            continue  # not graded (test_a_submission_nothing_could_grade_is_flagged_never_zero)
         text = re.sub(r"<[^>]+>", " ", page.read_text())
         said = {(float(a), float(b)) for a, b in re.findall(r"trusted grader: ([\d.]+) of ([\d.]+) points", text)}
         shown = {(float(a), float(b)) for a, b in re.findall(r"Score: ([\d.]+) / ([\d.]+)", text)}
@@ -261,7 +266,7 @@ def test_feedback_pages_hold_no_hidden_test_and_no_passed_with_zero(term):
     hidden = hidden_lines(A1) + hidden_lines(A2)
     assert hidden, "the solutions have hidden tests to look for"
     pages = sorted((term["course"] / "feedback").glob("*/*/*.html"))
-    assert len(pages) == 9, pages  # every hand-in but frank's
+    assert len(pages) == 10, pages  # every hand-in; frank's says why it was not graded
     for page in pages:
         text = page.read_text()
         assert "BEGIN HIDDEN TESTS" not in text, page

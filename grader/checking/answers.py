@@ -29,6 +29,7 @@ import ast
 import shutil
 from pathlib import Path
 
+from grader.checking import static
 from grader.checking.answer_child import plain  # one definition, the child's (it imports nothing of ours)
 from grader.runtime import proctree, sandbox
 
@@ -89,10 +90,8 @@ def package_use(cells: list[str], preamble: list[str]) -> str | None:
     or None. Imports of it, names the course imported from it, and strings naming it count."""
     course = course_imports(preamble)
     for i, src in enumerate(cells, 1):
-        lines = [("" if ln.lstrip().startswith(("%", "!")) else ln) for ln in src.split("\n")]
-        try:
-            tree = ast.parse("\n".join(lines))
-        except SyntaxError:
+        tree = static.parse_cell(src)  # bounded in size; None: the child cannot run it either
+        if tree is None:
             continue
         for node in ast.walk(tree):
             what = None
@@ -153,7 +152,7 @@ class Answers:
                                      text=True, start_new_session=True)
         os.close(w)
         if self.box is not None:
-            self.box.watch(self.close)
+            self.box.watch(self.close, pid=self.proc.pid)
         self.reader = r
         # the package folders this process uses (never the course's repository): the course's
         # imports find what they find here, also where only PYTHONPATH named a folder (`-I` ignores it)
@@ -206,7 +205,7 @@ class Answers:
             raise AnswerError(self.dead)
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past what any answer needs
             msg = None
         if not isinstance(msg, dict):
             self.close()

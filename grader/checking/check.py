@@ -796,10 +796,9 @@ def _tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, ar
                    kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
                    perf=False, case_timeout=case_timeout, tc_probe=True)
         runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
-    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")))
+    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")), r if "tc_unchanged" in r else None)
                for label, d, r in zip(labels, dims_run, runs) if "tensor_ops" in r]
-    probe = next((r for r in runs if "tc_unchanged" in r), None)
-    emu_item = tensor_work.item(ex, counted, probe=probe)
+    emu_item = tensor_work.item(ex, counted)
     if chosen != "gpu":
         return emu_item
     gpu = tensor_work.gpu_item(ex, source, launch)  # None where ncu cannot read the counters

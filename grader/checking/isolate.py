@@ -249,8 +249,10 @@ def _child_steps(conn, job):
             if job["backend"] == "gpu":
                 res = _run_case_gpu(module, job["kernel"], case)
             else:
+                # every launch that is judged is also probed: a kernel cannot keep its tensor-core
+                # work for one launch it recognises (by size, input or grid) and fake it elsewhere
                 res = _run_case_emu(module, job["kernel"], case, job["race_check"], 0.8 * job["case_timeout"],
-                                    probe=bool(job.get("tc_probe")) and i == 0)
+                                    probe=bool(job.get("tc_probe")))
             conn.send(("case", i, res))
         if job.get("perf"):
             with _locked(conn, exclusive=True) as waited:

@@ -9,6 +9,7 @@ time cannot be read here and earns nothing, with a message saying how to write i
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from dataclasses import dataclass
 
@@ -23,31 +24,67 @@ class NotConstant(ValueError):
     pass
 
 
-def constant(node: ast.AST):
+# What a student writes is folded here, outside any sandbox, so its cost is bounded: an integer
+# result of at most MAX_INT_BITS bits (the check comes before the arithmetic: `1 << (1 << 33)` or
+# a tower of powers is refused, never computed), nesting no deeper than MAX_DEPTH, and a cell of
+# at most MAX_CELL_CHARS characters is parsed at all. A launch dict needs a few small numbers.
+MAX_INT_BITS = 4096
+MAX_DEPTH = 100
+MAX_CELL_CHARS = 1_000_000
+
+
+def _int_bits(v) -> int:
+    return v.bit_length() if isinstance(v, int) else 0
+
+
+def _too_big(op, left, right) -> bool:
+    """Would `left op right` be an integer past MAX_INT_BITS? (Judged from sizes alone.)"""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return False  # a float result is bounded in size (overflow raises)
+    if isinstance(op, ast.Pow):
+        return right > 0 and _int_bits(left) > 1 and _int_bits(left) * right > MAX_INT_BITS
+    if isinstance(op, ast.LShift):
+        return right > 0 and left != 0 and _int_bits(left) + right > MAX_INT_BITS
+    if isinstance(op, ast.Mult):
+        return _int_bits(left) + _int_bits(right) > MAX_INT_BITS
+    return False
+
+
+def constant(node: ast.AST, depth: int = 0):
     """The value of a constant expression: literals, containers of them, arithmetic on numbers,
-    and dict(key=constant, ...). Anything naming a variable or calling code is refused."""
+    and dict(key=constant, ...). Anything naming a variable or calling code is refused, and so is
+    anything past the bounds above (it is then "computed when the cell runs", i.e. not read)."""
+    if depth > MAX_DEPTH:
+        raise NotConstant("nested too deeply")
+    depth += 1
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        items = [constant(e) for e in node.elts]
+        items = [constant(e, depth) for e in node.elts]
         return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](items)
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise NotConstant("a ** inside a dict literal")
-        return {constant(k): constant(v) for k, v in zip(node.keys, node.values)}
+        try:
+            return {constant(k, depth): constant(v, depth) for k, v in zip(node.keys, node.values)}
+        except TypeError:  # an unhashable key
+            raise NotConstant("a key that cannot be a dict key") from None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
         if any(k.arg is None for k in node.keywords):
             raise NotConstant("dict(**...)")
-        return {k.arg: constant(k.value) for k in node.keywords}
+        return {k.arg: constant(k.value, depth) for k in node.keywords}
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = constant(node.left), constant(node.right)
+        left, right = constant(node.left, depth), constant(node.right, depth)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
             raise NotConstant("arithmetic on something other than numbers")
-        if isinstance(node.op, ast.Pow) and abs(right) > 4096:
-            raise NotConstant("a power too large to be a constant")
-        return _BINOPS[type(node.op)](left, right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 4096 or _too_big(node.op, left, right):
+            raise NotConstant("a number too large to be a constant")
+        try:
+            return _BINOPS[type(node.op)](left, right)
+        except (ArithmeticError, ValueError) as e:  # 1/0, a negative shift, a float overflow
+            raise NotConstant(f"arithmetic that fails ({type(e).__name__})") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNOPS:
-        v = constant(node.operand)
+        v = constant(node.operand, depth)
         if not isinstance(v, (int, float)):
             raise NotConstant("a sign on something other than a number")
         return _UNOPS[type(node.op)](v)
@@ -119,12 +156,17 @@ def _bindings_of(stmt: ast.stmt):
                 yield n, "other", None, "an assignment expression (:=)"
 
 
+@functools.lru_cache(maxsize=512)  # a test cell looks up several names in every cell of a notebook
 def parse_cell(source: str) -> ast.Module | None:
-    """A code cell as Python, with IPython's line magics and shell escapes blanked out."""
+    """A code cell as Python, with IPython's line magics and shell escapes blanked out; None for
+    one that does not parse, or that is past what a parse may cost here (MAX_CELL_CHARS, nesting
+    the parser refuses). The tree is shared: never change it."""
+    if not isinstance(source, str) or len(source) > MAX_CELL_CHARS:
+        return None
     lines = [("" if ln.lstrip().startswith(("%", "!")) else ln) for ln in source.split("\n")]
     try:
         return ast.parse("\n".join(lines))
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         return None
 
 

@@ -40,18 +40,18 @@ USED_HINT = ("Every output element must come from the tensor cores' products: co
              "fragments you load from A and B and store the accumulator, not a result computed otherwise.")
 
 
-def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU emulator",
-         probe: dict | None = None) -> Item:
-    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}), and
-    the probe run of the first case (every matrix instruction's products doubled): an output
-    element that comes out the same never depended on them. No launch counted is a failure:
-    the grade needs the evidence, not its absence."""
+def item(ex, counted: list[tuple], *, where: str = "on the CPU emulator") -> Item:
+    """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}, probe),
+    where probe is the same launch's probe run (every matrix instruction's products doubled;
+    None where none ran): an output element that comes out the same never depended on them.
+    Every judged launch is counted and probed, so no launch is the one "being watched". No
+    launch counted is a failure: the grade needs the evidence, not its absence."""
     if not counted:
         return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
                     "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
     lines = []
     shapes = ex.tensor_shapes
-    for label, dims, ops in counted:
+    for label, dims, ops, *_ in counted:
         need = required_macs(ex, dims)
         other = {s: c for s, c in ops.items() if shapes and s not in shapes}
         ops = {s: c for s, c in ops.items() if s not in other}
@@ -71,13 +71,16 @@ def item(ex, counted: list[tuple[str, dict, dict]], *, where: str = "on the CPU 
                         where=dict(case=label, executed=macs, needed=need,
                                    ops={f"m{m}n{n}k{k}": c for (m, n, k), c in ops.items()}))
         lines.append(said)
-    if probe is not None and probe.get("tc_unchanged"):
-        n, total = probe["tc_unchanged"], probe["tc_outputs"]
-        return Item("tensor cores", FAIL, f"counted {where}: {counted[0][0]}: {n} of {total} output elements "
-                    "do not depend on the tensor cores' products (a run in which every matrix instruction "
-                    "doubled its A operand left them unchanged): the tensor-core work does not reach them",
-                    kind="tensor-cores-unused", hint=USED_HINT, where=dict(case=counted[0][0], unchanged=n))
-    used = "; every output element depends on them" if probe is not None else ""
+    probed = [(c[0], c[3]) for c in counted if len(c) > 3 and c[3] is not None]
+    for label, probe in probed:
+        if probe.get("tc_unchanged"):
+            n, total = probe["tc_unchanged"], probe["tc_outputs"]
+            return Item("tensor cores", FAIL, f"counted {where}: {label}: {n} of {total} output elements "
+                        "do not depend on the tensor cores' products (a run in which every matrix instruction "
+                        "doubled its A operand left them unchanged): the tensor-core work does not reach them",
+                        kind="tensor-cores-unused", hint=USED_HINT, where=dict(case=label, unchanged=n))
+    used = ("; every output element of every launch depends on them" if len(probed) == len(counted) else
+            "; every output element depends on them" if probed else "")
     return Item("tensor cores", PASS, f"counted {where}: " + "; ".join(lines) + used)
 
 
@@ -87,30 +90,31 @@ def from_result(ops) -> dict:
 
 
 def gpu_item(ex, source: str, launch: dict) -> Item | None:
-    """The GPU's own count (Nsight Compute) for one launch at the first GPU size, or None where
-    ncu cannot read it (no ncu, no permission to the counters, or the launch failed there)."""
+    """The GPU's own count (Nsight Compute) for one launch at EVERY size the GPU grades (so a
+    kernel that keeps tensor cores for one size gains nothing), or None where ncu cannot read it
+    (no ncu, no permission to the counters, or the launch failed there)."""
     import numpy as np
 
     from grader.runtime import ncu
 
     if ncu.tool() is None:
         return None
-    dims = ex.gpu_sizes[0]
-    case = ex.problem.make(dims, np.random.default_rng(), launch, reference=False)
-    got = ncu.count(source, ex.problem.options(launch), ex.kernel, case.job())
-    if got is None:
-        return None
-    label = " ".join(f"{k}={v}" for k, v in dims.items())
-    need = required_macs(ex, dims)
-    # at least this many instructions of the largest shape the pipe has
-    least = {k: -(-need // ncu.MACS_PER_INSTRUCTION[k]) for k in ncu.METRICS}
     key = "dmma" if getattr(ex.problem, "accumulate", "") == "fp64" else "hmma"
-    if key not in got:  # this counter could not be read here
-        return None
-    n = int(got[key])
-    said = (f"counted on the GPU by ncu ({ncu.METRICS[key]}): {label}: one launch executed {_num(n)} "
-            f"{key.upper()} instructions; the size needs at least {_num(least[key])}")
-    if n < least[key]:
-        return Item("tensor cores", FAIL, said, kind="no-tensor-cores", hint=HINT,
-                    where=dict(case=label, executed=n, needed=least[key], counter=ncu.METRICS[key]))
-    return Item("tensor cores", PASS, said)
+    lines = []
+    for dims in ex.gpu_sizes:
+        case = ex.problem.make(dims, np.random.default_rng(), launch, reference=False)
+        got = ncu.count(source, ex.problem.options(launch), ex.kernel, case.job())
+        if got is None or key not in got:  # this counter could not be read here
+            return None
+        label = " ".join(f"{k}={v}" for k, v in dims.items())
+        # at least this many instructions of the largest shape the pipe has
+        least = -(-required_macs(ex, dims) // ncu.MACS_PER_INSTRUCTION[key])
+        n = int(got[key])
+        said = (f"{label}: one launch executed {_num(n)} {key.upper()} instructions; the size needs at least "
+                f"{_num(least)}")
+        if n < least:
+            return Item("tensor cores", FAIL, f"counted on the GPU by ncu ({ncu.METRICS[key]}): {said}",
+                        kind="no-tensor-cores", hint=HINT,
+                        where=dict(case=label, executed=n, needed=least, counter=ncu.METRICS[key]))
+        lines.append(said)
+    return Item("tensor cores", PASS, f"counted on the GPU by ncu ({ncu.METRICS[key]}): " + "; ".join(lines))

@@ -30,7 +30,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Float, Integer, List, Unicode
 
-from grader.classroom import phases
+from grader.classroom import handin_check, phases
 from grader.classroom.sandbox_kernel import private_paths
 from grader.runtime import gpulock, sandbox
 
@@ -157,7 +157,8 @@ class TrustedGrade(NbGraderPreprocessor):
         phases.record(phases.TRUSTED, time.monotonic() - t0, **where)
         for name, seconds in (results.get("phases") or {}).items():
             phases.record(f"trusted: {name}", float(seconds), **where)
-        self._apply(nb, release, results, resources.get("course_notes", []))
+        notes = handin_check.notes(info["assignment"], info.get("student"), info["notebook"])
+        self._apply(nb, release, results, notes + resources.get("course_notes", []))
         return nb, resources
 
     # -------------------------------------------------------------- what the course says
@@ -228,7 +229,7 @@ class TrustedGrade(NbGraderPreprocessor):
             return dict(failed=f"the trusted grader failed (exit {code}): {err.strip()[-500:]}")
         try:
             return json.loads(out)
-        except ValueError:
+        except (ValueError, RecursionError):
             return dict(failed="the trusted grader's answer could not be read")
 
     # -------------------------------------------------------------- into the notebook

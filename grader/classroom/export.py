@@ -6,8 +6,9 @@ same columns, sorted by assignment then student, and one more, `status`:
 
     graded           the trusted grader's scores (and any manual ones) count
     late             graded, then the late penalty taken (late_submission_penalty, score)
-    NOT GRADED: ...  submitted, but no autograded notebook exists (or a graded cell has no
-                     score): raw_score and score are left EMPTY, never 0; autograde it again
+    NOT GRADED: ...  submitted, but no autograded notebook exists (a hand-in refused before
+                     grading says why, grader/classroom/handin_check.py; or a graded cell has no
+                     score): raw_score and score are left EMPTY, never 0
     not submitted    nothing handed in: 0, as nbgrader counts it
 """
 from __future__ import annotations
@@ -25,10 +26,15 @@ KEYS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_
 
 def ungraded_reason(coursedir, submission) -> str | None:
     """Why a submission in the gradebook has no grade to export, or None when it has one."""
+    from grader.classroom.handin_check import rejection
+
     folder = Path(coursedir.format_path(coursedir.autograded_directory, submission.student.id,
                                         submission.assignment.name))
     for nb in submission.notebooks:
         if not (folder / f"{nb.name}.ipynb").is_file():
+            refused = rejection(coursedir, submission.assignment.name, submission.student.id)
+            if refused:
+                return f"{refused} (ask for the notebook again)"
             return f"no autograded notebook {nb.name}.ipynb (autograde it again)"
         missing = [g.name for g in nb.grades if g.auto_score is None and g.manual_score is None]
         if missing:

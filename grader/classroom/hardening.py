@@ -8,15 +8,19 @@ environment loads before any course config) changes nbgrader's converters so tha
 - before a submission is read (autograde) or an autograded folder is read (feedback), every
   link, FIFO, socket, device and hard-linked file in it is removed and setuid/setgid/world-write
   bits are cleared (`sanitize`), each named in nbgrader's log;
-- feedback copies nothing but the pages it renders and the two small text files nbgrader's
-  exchange needs beside them (`EXCHANGE_FILES`: without them `release_feedback` crashes and a
-  resubmission's page is never made again);
+- a hand-in's notebooks are checked, and repaired or refused for that student alone, before
+  nbgrader reads them (grader/classroom/handin_check.py);
+- feedback copies nothing but the pages it renders (a page for each refused hand-in says why) and
+  the two small text files nbgrader's exchange needs beside them (`EXCHANGE_FILES`: without them
+  `release_feedback` crashes and a resubmission's page is never made again);
+- its walk over a hand-in's files is linear in their number (nbgrader's own is quadratic);
 - autograde refuses to start unless the course's sandboxed execution and trusted grader are in
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
   config or the instructor's sources changed since the last autograde (`INTEGRITY`).
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -25,6 +29,7 @@ import time
 from pathlib import Path
 
 INTEGRITY = ".tc-integrity.json"  # in the course root, hidden from graded code like the gradebook
+NBGRADER: dict = {}  # nbgrader's own functions that install() replaced (tests compare with them)
 # What nbgrader reads beside a feedback page: the hand-in's time (generate_feedback makes a page
 # again when the hand-in is newer; release_feedback logs it) and the secret `nbgrader submit`
 # wrote (release_feedback names the released page by it, fetch_feedback finds it by it). Both are
@@ -100,6 +105,41 @@ def _plain_mode(p: str, mode: int) -> None:
         os.chmod(p, stat.S_IMODE(mode) & ~bad)
 
 
+# ----------------------------------------------------------- nbgrader's file walk, linear
+def is_ignored(filename: str, ignore_globs=None) -> bool:
+    """nbgrader.utils.is_ignored without its cost: nbgrader globs the whole folder once per file
+    (glob.glob(dirname/expr), then `filename in` that list), so a hand-in of N files cost N^2
+    (8,000 files: 98 s; issue #32). The same answer from the name alone: a glob's wildcard does
+    not match a leading dot unless the pattern starts with one."""
+    if ignore_globs is None:
+        return False
+    name = os.path.basename(filename)
+    for expr in ignore_globs:
+        if "/" in expr:  # a pattern into subfolders: never a plain name's (nbgrader's glob agrees)
+            continue
+        if name.startswith(".") and not expr.startswith(".") and any(c in expr for c in "*?["):
+            continue
+        if fnmatch.fnmatchcase(name, expr):
+            return True
+    return False
+
+
+def find_all_files(path: str, exclude=None) -> list[str]:
+    """nbgrader.utils.find_all_files, linear: the same files in the same order, each name judged
+    once (is_ignored above) and the skipped folders kept in a set, not a list."""
+    files: list[str] = []
+    to_skip: set[str] = set()
+    for dirname, dirnames, filenames in os.walk(path):
+        if dirname in to_skip or is_ignored(dirname, exclude):
+            to_skip.update(os.path.join(dirname, x) for x in dirnames)
+            continue
+        for filename in filenames:
+            fullpath = os.path.join(dirname, filename)
+            if not is_ignored(fullpath, exclude):
+                files.append(fullpath)
+    return files
+
+
 # ------------------------------------------------------------------------------ nbgrader
 def _pipeline_problem(converter) -> str | None:
     """Why this autograde is not the course's safe pipeline, or None."""
@@ -161,17 +201,24 @@ def install() -> None:
     from nbgrader.converters.base import NbGraderException
     from nbgrader.converters.generate_feedback import GenerateFeedback
 
-    from grader.classroom import phases
+    from nbgrader import utils
+    from nbgrader.converters import base
+
+    from grader.classroom import handin_check, phases
 
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
     if getattr(Autograde, "_tc_hardened", False):
         return
     auto_init, auto_start = Autograde.init_assignment, Autograde.start
+    feedback_start_nbgrader = GenerateFeedback.start
 
     def init_assignment(self, assignment_id, student_id):
         for d in (self._format_source(assignment_id, student_id), self._format_dest(assignment_id, student_id)):
             sanitize(d, self.log)
-        return auto_init(self, assignment_id, student_id)
+        done = auto_init(self, assignment_id, student_id)
+        # the hand-in's notebooks, checked and repaired or refused for this student alone
+        handin_check.check_submission(self, assignment_id, student_id)
+        return done
 
     def start(self):
         why = _pipeline_problem(self)
@@ -184,6 +231,12 @@ def install() -> None:
         for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
         return auto_start(self)
+
+    def feedback_start(self):
+        try:
+            return feedback_start_nbgrader(self)
+        finally:
+            handin_check.write_feedback_pages(self)
 
     def feedback_init_assignment(self, assignment_id, student_id):
         # the pages nbgrader renders are all a student gets: no file of the autograded folder is
@@ -204,5 +257,8 @@ def install() -> None:
             (dest / name).write_bytes(src.read_bytes())
 
     Autograde.init_assignment, Autograde.start = init_assignment, start
+    NBGRADER.update(is_ignored=utils.is_ignored, find_all_files=utils.find_all_files)
+    utils.is_ignored, utils.find_all_files, base.find_all_files = is_ignored, find_all_files, find_all_files
     GenerateFeedback.init_assignment = feedback_init_assignment
+    GenerateFeedback.start = feedback_start
     Autograde._tc_hardened = True

@@ -108,7 +108,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                 SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
                 proctree.stop(proc)  # the launcher, bwrap and the sandbox: every process ended and reaped
 
-            box.watch(stop)
+            box.watch(stop, pid=proc.pid)
 
     async def _async_kill_kernel(self, restart: bool = False):
         # The kernel's whole tree (the launcher, bwrap, the sandbox, the kernel checks it started,

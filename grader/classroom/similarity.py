@@ -13,6 +13,12 @@ The comparison is copydetect's (MOSS-style winnowing over tokens with identifier
 abstracted away, so renaming variables changes nothing). The release's own code (the stub a
 student starts from) is boilerplate: sharing it is not similarity. A similarity is a lead for a
 human to read, never a grade.
+
+The hand-ins are students' files, read in the instructor's own account: they are read by a child
+process under limits (READ_MEMORY_MB of address space, READ_STALL_S per notebook), each within a
+size bound (READ_MB per notebook, KERNEL_CHARS per kernel), and a hand-in that cannot be read
+within them (nested 100,000 deep, nbformat 99, huge, a kernel copydetect cannot tokenize) is
+listed in the report as not compared; the report is made for everyone else.
 """
 from __future__ import annotations
 
@@ -24,8 +30,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
 
 from grader.checking import static
 
@@ -41,11 +45,31 @@ class Kernel:
     code: str
 
 
+READ_MB = 64  # a notebook larger than this is listed, not read (a kernel cell is kilobytes)
+KERNEL_CHARS = 200_000  # a kernel longer than this is listed, not compared
+READ_MEMORY_MB = 2048  # address space of the child that reads the hand-ins
+READ_STALL_S = 30.0  # seconds the child may spend on one notebook
+
+
+class Unreadable(Exception):
+    """A hand-in the report cannot read within its limits (the message says why)."""
+
+
 def kernels_in(notebook: Path) -> dict[str, str]:
     """{variable: kernel source} for every top-level string literal holding a __global__ kernel,
-    the last binding of each name winning (what the trusted grader reads)."""
-    nb = nbformat.read(notebook, as_version=4)
-    cells = [c.source for c in nb.cells if c.cell_type == "code"]
+    the last binding of each name winning (what the trusted grader reads). Bounded: raises
+    Unreadable for a notebook or kernel past the limits above, or one copydetect cannot read.
+    Run on students' files only in the limited child (read_all)."""
+    from grader.classroom.handin_check import Rejected, read_notebook
+
+    try:
+        _, data = read_notebook(notebook, READ_MB)
+    except Rejected as e:
+        raise Unreadable(str(e)) from None
+    cells = []
+    for c in data.get("cells", []):
+        src = c.get("source", "") if isinstance(c, dict) and c.get("cell_type") == "code" else ""
+        cells.append("".join(src) if isinstance(src, list) else src if isinstance(src, str) else "")
     found: dict[str, str] = {}
     for src in cells:
         tree = static.parse_cell(src)
@@ -55,7 +79,94 @@ def kernels_in(notebook: Path) -> dict[str, str]:
             for name, kind, value, _ in static._bindings_of(stmt):
                 if kind == "constant" and isinstance(value, str) and "__global__" in value:
                     found[name] = value
+    for name, code in found.items():
+        if len(code) > KERNEL_CHARS:
+            raise Unreadable(f"its kernel {name} is {len(code):,} characters (more than {KERNEL_CHARS:,})")
+        try:
+            _fingerprint(code)
+        except Exception as e:  # noqa: BLE001 - whatever copydetect makes of it, this one is left out
+            raise Unreadable(f"copydetect cannot read its kernel {name} ({type(e).__name__})") from None
     return found
+
+
+# ------------------------------------------------------------------ reading under limits
+def _limit_child() -> None:
+    import resource
+
+    mem = READ_MEMORY_MB << 20
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _read_child() -> None:
+    """The child: notebook paths (JSON, stdin) -> one JSON line per notebook, in order."""
+    import json
+
+    out = sys.stdout
+    for path in json.loads(sys.stdin.read()):
+        try:
+            line = {"path": path, "kernels": kernels_in(Path(path))}
+        except Unreadable as e:
+            line = {"path": path, "unreadable": str(e)}
+        except (MemoryError, RecursionError) as e:
+            line = {"path": path, "unreadable": f"reading it needs more than the report allows ({type(e).__name__})"}
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+
+
+def read_all(paths: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, str]]:
+    """({notebook: kernels}, {notebook: why it was not read}): every notebook read by a child
+    process under limits; one that stops the child (memory, time) is listed and the rest read by
+    a fresh child."""
+    import json
+    import os
+    import select
+    import signal
+    import subprocess
+
+    from grader.runtime.sandbox import python_command
+
+    found: dict[Path, dict[str, str]] = {}
+    unreadable: dict[Path, str] = {}
+    todo = list(paths)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    while todo:
+        proc = subprocess.Popen(python_command("grader.classroom.similarity") + ["--read-child"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                preexec_fn=_limit_child, env=env, start_new_session=True)
+        proc.stdin.write(json.dumps([str(p) for p in todo]).encode())
+        proc.stdin.close()
+        buf, fd = b"", proc.stdout.fileno()
+        deadline = time.monotonic() + READ_STALL_S + 10  # the child's own start-up included
+        while todo:
+            if b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                msg = json.loads(line)
+                path = todo.pop(0)
+                if "kernels" in msg:
+                    found[path] = msg["kernels"]
+                else:
+                    unreadable[path] = msg["unreadable"]
+                deadline = time.monotonic() + READ_STALL_S
+                continue
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+            chunk = os.read(fd, 1 << 20) if ready else b""
+            if chunk:
+                buf += chunk
+                continue
+            # the child ended or stalled on todo[0]: that notebook is listed, a fresh child goes on
+            why = "it took longer than the report allows" if not ready else "reading it stopped the reader"
+            unreadable[todo.pop(0)] = f"{why} ({READ_MEMORY_MB} MB, {READ_STALL_S:g} s per notebook)"
+            break
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        proc.stdout.close()
+    return found, unreadable
 
 
 def _fingerprint(code: str, boilerplate=None):
@@ -135,16 +246,17 @@ def compare(submitted: list[Kernel], references: list[Kernel], boilerplate: dict
     return pairs
 
 
-def collect(course: Path, assignment: str) -> tuple[list[Kernel], dict[str, str]]:
-    subs = []
-    for nb in sorted((course / "submitted").glob(f"*/{assignment}/*.ipynb")):
-        student = nb.parent.parent.name
-        for name, code in kernels_in(nb).items():
-            subs.append(Kernel(student, name, code))
+def collect(course: Path, assignment: str) -> tuple[list[Kernel], dict[str, str], dict[str, str]]:
+    """The submitted kernels, the release's (boilerplate), and {student: why a hand-in was not
+    read}: students' notebooks are read under limits (read_all)."""
+    books = sorted((course / "submitted").glob(f"*/{assignment}/*.ipynb"))
+    found, bad = read_all(books)
+    subs = [Kernel(nb.parent.parent.name, name, code) for nb in books for name, code in found.get(nb, {}).items()]
+    unreadable = {f"{nb.parent.parent.name} ({nb.name})": why for nb, why in bad.items()}
     boiler: dict[str, str] = {}
     for nb in sorted((course / "release" / assignment).glob("*.ipynb")):
-        boiler.update(kernels_in(nb))
-    return subs, boiler
+        boiler.update(kernels_in(nb))  # the course's own release
+    return subs, boiler, unreadable
 
 
 def references() -> list[Kernel]:
@@ -163,8 +275,13 @@ def _marked(code: str, slices) -> str:
     return "".join(out)
 
 
-def render(assignment: str, pairs: list[Pair], threshold: float, n_students: int, seconds: float) -> str:
+def render(assignment: str, pairs: list[Pair], threshold: float, n_students: int, seconds: float,
+           unreadable: dict[str, str] | None = None) -> str:
     top = [p for p in pairs if p.score >= threshold]
+    skipped = "".join(f"<li>{html.escape(who)}: {html.escape(why)}</li>"
+                      for who, why in sorted((unreadable or {}).items()))
+    skipped = (f"<h2>Not compared ({len(unreadable)})</h2><p>These hand-ins could not be read within the report's "
+               f"limits; open them by hand.</p><ul>{skipped}</ul>" if skipped else "")
     rows = "".join(
         f"<tr class='{'hi' if p.score >= threshold else ''}'><td>{p.score:.2f}</td><td>{html.escape(p.a.owner)}</td>"
         f"<td>{html.escape(p.b.owner)}</td><td><code>{html.escape(p.a.name)}</code></td>"
@@ -183,6 +300,7 @@ def render(assignment: str, pairs: list[Pair], threshold: float, n_students: int
 identifiers and literals set aside, found in the other). Compared with each other (the same answer)
 and with the course's kernels (kernels/*.cu). The release's stub is ignored. A high score is a lead to
 read, not a verdict. Made by copydetect in {seconds:.1f} s.</p>
+{skipped}
 <table><tr><th>similarity</th><th>submission</th><th>compared with</th><th>answer</th><th></th></tr>{rows}</table>
 {details}
 """
@@ -190,15 +308,20 @@ read, not a verdict. Made by copydetect in {seconds:.1f} s.</p>
 
 def report(course: Path, assignment: str, *, out: Path | None = None, threshold: float = 0.5) -> Path:
     t0 = time.perf_counter()
-    subs, boiler = collect(course, assignment)
+    subs, boiler, unreadable = collect(course, assignment)
     pairs = compare(subs, references(), boiler)
     out = out or course / f"similarity-{assignment}.html"
     n = len({k.owner for k in subs})
-    out.write_text(render(assignment, pairs, threshold, n, time.perf_counter() - t0))
+    out.write_text(render(assignment, pairs, threshold, n, time.perf_counter() - t0, unreadable))
+    for who, why in sorted(unreadable.items()):
+        print(f"not compared: {who}: {why}", file=sys.stderr)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:] == ["--read-child"]:
+        _read_child()
+        return 0
     ap = argparse.ArgumentParser(prog="python -m grader.classroom.similarity", description=__doc__.split("\n\n")[0])
     ap.add_argument("assignment")
     ap.add_argument("--course", type=Path, default=Path.cwd(), help="the nbgrader course folder (default: here)")

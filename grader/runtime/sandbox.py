@@ -36,6 +36,7 @@ import json
 import os
 import shutil
 import sys
+from stat import S_ISREG as stat_isreg
 import tempfile
 import threading
 import time
@@ -123,6 +124,8 @@ class Limits:
     files: int = 20000  # files and folders it may create
     cpu_s: int = 7200  # CPU seconds of each process (wall-clock limits are the callers')
     open_files: int = 1024
+    total_memory_mb: int = 16384  # all its processes together: resident, swapped and shared memory
+    shm_mb: int = 256  # its private /dev/shm (in memory)
 
     @classmethod
     def from_env(cls, **override) -> "Limits":
@@ -135,8 +138,9 @@ class Limits:
         return replace(cls(**vals), **override)
 
     def words(self) -> str:
-        return (f"{self.memory_mb} MB of memory per process, {self.processes} processes, {self.disk_mb} MB "
-                f"and {self.files} files written, {self.file_mb} MB per file, {self.cpu_s} s of CPU per process")
+        return (f"{self.memory_mb} MB of memory per process and {self.total_memory_mb} MB for all its processes, "
+                f"{self.processes} processes, {self.disk_mb} MB and {self.files} files written, {self.file_mb} MB "
+                f"per file, {self.shm_mb} MB of /dev/shm, {self.cpu_s} s of CPU per process")
 
 
 # ----------------------------------------------------------------------- what is shown
@@ -242,6 +246,12 @@ for name, v in s["rlimits"].items():
     soft, hard = resource.getrlimit(getattr(resource, name))
     v = v if hard == resource.RLIM_INFINITY else min(v, hard)
     resource.setrlimit(getattr(resource, name), (v, v))
+if s.get("seccomp"):  # the filter's bytes on a pipe whose number bwrap reads from its argv
+    r, w = os.pipe()
+    os.write(w, bytes.fromhex(s["seccomp"]))
+    os.close(w)
+    os.set_inheritable(r, True)
+    s["argv"] = [str(r) if a == "@SECCOMP_FD@" else a for a in s["argv"]]
 env = {k: v for k, v in os.environ.items() if k in s["env_exact"] or k.startswith(tuple(s["env_prefixes"]))}
 env.update(s["env"])
 for k in s["unset"]:
@@ -276,6 +286,50 @@ os._exit(code if code >= 0 else 128 - code)
 """
 
 
+def _seccomp_no_sysv_shm() -> bytes:
+    """A classic-BPF seccomp program: shmget (System V shared memory, which outlives every
+    process that maps it and no per-process limit counts) fails with EPERM; all else is allowed.
+    Nothing the course runs uses it (CUDA, NumPy, IPython, the emulator)."""
+    import struct
+
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    x86_64, i386, aarch64 = 0xC000003E, 0x40000003, 0xC00000B7
+    prog = [  # (code, jt, jf, k); jumps count from the next instruction; 12: allow, 13: deny
+        (ld, 0, 0, 4),                       # 0: arch
+        (jeq, 0, 3, x86_64),                 # 1
+        (ld, 0, 0, 0),                       # 2: syscall number
+        (jeq, 9, 0, 29),                     # 3: shmget
+        (jeq, 8, 7, 0x40000000 | 29),        # 4: shmget, x32
+        (jeq, 0, 3, i386),                   # 5
+        (ld, 0, 0, 0),                       # 6
+        (jeq, 5, 0, 117),                    # 7: ipc (every System V call of i386)
+        (jeq, 4, 3, 395),                    # 8: shmget
+        (jeq, 0, 2, aarch64),                # 9
+        (ld, 0, 0, 0),                       # 10
+        (jeq, 1, 0, 194),                    # 11: shmget
+        (ret, 0, 0, allow),                  # 12
+        (ret, 0, 0, deny),                   # 13
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+_FEATURES: dict[str, set] = {}
+
+
+def _supports(exe: str, option: str) -> bool:
+    """Whether this bwrap knows `option` (--size came with 0.10; a system 0.8 lacks it)."""
+    if exe not in _FEATURES:
+        import subprocess
+
+        try:
+            out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        _FEATURES[exe] = {w for w in out.split() if w.startswith("--")}
+    return option in _FEATURES[exe]
+
+
 # inside the sandbox, root's case: become the sandbox's uid, then run the command
 _DROP = "import os, sys; u = int(sys.argv[1]); os.setgroups([]); os.setgid(u); os.setuid(u); os.execvp(sys.argv[2], sys.argv[2:])"
 
@@ -301,10 +355,15 @@ class Box:
         self.bind = {os.path.realpath(k): v for k, v in (bind or {}).items()}
         self.readable = [os.fspath(r) for r in readable]
         self.hide, self.env, self.unset, self.dirs, self.network = list(hide), dict(env or {}), list(unset), list(dirs), network
-        for d in self.dirs:  # folders of its private /tmp exist before it starts, its own
-            if _inside(d, "/tmp"):
-                os.makedirs(os.path.join(self.root, "tmp", os.path.relpath(d, "/tmp")), exist_ok=True)
+        # /tmp and /dev/shm: sized tmpfs where this bwrap can size one (0.10+), else folders on disk
+        self.in_memory = _supports(self.exe, "--size")
+        self.tmp_dirs = [d for d in self.dirs if _inside(d, "/tmp")]
+        for d in self.tmp_dirs:  # folders of its private /tmp exist before it starts, its own
+            os.makedirs(os.path.join(self.root, "tmp", os.path.relpath(d, "/tmp")), exist_ok=True)
         self.dirs = [d for d in self.dirs if not _inside(d, "/tmp")]
+        self.pid: int | None = None  # the process the sandbox runs under (Box.watch), for what it holds
+        self.peak = (0, 0, 0)  # the most memory, disk and files seen (TC_SANDBOX_PEAKS)
+        self._what = ""
         self.uid = _drop_uid()
         if self.uid is not None:  # the sandbox's user owns what it may write, nothing else
             for top in [self.root, *self.writable, *self.bind]:
@@ -315,6 +374,7 @@ class Box:
 
     # ------------------------------------------------------------------ the command
     def argv(self, cmd: Sequence[str]) -> list[str]:
+        self._what = " ".join(str(c) for c in cmd)[-80:]
         if self.uid is None:  # an ordinary user: a user namespace of its own, every capability dropped
             a = [self.exe, "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--cap-drop", "ALL"]
         else:  # root: bwrap mounts as root (it reads root's folders), then the process becomes an
@@ -346,7 +406,11 @@ class Box:
         auto = [p for p in [*python_dirs(), package_dir(), *_library_dirs(), os.path.dirname(os.path.realpath(self.exe))]
                 if not any(_inside(q, p) for q in [*self.hide, *mine])]
         shown = [*auto, *self.readable]
-        a += ["--bind", os.path.join(self.root, "tmp"), "/tmp", "--bind", os.path.join(self.root, "shm"), "/dev/shm"]
+        if self.in_memory:  # sized tmpfs: what it writes there, deleted or not, counts, and stops at the size
+            a += ["--perms", "01777", "--size", str(self.limits.disk_mb << 20), "--tmpfs", "/tmp",
+                  "--perms", "01777", "--size", str(self.limits.shm_mb << 20), "--tmpfs", "/dev/shm"]
+        else:  # an older bwrap: folders on disk, watched (Box.usage)
+            a += ["--bind", os.path.join(self.root, "tmp"), "/tmp", "--bind", os.path.join(self.root, "shm"), "/dev/shm"]
         # the folders above what is shown, as plain 0755 folders (bwrap as root would make them 0700,
         # which the sandbox's uid cannot cross); again inside a hidden folder, which covers them
         dests = [r for r in shown if os.path.exists(r)] + mine + [p for p in self.hide if os.path.exists(p)]
@@ -367,10 +431,15 @@ class Box:
             a += ["--bind", src, dest]
         for d in self.dirs:
             a += ["--dir", d]
+        for d in self.tmp_dirs if self.in_memory else ():  # in the tmpfs, made now, anyone's to write
+            a += ["--perms", "0777", "--dir", d]
+        if _supports(self.exe, "--seccomp"):
+            a += ["--seccomp", "@SECCOMP_FD@"]
         a += ["--", *cmd]
         lim = self.limits
         nproc = lim.processes + (_uid_processes(os.geteuid()) if self.uid is None else 0)
-        spec = dict(argv=a, env={"HOME": "/tmp", **self.env, "TC_INSIDE_SANDBOX": "1"}, unset=self.unset, env_exact=sorted(ENV_EXACT),
+        spec = dict(argv=a, env={"HOME": "/tmp", **self.env, "TC_INSIDE_SANDBOX": "1"}, unset=self.unset,
+                    seccomp=_seccomp_no_sysv_shm().hex() if "@SECCOMP_FD@" in a else "", env_exact=sorted(ENV_EXACT),
                     env_prefixes=list(ENV_PREFIXES),
                     rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, RLIMIT_NPROC=nproc, RLIMIT_FSIZE=lim.file_mb << 20,
                                  RLIMIT_CPU=lim.cpu_s, RLIMIT_NOFILE=lim.open_files, RLIMIT_CORE=0))
@@ -397,16 +466,94 @@ class Box:
                 continue
         return size, count
 
+    def members(self) -> list[int]:
+        """The sandbox's processes: `pid` (Box.watch) and everything below it."""
+        if self.pid is None:
+            return []
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat", "rb") as f:
+                        ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                kids.setdefault(ppid, []).append(int(d))
+        out, todo = [], [self.pid]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo += kids.get(p, [])
+        return out
+
+    def held(self, procs: list[int]) -> tuple[int, int]:
+        """(bytes of memory, bytes on disk) its processes hold beyond what usage() sees:
+        proportional resident, shared and swapped memory of each process (smaps_rollup), files
+        open without a name (deleted while open, memfd_create: memory) and what its private
+        /tmp and /dev/shm hold (tmpfs, counted as disk)."""
+        mem = disk = 0
+        seen: set[tuple[int, int]] = set()
+        tmpfs: set[int] = set()
+        try:
+            mine = os.readlink("/proc/self/ns/mnt")
+            inside = [p for p in procs if os.readlink(f"/proc/{p}/ns/mnt") != mine][:1]  # bwrap's child
+        except OSError:
+            inside = []
+        for p in inside:
+            for where in ("tmp", "dev/shm"):
+                try:
+                    st = os.statvfs(f"/proc/{p}/root/{where}")
+                    dev = os.stat(f"/proc/{p}/root/{where}").st_dev
+                except OSError:
+                    continue
+                if self.in_memory:
+                    tmpfs.add(dev)
+                    disk += (st.f_blocks - st.f_bfree) * st.f_frsize
+        for p in procs:
+            try:
+                with open(f"/proc/{p}/smaps_rollup") as f:
+                    for line in f:
+                        if line.startswith(("Pss_Anon:", "Pss_Shmem:", "SwapPss:")):
+                            mem += int(line.split()[1]) << 10
+            except (OSError, ValueError):
+                pass
+            try:
+                fds = os.listdir(f"/proc/{p}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    st = os.stat(f"/proc/{p}/fd/{fd}")
+                except OSError:
+                    continue
+                if st.st_nlink or not stat_isreg(st.st_mode) or (st.st_dev, st.st_ino) in seen or st.st_dev in tmpfs:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                size = st.st_blocks * 512 if st.st_blocks else st.st_size
+                if os.readlink(f"/proc/{p}/fd/{fd}").startswith("/memfd:"):
+                    mem += size
+                else:
+                    disk += size
+        return mem, disk
+
     def over(self) -> str | None:
         size, count = self.usage()
-        if size > self.limits.disk_mb << 20:
+        mem, held = self.held(self.members())
+        self.peak = (max(self.peak[0], mem), max(self.peak[1], size + held), max(self.peak[2], count))
+        if size + held > self.limits.disk_mb << 20:
             return f"it wrote more than {self.limits.disk_mb} MB (the limit for one submission)"
         if count > self.limits.files:
             return f"it created more than {self.limits.files} files (the limit for one submission)"
+        if mem > self.limits.total_memory_mb << 20:
+            return (f"its processes held more than {self.limits.total_memory_mb} MB of memory together "
+                    "(the limit for one submission)")
         return None
 
-    def watch(self, kill: Callable[[], None], every: float = 0.25) -> None:
-        """Poll what it wrote; past a limit, call `kill` once and keep the reason in .exceeded."""
+    def watch(self, kill: Callable[[], None], every: float = 0.25, pid: int | None = None) -> None:
+        """Poll what it wrote and, given the `pid` it runs under, what its processes hold; past a
+        limit, call `kill` once and keep the reason in .exceeded."""
+        self.pid = pid
+
         def loop():
             while not self._stop.wait(every):
                 why = self.over()
@@ -424,6 +571,10 @@ class Box:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
+        if os.environ.get("TC_SANDBOX_PEAKS") and self._thread is not None:  # sizing the limits (course/README.md)
+            with open(os.environ["TC_SANDBOX_PEAKS"], "a") as f:
+                f.write(json.dumps(dict(memory_mb=self.peak[0] >> 20, disk_mb=self.peak[1] >> 20, files=self.peak[2],
+                                        cmd=os.path.basename(self._what))) + "\n")
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self):
@@ -514,7 +665,7 @@ def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, input: by
         proctree.stop(proc)
 
     if box is not None:
-        box.watch(kill)
+        box.watch(kill, pid=proc.pid)
     why = None
     try:
         out, err = proc.communicate(input, timeout=timeout)
