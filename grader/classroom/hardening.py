@@ -11,7 +11,10 @@ environment loads before any course config) changes nbgrader's converters so tha
 - feedback copies nothing but the pages it renders;
 - autograde refuses to start unless the course's sandboxed execution and trusted grader are in
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
-  config or the instructor's sources changed since the last autograde (`INTEGRITY`).
+  config or the instructor's sources changed since the last autograde (`INTEGRITY`);
+- autograde (as its last step) and generate_feedback refuse to run without SafeOutputs, which
+  reduces a hand-in's outputs to data, and the formgrader's page renderer always runs it
+  (grader/classroom/safe_outputs.py).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -110,6 +114,18 @@ def _pipeline_problem(converter) -> str | None:
         return f"the course's sandboxed execution (CourseExecute) is not in the autograde pipeline ({', '.join(names)})"
     if any(p.__name__ == "Execute" and p is not CourseExecute for p in pre if isinstance(p, type)):
         return "nbgrader's plain Execute (student code with the grader's rights) is in the autograde pipeline"
+    return _safe_outputs_problem(pre, "autograde", last=True)
+
+
+def _safe_outputs_problem(pre: list, where: str, last: bool = False) -> str | None:
+    """Why a pipeline could write or show a hand-in's outputs unsanitized, or None."""
+    from grader.classroom.safe_outputs import SafeOutputs
+
+    if SafeOutputs not in pre:
+        return (f"the course's output sanitizer (SafeOutputs) is not in the {where} pipeline: a student's "
+                "outputs could run as script in your browser")
+    if last and pre[-1] is not SafeOutputs:
+        return f"the course's output sanitizer (SafeOutputs) must come last in the {where} pipeline"
     return None
 
 
@@ -157,6 +173,10 @@ def install() -> None:
     from grader.classroom import phases
 
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
+    if "jupyter_server" in sys.modules:  # the formgrader's server loads this config: its pages too
+        from grader.classroom.safe_outputs import install_formgrader
+
+        install_formgrader()
     if getattr(Autograde, "_tc_hardened", False):
         return
     auto_init, auto_start = Autograde.init_assignment, Autograde.start
@@ -178,6 +198,17 @@ def install() -> None:
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
         return auto_start(self)
 
+    feedback_start = GenerateFeedback.start
+
+    def feedback_refuses(self):
+        why = _safe_outputs_problem(list(self.preprocessors), "generate_feedback")
+        if why:
+            msg = (f"generate_feedback refused: {why}. The course's nbgrader_config.py puts it there; if it was "
+                   "changed or replaced, restore it (git checkout course/nbgrader_config.py).")
+            self.log.error(msg)
+            raise NbGraderException(msg)
+        return feedback_start(self)
+
     def feedback_init_assignment(self, assignment_id, student_id):
         # the pages nbgrader renders are all a student gets: no file of the autograded folder is
         # copied along (whatever it is, and wherever a link in it would lead)
@@ -185,4 +216,5 @@ def install() -> None:
 
     Autograde.init_assignment, Autograde.start = init_assignment, start
     GenerateFeedback.init_assignment = feedback_init_assignment
+    GenerateFeedback.start = feedback_refuses
     Autograde._tc_hardened = True
