@@ -53,9 +53,11 @@ fi
 NO_NBGRADER='{"nbgrader.server_extensions.formgrader": false, "nbgrader.server_extensions.assignment_list": false, "nbgrader.server_extensions.course_list": false}'
 case "$cmd" in
   lab)   exec "$venv/bin/jupyter" lab --notebook-dir=notebooks --ServerApp.jpserver_extensions="$NO_NBGRADER" "$@" ;;
-  grade) bin=$(cd "$venv/bin" && pwd)
-         cd course && PATH="$bin:$PATH" exec "$bin/jupyter" lab --ServerApp.root_dir=. \
-           --ServerApp.default_url=/formgrader "$@" ;;
+  grade) bin=$(cd "$venv/bin" && pwd)  # no terminals, language servers or student-side pages (course/README.md)
+         cd "${TC_COURSE_DIR:-course}" && PATH="$bin:$PATH" exec "$bin/jupyter" lab --ServerApp.root_dir=. \
+           --ServerApp.default_url=/formgrader --ServerApp.terminals_enabled=False \
+           --ServerApp.jpserver_extensions jupyter_server_terminals=False --ServerApp.jpserver_extensions jupyter_lsp=False \
+           --ServerApp.jpserver_extensions nbgrader.server_extensions.assignment_list=False "$@" ;;
   test)  exec "$venv/bin/python" -m pytest "$@" ;;
   *)     echo "usage: ./course.sh lab | grade | test [pytest arguments] | stack" >&2; exit 2 ;;
 esac

@@ -21,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 from grader.classroom.safe_outputs import SafeOutputs, clean_html, safe_markdown
 
 ASSIGNMENT = "01-memory-layout"  # graded in the red team's course; Python answers and a kernel
-PWN = "window.__pwned='{}';document.title='PWNED'"  # what a student's script would do
+PWN = "window.__pwned=document.title=`{}`"  # what a student's script would do (no quotes: fits anywhere)
 HUGE_MB = 30  # one print of one line (issue 32 measured 200 MB; the cut is the same)
 MANY = 3000  # outputs of one cell
 
@@ -37,7 +37,7 @@ display(HTML('<iframe srcdoc="<script>parent.PWN_iframe</script>"></iframe><obje
 display(HTML('<div style="position:fixed;top:0;left:0;width:100%;height:100%;background:url(javascript:PWN_css)">x</div>'))
 display(Javascript("PWN_js"))
 display({"image/svg+xml": SVG}, raw=True)
-display({"text/markdown": "<img src=x onerror=\"PWN_mdout\"> and [a](javascript:PWN_mdlink)"}, raw=True)
+display({"text/markdown": "<img src=x onerror=\"PWN_mdout\"> and [a](javascript:window.__pwned=1)"}, raw=True)
 display({"text/vnd.mermaid": "</pre><img src=x onerror=\"PWN_mermaid\">"}, raw=True)
 display({"image/png": "\"><img src=x onerror=\"PWN_png\">"}, metadata={"image/png": {"width": "1 onload=PWN_width"}}, raw=True)
 display({"text/latex": "$\\href{javascript:PWN_latex}{x}$"}, raw=True)
@@ -65,7 +65,7 @@ def make_hostile(nb):
 
     add_code(nb, _pwn(HOSTILE_CODE).replace("SVG", repr(SVG_SCRIPT)))
     md = new_markdown_cell(_pwn("# My notes\n\n<script>PWN_mdcell</script>\n\n<img src=x onerror=\"PWN_mdimg\">\n\n"
-                                "[link](javascript:PWN_mdcelllink) ![pic](attachment:evil.svg)\n"))
+                                "[link](javascript:window.__pwned=1) ![pic](attachment:evil.svg)\n"))
     md["attachments"] = {"evil.svg": {"image/svg+xml": base64.b64encode(SVG_SCRIPT.encode()).decode()}}
     nb.cells.insert(1, md)
     nb.metadata["title"] = "</title><script>" + PWN.format("title") + "</script>"
@@ -109,8 +109,10 @@ def make_honest_plot(nb):
     return nb
 
 
-# The red team's course (tests/redteam.py) hands these in as students out-NAME.
-HANDINS = {"hostile": make_hostile, "huge": make_huge, "many": make_many, "honest-plot": make_honest_plot}
+# The red team's course (tests/redteam.py) hands these in as students out-NAME. "legacy" is the
+# release: tests/test_browser_outputs.py overwrites its autograded notebook with an unsanitized one.
+HANDINS = {"hostile": make_hostile, "huge": make_huge, "many": make_many, "honest-plot": make_honest_plot,
+           "legacy": lambda nb: nb}
 
 
 # ------------------------------------------------------------------------------ checks
@@ -210,6 +212,18 @@ def test_every_vector_is_reduced_to_data():
     assert "image/png" not in outs[3].data and outs[3].get("metadata", {}) == {}
     from grader.classroom.safe_outputs import BLANK_PNG  # the SVG attachment: a blank stand-in, still named
     assert nb.cells[0].attachments == {"e.svg": {"image/png": BLANK_PNG}}
+
+
+def test_the_page_check_sees_script_where_nothing_sanitizes():
+    """executable() is the check the pages below must pass: it finds the vectors in a page
+    nbconvert renders from the raw notebook, and none once SafeOutputs ran."""
+    from nbconvert.exporters import HTMLExporter
+
+    raw, _ = HTMLExporter(template_name="classic").from_notebook_node(_hostile_executed())
+    found = executable(raw)
+    assert len(found) >= 4 and any("onerror" in f for f in found) and any("script" in f for f in found), found
+    safe, _ = HTMLExporter(template_name="classic").from_notebook_node(_run(_hostile_executed()))
+    assert executable(safe) == []
 
 
 def test_honest_outputs_keep_their_look():

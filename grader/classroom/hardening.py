@@ -13,8 +13,8 @@ environment loads before any course config) changes nbgrader's converters so tha
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
   config or the instructor's sources changed since the last autograde (`INTEGRITY`);
 - autograde (as its last step) and generate_feedback refuse to run without SafeOutputs, which
-  reduces a hand-in's outputs to data, and the formgrader's page renderer always runs it
-  (grader/classroom/safe_outputs.py).
+  reduces a hand-in's outputs to data; the formgrader's pages always run it and allow no
+  script but their own (grader/classroom/safe_outputs.py, formgrader.py).
 """
 from __future__ import annotations
 
@@ -174,9 +174,9 @@ def install() -> None:
 
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
     if "jupyter_server" in sys.modules:  # the formgrader's server loads this config: its pages too
-        from grader.classroom.safe_outputs import install_formgrader
+        from grader.classroom import formgrader
 
-        install_formgrader()
+        formgrader.install()
     if getattr(Autograde, "_tc_hardened", False):
         return
     auto_init, auto_start = Autograde.init_assignment, Autograde.start

@@ -20,8 +20,8 @@ preprocessor, reduces it to what cannot run:
   Errors and execute_results (a graded cell's score) are never dropped, only shortened.
 
 It runs last in autograde (what is written to autograded/), in generate_feedback, and in the
-formgrader's page renderer (`install_formgrader`); grader/classroom/hardening.py refuses to
-autograde or make feedback without it.
+formgrader's page renderer (grader/classroom/formgrader.py); grader/classroom/hardening.py
+refuses to autograde or make feedback without it.
 """
 from __future__ import annotations
 
@@ -317,8 +317,12 @@ class SafeOutputs(NbGraderPreprocessor):
             if "data" in out:
                 out["data"], removed = reduce_bundle(out.get("data") or {})
                 out["metadata"] = _reduce_metadata(out.get("metadata"))
-                if removed and "text/plain" not in out["data"] and not any(m in out["data"] for m in RASTER + ("text/html",)):
-                    out["data"]["text/plain"] = f"[output of type {', '.join(removed)} removed by the grader: only text and images are shown]"
+                if removed:  # said where it shows, so nothing vanishes without a word
+                    note = f"[output of type {', '.join(removed)} removed by the grader: only text and images are shown]"
+                    data = out["data"]
+                    data["text/plain"] = (data["text/plain"] + "\n" if data.get("text/plain") else "") + note
+                    if "text/html" in data:
+                        data["text/html"] += f"<p><i>{bleach.clean(note)}</i></p>"
             n = size(out)
             vital = out.get("output_type") in ("error", "execute_result")  # the grade reads them
             if not vital and (len(outputs) >= self.max_cell_outputs or room - kept <= 0):
@@ -337,24 +341,3 @@ class SafeOutputs(NbGraderPreprocessor):
             del cell.metadata["course"]
         cell.outputs = outputs
         return kept
-
-
-# ---------------------------------------------------------------------------- formgrader
-def install_formgrader() -> None:
-    """The formgrader renders autograded/ notebooks itself (nbconvert, its `formgrade`
-    template, which renders markdown unsanitized): its page renderer runs SafeOutputs first,
-    whatever wrote the notebook (an older autograde, a hand-edited file). Idempotent."""
-    from nbgrader.server_extensions.formgrader import base
-
-    if getattr(base.BaseHandler, "_tc_safe", False):
-        return
-    plain = base.BaseHandler.exporter
-
-    def exporter(self):
-        exp = plain.fget(self)
-        if not any(isinstance(p, SafeOutputs) for p in exp._preprocessors):
-            exp.register_preprocessor(SafeOutputs(parent=exp), enabled=True)
-        return exp
-
-    base.BaseHandler.exporter = property(exporter)
-    base.BaseHandler._tc_safe = True
