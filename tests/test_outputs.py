@@ -285,7 +285,8 @@ def test_budget_cuts_while_the_notebook_runs():
     content = {"name": "stdout", "text": "z" * 5000}
     assert b.admit(cell, 0, content) and len(content["text"]) == 1000
     assert not b.admit(cell, 0, {"name": "stdout", "text": "more"})
-    assert cell.metadata["course"]["output_cut"] == {"bytes": 4004, "outputs": 1}
+    assert cell.metadata["course"]["output_cut"] == {"bytes": 4000 + 4 + 64, "outputs": 1}
+    assert b.admit(cell, 0, {"ename": "E", "evalue": "v", "traceback": ["t" * 100] * 100})  # an error stays
     b.forget(0)  # clear_output: a redrawn progress line starts again
     assert b.admit(cell, 0, {"name": "stdout", "text": "ok"})
 

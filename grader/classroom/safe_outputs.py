@@ -168,9 +168,12 @@ def _reduce_metadata(meta: dict) -> dict:
     return keep
 
 
+OVERHEAD = 64  # bytes an output costs in the notebook's JSON however empty it is
+
+
 def size(out: dict) -> int:
     """Bytes an output (or an iopub message's content) holds."""
-    n = 0
+    n = OVERHEAD
     for v in (out.get("data") or {}).values():
         n += len(v) if isinstance(v, str) else len(json.dumps(v, default=str))
     text = out.get("text")
@@ -236,12 +239,13 @@ class OutputBudget:
         n = size(content)
         room = min(self.cell_cap - used[0], self.nb_cap - self.nb_used)
         cut = cell.metadata.setdefault("course", {}).setdefault("output_cut", {"bytes": 0, "outputs": 0})
-        if used[1] >= self.max_outputs or room <= 0:
+        vital = "traceback" in content or "execution_count" in content  # an error, a result: shortened, kept
+        if not vital and (used[1] >= self.max_outputs or room <= 0):
             cut["bytes"] += n
             cut["outputs"] += 1
             return False
         if n > room:
-            shorten(content, room)
+            shorten(content, max(room, 2000 if vital else 0))
             cut["bytes"] += n - size(content)
         used[0] += size(content)
         used[1] += 1
