@@ -212,7 +212,8 @@ def test_the_guides_counts_are_true():
 def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none():
     script = (classroom.ROOT / "course.sh").read_text()
     grade = re.search(r"^\s*grade\)(.*?);;", script, re.M | re.S).group(1)
-    assert "cd course" in grade and "default_url=/formgrader" in grade
+    assert 'cd "${TC_COURSE_DIR:-course}"' in grade and "default_url=/formgrader" in grade
+    assert "terminals_enabled=False" in grade  # a student's page must never reach a shell (issue 32)
     lab = re.search(r"^\s*lab\)(.*?);;", script, re.M | re.S).group(1)
     assert "NO_NBGRADER" in lab and '"nbgrader.server_extensions.formgrader": false' in script
     ignored = subprocess.run(["git", "check-ignore", "gradebook.db", "notebooks/gradebook.db", "x/y/gradebook.db"],
