@@ -106,10 +106,24 @@ def test_formgrader_runs_no_script_of_a_hostile_hand_in(formgrader, browser_page
     print("\n".join(page.console_log))  # recorded: what the browser said (CSP refusals, missing CDN)
     assert state == {"pwned": None, "title": ASSIGNMENT}, (state, page.console_log)
     assert not any("__pwned" in m and "pageerror" in m for m in page.console_log)
-    # the page is the formgrader's, working: the graded cells' score boxes are there
+    # the page is the formgrader's, working under its policy: its own scripts filled the scores in
     assert page.locator("input.score").count() >= 1
+    assert page.locator("input.score").first.get_attribute("placeholder") == "0", page.console_log  # auto score
+    assert not [m for m in page.console_log if "Content Security Policy" in m and "/formgrader/static" in m]
     if student == "out-hostile":
         assert "My notes" in page.content()  # the student's markdown still shows, as data
+
+
+@pytest.mark.parametrize("where", ["manage_assignments", "gradebook", f"gradebook/{ASSIGNMENT}/{ASSIGNMENT}",
+                                   "manage_students"])
+def test_the_formgraders_own_pages_work_under_its_policy(formgrader, browser_page, where):
+    page = browser_page
+    _login(page, formgrader)
+    page.goto(f"{formgrader['base']}/formgrader/{where}", wait_until="load")
+    page.wait_for_timeout(1500)
+    refused = [m for m in page.console_log if "Content Security Policy" in m]
+    assert refused == [], refused
+    assert page.locator("td").count() >= 1, page.console_log  # its scripts filled the table in
 
 
 def test_formgrader_shows_an_honest_plot(formgrader, browser_page):
