@@ -357,3 +357,53 @@ def test_honest_plot_table_and_verdicts_still_show(redteam, feedback):
     assert classroom.scores(root, ASSIGNMENT)["out-honest-plot"][0] == 0.0  # the release solved nothing
     # alice, graded in the same course, keeps every point a CPU can award
     assert classroom.cell_scores(root, ASSIGNMENT, "alice") == redteam["before"][ASSIGNMENT]
+
+
+@pytest.mark.slow
+def test_as_an_ordinary_user_outputs_are_data_too(tmp_path_factory):
+    """The hostile and the huge hand-ins beside alice's solution, autograded and made into
+    feedback by real nbgrader run as an ordinary uid (tests/test_machine_safety.py's way)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from redteam import require_sandbox, trim, trimmed_solution, write_submission
+    from test_machine_safety import _other_user
+
+    from grader.classroom import workflow as classroom
+
+    require_sandbox()
+    uid = _other_user()
+    if uid is None:
+        pytest.skip("no other uid can run this Python here (needs root, setpriv, and a Python it can reach)")
+    base = Path(tempfile.mkdtemp(prefix="tc-outputs-user-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        course = classroom.new_course(base / "course")
+        release = classroom.release(course, ASSIGNMENT)
+        rel = sorted(release.glob("*.ipynb"))[0]
+        subs = {"alice": trimmed_solution(ASSIGNMENT)}
+        for name in ("hostile", "huge"):
+            subs[f"out-{name}"] = HANDINS[name](trim(nbformat.read(rel, as_version=4)))
+        for student, nb in subs.items():
+            classroom.submit(course, student, ASSIGNMENT, [write_submission(base / "work", student, ASSIGNMENT, nb)])
+        subprocess.run(["chown", "-R", f"{uid}:{uid}", str(base)], check=True)
+        env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+               "HOME": str(base), "TC_SOURCE_DIR": (course / ".source").read_text()}
+        run = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-m", "nbgrader"]
+        for args in (["autograde", ASSIGNMENT, "--create"], ["generate_feedback", ASSIGNMENT]):
+            r = subprocess.run(run + args, cwd=course, env=env, capture_output=True, text=True, timeout=1800)
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+        for student in ("out-hostile", "out-huge"):
+            nb = nbformat.read(course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+            page = (course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+            assert notebook_executable(nb) == [] and executable(page) == [], student
+            assert len(page) < SafeOutputs().max_notebook_bytes + 2_000_000
+        scores = classroom.scores(course, ASSIGNMENT)
+        assert scores["out-hostile"][0] == scores["out-huge"][0] == 0.0
+        assert scores["alice"][0] == classroom.cpu_max_score(sorted((classroom.SOLUTIONS / ASSIGNMENT).glob("*.ipynb"))[0])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
