@@ -301,6 +301,28 @@ def test_the_guard_refuses_pipelines_without_the_sanitizer():
     assert hardening._safe_outputs_problem([TrustedGrade, SaveAutoGrades, SafeOutputs], "autograde", last=True) is None
 
 
+@pytest.mark.parametrize("command, setting", [
+    ("autograde", "c.Autograde.autograde_preprocessors = [p for p in c.Autograde.autograde_preprocessors "
+                  "if p is not SafeOutputs]"),
+    ("autograde", "c.Autograde.autograde_preprocessors = [SafeOutputs] + [p for p in "
+                  "c.Autograde.autograde_preprocessors if p is not SafeOutputs]"),
+    ("generate_feedback", "c.GenerateFeedback.preprocessors = [p for p in c.GenerateFeedback.preprocessors "
+                          "if p is not SafeOutputs]"),
+])
+def test_nbgrader_refuses_to_write_unsanitized_outputs(tmp_path, command, setting):
+    """A course config that leaves the sanitizer out (or runs it before the trusted grader writes
+    its verdicts): real nbgrader stops before touching a hand-in, saying why and what to do."""
+    from grader.classroom import workflow as classroom
+
+    course = classroom.new_course(tmp_path / "course")
+    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text() + "\n" + setting + "\n")
+    r = classroom.nbgrader(course, command, ASSIGNMENT, check=False)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and f"{command} refused" in out and "SafeOutputs" in out, out[-3000:]
+    assert "git checkout course/nbgrader_config.py" in out
+    assert not (course / "autograded").exists() and not (course / "feedback").exists()
+
+
 # ------------------------------------------------------------ through real nbgrader
 def _autograded(root, student):
     return nbformat.read(root / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
