@@ -278,15 +278,19 @@ def test_size_is_capped_with_a_note():
 
 
 def test_html_that_would_cost_the_parser_minutes_is_shown_as_text():
-    """1 MB of elements opened and never closed (quadratic work for an HTML parser: bleach took
-    78 s on it here) is escaped as text at once; 1.4 MB of honest table is cleaned as HTML."""
+    """1 MB of elements nested deep (quadratic work for an HTML parser: bleach took 78 s on the
+    first here, nh3 64 s and 140 s on the next two) is escaped as text at once; 1.4 MB of honest
+    table is cleaned as HTML."""
     import time
 
     t0 = time.monotonic()
     nested = clean_html("<div style='color:red'><b>x</b><img src=x onerror=y>" * 20000)
+    closed_late = clean_html("<div>" * 100_000 + "x" + "</div>" * 100_000)  # nh3 alone: 64 s
+    misnested = clean_html("<b>x</i>" * 125_000)  # nh3 alone: 140 s
     table = clean_html("<table>" + "<tr><td>1</td><td style='color:red'>2</td></tr>" * 30000 + "</table>")
     assert time.monotonic() - t0 < 20
-    assert nested.startswith("<pre>&lt;div") and "<img" not in nested
+    for text in (nested, closed_late, misnested):
+        assert text.startswith("<pre>&lt;") and "<img" not in text and "<div" not in text
     assert table.count("<td") == 60000 and 'style="color:red"' in table
 
 
