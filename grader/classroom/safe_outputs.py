@@ -324,6 +324,17 @@ class SafeOutputs(NbGraderPreprocessor):
             nb_left -= self._cell(cell, nb_left)
         return nb, resources
 
+    @staticmethod
+    def _reduce(out) -> None:
+        out["data"], removed = reduce_bundle(out.get("data") or {})
+        out["metadata"] = _reduce_metadata(out.get("metadata"))
+        if removed:  # said where it shows, so nothing vanishes without a word
+            note = f"[output of type {', '.join(removed)} removed by the grader: only text and images are shown]"
+            data = out["data"]
+            data["text/plain"] = (data["text/plain"] + "\n" if data.get("text/plain") else "") + note
+            if "text/html" in data:
+                data["text/html"] += f"<p><i>{html.escape(note)}</i></p>"
+
     def _cell(self, cell, nb_left: int) -> int:
         """Make one cell safe; returns the bytes of output it keeps."""
         nbg = cell.get("metadata", {}).get("nbgrader")
@@ -356,16 +367,7 @@ class SafeOutputs(NbGraderPreprocessor):
         room = min(self.max_cell_bytes, nb_left)
         kept, outputs = 0, []
         for out in cell.get("outputs", []):
-            removed = []
-            if "data" in out:
-                out["data"], removed = reduce_bundle(out.get("data") or {})
-                out["metadata"] = _reduce_metadata(out.get("metadata"))
-                if removed:  # said where it shows, so nothing vanishes without a word
-                    note = f"[output of type {', '.join(removed)} removed by the grader: only text and images are shown]"
-                    data = out["data"]
-                    data["text/plain"] = (data["text/plain"] + "\n" if data.get("text/plain") else "") + note
-                    if "text/html" in data:
-                        data["text/html"] += f"<p><i>{html.escape(note)}</i></p>"
+            # cut to size first (so the sanitizer never reads more than the caps), then sanitize
             n = size(out)
             vital = out.get("output_type") in ("error", "execute_result")  # the grade reads them
             if not vital and (len(outputs) >= self.max_cell_outputs or room - kept <= 0):
@@ -375,6 +377,8 @@ class SafeOutputs(NbGraderPreprocessor):
             if n > room - kept:
                 shorten(out, max(room - kept, 2000 if vital else 0))
                 cut_bytes += n - size(out)
+            if "data" in out:
+                self._reduce(out)
             kept += size(out)
             outputs.append(out)
         if cut_bytes or cut_outputs:
