@@ -1,7 +1,6 @@
 """A real headless browser for tests (Debian's chromium driven by the `playwright` package; never
 `playwright install`). `browser_page` yields a playwright sync Page, or skips saying what is
-missing. Import it into a test module: `from browser import browser_page  # noqa: F401`.
-Its console messages and page errors are kept on `page.console_log`."""
+missing. Import it into a test module: `from browser import browser_page  # noqa: F401`."""
 from __future__ import annotations
 
 import os
@@ -25,9 +24,6 @@ def browser_page():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page()
-        page.console_log = []
-        page.on("console", lambda m: page.console_log.append(f"console.{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: page.console_log.append(f"pageerror: {e}"))
         try:
             yield page
         finally:

@@ -95,7 +95,16 @@ def _open(page, url: str):
 
 
 def _login(page, fg):
+    _record(page)
     page.goto(f"{fg['base']}/formgrader?token={fg['token']}", wait_until="load")
+
+
+def _record(page):
+    """Keep what the browser says (console messages, page errors) on page.console_log."""
+    if not hasattr(page, "console_log"):
+        page.console_log = []
+        page.on("console", lambda m: page.console_log.append(f"console.{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: page.console_log.append(f"pageerror: {e}"))
 
 
 @pytest.mark.parametrize("student", ["out-hostile", "out-legacy"])
@@ -138,6 +147,7 @@ def test_formgrader_shows_an_honest_plot(formgrader, browser_page):
 
 def test_feedback_page_runs_no_script(redteam, feedback, browser_page):
     page = browser_page
+    _record(page)
     path = redteam["root"] / "feedback" / "out-hostile" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     state = _open(page, path.as_uri())
     print("\n".join(page.console_log))
