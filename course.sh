@@ -48,16 +48,11 @@ if [ ! -f "$guard" ]; then
   printf '%s\n' "# written by course.sh: the course's safeguards, whatever course config follows" \
     "from grader.classroom import hardening" "hardening.install()" > "$guard"
 fi
-# A student's lab has no use for nbgrader's instructor pages; the formgrader would create an
-# empty gradebook.db wherever the server runs. `grade` opens it on the course (course/).
-NO_NBGRADER='{"nbgrader.server_extensions.formgrader": false, "nbgrader.server_extensions.assignment_list": false, "nbgrader.server_extensions.course_list": false}'
+# JupyterLab starts through grader/classroom/lab.py: `lab` on notebooks/ without nbgrader's
+# instructor pages (a formgrader there would create a stray gradebook.db), `grade` on course/ with
+# the formgrader; either says in one line why it cannot start.
 case "$cmd" in
-  lab)   exec "$venv/bin/jupyter" lab --notebook-dir=notebooks --ServerApp.jpserver_extensions="$NO_NBGRADER" "$@" ;;
-  grade) bin=$(cd "$venv/bin" && pwd)  # no terminals, language servers or student-side pages (course/README.md)
-         cd "${TC_COURSE_DIR:-course}" && PATH="$bin:$PATH" exec "$bin/jupyter" lab --ServerApp.root_dir=. \
-           --ServerApp.default_url=/formgrader --ServerApp.terminals_enabled=False \
-           --ServerApp.jpserver_extensions jupyter_server_terminals=False --ServerApp.jpserver_extensions jupyter_lsp=False \
-           --ServerApp.jpserver_extensions nbgrader.server_extensions.assignment_list=False "$@" ;;
+  lab|grade) exec "$venv/bin/python" -m grader.classroom.lab "$cmd" "$@" ;;
   test)  exec "$venv/bin/python" -m pytest "$@" ;;
   *)     echo "usage: ./course.sh lab | grade | test [pytest arguments] | stack" >&2; exit 2 ;;
 esac

@@ -32,6 +32,7 @@ from nbgrader.preprocessors import (
     SaveCells,
 )
 
+from grader.classroom import exchange
 from grader.classroom import hardening
 from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
@@ -109,6 +110,16 @@ c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHi
 # A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
 # student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
 regrade.install()
+
+# With an exchange: `nbgrader collect` takes each student's NEWEST hand-in, replacing an earlier
+# one it collected (nbgrader's default keeps the first and skips a resubmission unless given
+# --update; an instructor would then grade a stale hand-in without a word). `autograde` regrades
+# what collect replaced, and generate_feedback makes its page again (course/README.md, "With a
+# JupyterHub exchange"). `nbgrader collect --before-duedate A` still picks the last on time.
+c.ExchangeCollect.update = True
+# ... and `autograde` names any hand-in still waiting in the exchange (newer than the collected one,
+# or never collected) before it grades (grader/classroom/exchange.py).
+exchange.install()
 
 # Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing).
 c.AssignLatePenalties.plugin_class = DailyPenalty

@@ -42,7 +42,8 @@ def redteam(tmp_path_factory):
 # - The modules whose fixtures grade whole courses through nbgrader go first, costliest first
 #   (seconds on the 2-core CI machine), so that the many short modules fill in around them.
 HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_term", "test_machine_safety",
-         "test_cohort", "test_instructor_guide", "test_colab_setup"]
+         "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide", "test_handout",
+         "test_colab_setup"]
 # - Modules that share one session fixture are one unit: the red team's course (tests/redteam.py).
 SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_outputs": "redteam",
           "test_browser_outputs": "redteam"}

@@ -8,11 +8,8 @@ allows no inline script but its own."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser import browser_page  # noqa: F401 (the fixture)
+from browser import browser_page, free_port, jupyter_env, stop, wait_http  # noqa: F401 (browser_page: the fixture)
 from redteam import require_sandbox
 from test_outputs import ASSIGNMENT, _hostile_executed, feedback  # noqa: F401 (the fixture)
 
@@ -31,15 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE = "() => ({pwned: window.__pwned === undefined ? null : String(window.__pwned), title: document.title})"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def formgrader(redteam, tmp_path_factory):
-    """`./course.sh grade` on the red team's course, on a free port with a token."""
+    """`./course.sh grade` on the red team's course (TC_COURSE_DIR), on a free port with a token."""
     root = redteam["root"]
     # a hostile notebook as an autograde without the course's sanitizer would have left it
     legacy = root / "autograded" / "out-legacy" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -49,39 +40,23 @@ def formgrader(redteam, tmp_path_factory):
     nb.cells = hostile.cells + nb.cells
     nb.metadata.update(hostile.metadata)
     nbformat.write(nb, legacy)
-    port, token = _free_port(), secrets.token_hex(16)
-    log = tmp_path_factory.mktemp("formgrader") / "server.log"
-    env = dict(os.environ, TC_COURSE_DIR=str(root))
-    with open(log, "w") as out:
-        proc = subprocess.Popen([str(ROOT / "course.sh"), "grade", "--no-browser", f"--port={port}",
-                                 "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
-                                 f"--IdentityProvider.token={token}"] + (["--allow-root"] if os.geteuid() == 0 else []),
-                                cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(jupyter_env(tmp_path_factory.mktemp("formgrader")), TC_COURSE_DIR=str(root))
+    proc = subprocess.Popen([str(ROOT / "course.sh"), "grade", "--no-browser", f"--port={port}",
+                             "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
+                             f"--IdentityProvider.token={token}"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert proc.poll() is None, log.read_text()[-3000:]
-                time.sleep(0.5)
-        else:
-            raise AssertionError("the formgrader did not start:\n" + log.read_text()[-3000:])
+        wait_http(f"{base}/api/status?token={token}", proc)
         from nbgrader.api import Gradebook
 
         with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
             ids = {s: gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, s).id
                    for s in ("out-hostile", "out-honest-plot", "out-legacy")}
-        yield dict(base=base, token=token, ids=ids, root=root, log=log)
+        yield dict(base=base, token=token, ids=ids, root=root)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def _open(page, url: str):

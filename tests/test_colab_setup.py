@@ -23,21 +23,36 @@ def first_cell(notebook: str = "notebooks/00-setup/00-setup.ipynb") -> str:
     return nbformat.read(ROOT / notebook, as_version=4).cells[0].source
 
 
-@pytest.fixture(scope="module")
-def course_git(tmp_path_factory) -> Path:
-    """This working tree as a git repository to clone (what GitHub would serve)."""
-    src = tmp_path_factory.mktemp("course-src")
+def git_commit_all(src: Path) -> Path:
+    """`src` as a git repository on branch main with everything in it committed."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "course"]):
+        subprocess.run(cmd, cwd=src, check=True, env=env, capture_output=True)
+    return src
+
+
+def fork_of_this_tree(src: Path) -> Path:
+    """This working tree (what git tracks or would) as a git repository: an instructor's fork,
+    solutions/ and all."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split("\0")
     for f in filter(None, files):
         if (ROOT / f).is_file():
             (src / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, src / f)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "course"]):
-        subprocess.run(cmd, cwd=src, check=True, env=env, capture_output=True)
-    return src
+    return git_commit_all(src)
+
+
+@pytest.fixture(scope="module")
+def course_git(tmp_path_factory) -> Path:
+    """The handout of this working tree as a git repository to clone (what GitHub would serve
+    from the handout repository): what the Colab cell clones."""
+    from grader.classroom import handout
+
+    out = tmp_path_factory.mktemp("course-src") / "handout"
+    handout.build(out)
+    return git_commit_all(out)
 
 
 def stub_colab(where: Path) -> Path:
@@ -103,6 +118,29 @@ def test_readme_opens_every_notebook_in_colab():
     assert readme_links(readme) == readme, "stale Colab links: python -m grader.classroom.colab readme"
 
 
+def test_the_cell_keeps_no_clone_of_a_repository_with_the_answer_key(tmp_path):
+    """Pointed at an instructor's fork (solutions/, no HANDOUT marker), the cell stops, saying
+    so, and leaves no clone behind; it never reaches the setup."""
+    fork = fork_of_this_tree(tmp_path / "fork")
+    stub_colab(tmp_path / "stub")
+    home = tmp_path / "content" / "tensorcore-course"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TC_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(TC_COURSE_HOME=str(home), TC_COURSE_GIT=str(fork), HOME=str(tmp_path))
+    code = f"import sys; sys.path.insert(0, {str(tmp_path / 'stub')!r}); import google.colab\n" + first_cell()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=300)
+    assert r.returncode != 0 and "is not the course's student handout" in r.stderr, r.stderr[-2000:]
+    assert not home.exists()
+    assert "course setup:" not in r.stdout
+
+
+def test_the_cell_clones_the_handout_repository():
+    from grader.classroom.colab import HANDOUT_REPOSITORY, REPOSITORY
+
+    cell = first_cell()
+    assert HANDOUT_REPOSITORY in cell and REPOSITORY not in cell.replace(HANDOUT_REPOSITORY, "")
+
+
 def test_outside_colab_the_cell_does_nothing(tmp_path):
     r = subprocess.run([sys.executable, "-c", first_cell()], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout == "" and not (tmp_path / "content").exists()
@@ -127,7 +165,7 @@ def test_colab_setup_in_a_fresh_venv(tmp_path, course_git, gpu):
         from grader.runtime.compile import nvrtc_compile
         print(stack.installed(), nvrtc.available()[0].version, grader.__file__)
         for arch in ((70, 75, 80) if stack.in_use().name == "cuda12" else (75, 80, 90)):
-            out = nvrtc_compile(kernels.source("wmma_gemm_naive"), arch=arch)
+            out = nvrtc_compile(kernels.source("wmma_one_tile"), arch=arch)  # a lesson kernel of the handout
             assert out.uses_tensor_cores and out.nvrtc == nvrtc.available()[0].version, arch
         print("compiled")
         """, tmp_path)

@@ -209,13 +209,20 @@ def test_the_guides_counts_are_true():
         assert re.search(rf"\| {t} s\b", record), t
 
 
-def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none():
+def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none(tmp_path):
+    from grader.classroom import lab
+
     script = (classroom.ROOT / "course.sh").read_text()
-    grade = re.search(r"^\s*grade\)(.*?);;", script, re.M | re.S).group(1)
-    assert 'cd "${TC_COURSE_DIR:-course}"' in grade and "default_url=/formgrader" in grade
-    assert "terminals_enabled=False" in grade  # a student's page must never reach a shell (issue 32)
-    lab = re.search(r"^\s*lab\)(.*?);;", script, re.M | re.S).group(1)
-    assert "NO_NBGRADER" in lab and '"nbgrader.server_extensions.formgrader": false' in script
+    assert re.search(r"^\s*lab\|grade\).*-m grader\.classroom\.lab", script, re.M), "course.sh: lab/grade not through lab.py"
+    grade = lab.grade_args(tmp_path)
+    assert f"--ServerApp.root_dir={tmp_path / 'course'}" in grade and "--ServerApp.default_url=/formgrader" in grade
+    folder = lab.lab_config_dir(tmp_path)
+    server = json.loads((folder / "jupyter_server_config.json").read_text())["ServerApp"]["jpserver_extensions"]
+    assert server["nbgrader.server_extensions.formgrader"] is False
+    page = json.loads((folder / "labconfig" / "page_config.json").read_text())
+    assert page["disabledExtensions"] == {"@jupyter/nbgrader": True}
+    grading = json.loads((lab.grade_config_dir(tmp_path) / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert grading["terminals_enabled"] is False and grading["jpserver_extensions"]["jupyter_server_terminals"] is False
     ignored = subprocess.run(["git", "check-ignore", "gradebook.db", "notebooks/gradebook.db", "x/y/gradebook.db"],
                              cwd=classroom.ROOT, capture_output=True, text=True)
     assert len(ignored.stdout.split()) == 3, "a gradebook.db outside course/ is not git-ignored"
@@ -229,9 +236,9 @@ def test_formgrader_opens_on_the_course_with_every_assignment(tmp_path):
     import time
     import urllib.request
 
-    script = (classroom.ROOT / "course.sh").read_text()
-    grade = re.search(r"^\s*grade\)(.*?);;", script, re.M | re.S).group(1)
-    args = re.findall(r"--ServerApp\.\w+=\S+", grade)
+    from grader.classroom import lab
+
+    args = lab.grade_args(tmp_path)
     course = classroom.new_course(tmp_path / "course")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -209,6 +209,8 @@ def _handin_with_links(course: Path, student: str, release_nb: Path, secrets: di
         nbformat.write(trim(nbformat.read(release_nb, as_version=4)), d / f"{A}.ipynb")
         os.mkfifo(d / "pipe")  # a FIFO nbgrader would block on when copying
         os.link(secrets["other-course"], d / "hard.txt")  # a hard link to a file elsewhere
+        # ... under a name the feedback keeps for the exchange (hardening.EXCHANGE_FILES)
+        os.link(secrets["other-course"], d / "submission_secret.txt")
         (d / "setuid.sh").write_text("#!/bin/sh\nid\n")
         os.chmod(d / "setuid.sh", 0o4777)
 
@@ -346,7 +348,11 @@ def test_nothing_left_behind_is_a_link_or_big(term):
     size = sum(p.stat().st_size for p in (course / "autograded").rglob("*") if p.is_file())
     assert size < 20 << 20, f"autograded/ holds {size >> 20} MB"
     fb = course / "feedback" / "cheat-links-at-run-time" / A
-    assert sorted(p.suffix for p in fb.iterdir()) == [".html"], list(fb.iterdir())
+    # the page, and nothing else of the folder but the exchange's own line of text, as a plain file
+    from grader.classroom.hardening import EXCHANGE_FILES
+
+    assert [p.suffix for p in fb.iterdir()].count(".html") == 1, list(fb.iterdir())
+    assert all(p.suffix == ".html" or p.name in EXCHANGE_FILES for p in fb.iterdir()), list(fb.iterdir())
 
 
 def test_limits_are_named_in_feedback(term):

@@ -145,3 +145,28 @@ def test_exercise_above_the_gpus_arch_is_skipped_not_crashed(monkeypatch):
     monkeypatch.setattr(C, "nvrtc_compile", lambda *a, **k: pytest.fail("compiled although it cannot run"))
     v = check("dmma-gemm", source("dmma_gemm_naive"))
     assert v.score == 0 and v.items[0].status == "skip" and "needs sm_80" in v.items[0].message
+
+
+@pytest.mark.parametrize("tc_arch", ["70", "75", ""])
+def test_what_a_solution_can_earn_here_follows_the_arch(fake_h100, monkeypatch, tc_arch):
+    """The autograde dry run expects of each solution what this GPU can award: as a V100 or a T4
+    every exercise but the sm_80 ones (fp64, large shared memory, mma.sync m16n8k16) in full,
+    fp16 WMMA included; as itself, everything."""
+    import nbformat
+
+    from grader.checking import exercises
+    from grader.classroom import workflow
+
+    monkeypatch.setenv("TC_ARCH", tc_arch)
+    device.device_info.cache_clear()
+    assert {e.id for e in exercises.EXERCISES.values() if device.needs(e.min_arch)} == (
+        {"fragment-probe", "wmma-gemm-fast", "dmma-gemm", "conv2d-wmma", "mma-gemm"} if tc_arch else set())
+    for a in ("04-wmma-basics", "06-fast-wmma-gemm"):
+        nb = workflow.SOLUTIONS / a / f"{a}.ipynb"
+        full = sum(float(c.metadata["nbgrader"]["points"]) for c in nbformat.read(nb, as_version=4).cells
+                   if c.metadata.get("nbgrader", {}).get("grade"))
+        here = workflow.max_score_here(nb, gpu=True)
+        if a == "04-wmma-basics" or not tc_arch:
+            assert here == full
+        else:  # 06's fast kernel needs sm_80: its points are left out
+            assert here == full - exercises.get("wmma-gemm-fast").points

@@ -167,27 +167,54 @@ def _rows(term, name="grades.csv"):
         return list(csv.DictReader(f))
 
 
-# What each hand-in must be exported as: (raw_score, penalty, score, max_score, status)
-M1 = 4.0 if GPU else 3.0  # CPU-only: the transpose speed point counts for nothing
-EXPECTED = {
-    (A1, "ada"): (M1, 0.0, M1, M1, "graded"),
-    (A1, "ben"): (2.0, 0.0, 2.0, M1, "graded"),  # index functions right, transpose still empty
-    (A1, "cy"): (0.0, 0.0, 0.0, M1, "graded"),
-    (A1, "dee"): (M1, 0.0, M1, M1, "graded"),  # the looping cell stopped; the answers were right
-    (A1, "eve"): (M1, round(0.2 * M1, 4), round(0.8 * M1, 4), M1, "late"),  # 30 h late: 2 days, 10% each
-    (A1, "frank"): (0.0, 0.0, 0.0, M1, "not submitted"),
-    (A2, "ada"): (4.0, 0.0, 4.0, 4.0, "graded"),
-    (A2, "ben"): (2.0, 0.6, 1.4, 4.0, "late"),  # 57 h late: 3 days
-    (A2, "cy"): (0.0, 0.0, 0.0, 4.0, "graded"),
-    (A2, "dee"): (0.0, 0.0, 0.0, 4.0, "not submitted"),
-    (A2, "eve"): (4.0, 0.0, 4.0, 4.0, "graded"),
+# What each hand-in is exported as on the CPU, where speed earns nothing: (raw_score, days late,
+# status, whether its kernels are the solution's, which earn every speed point on a GPU). On a GPU
+# the same term must export the same scores plus the speed points (SPEED), and nothing else.
+CPU_TERM = {
+    (A1, "ada"): (3.0, 0, "graded", True),
+    (A1, "ben"): (2.0, 0, "graded", False),  # index functions right, transpose still empty
+    (A1, "cy"): (0.0, 0, "graded", False),
+    (A1, "dee"): (3.0, 0, "graded", True),  # the looping cell stopped; the answers were right
+    (A1, "eve"): (3.0, 2, "late", True),  # 30 h late: 2 days, 10% each
+    (A1, "frank"): (0.0, 0, "not submitted", False),
+    (A2, "ada"): (4.0, 0, "graded", True),
+    (A2, "ben"): (2.0, 3, "late", False),  # 57 h late: 3 days
+    (A2, "cy"): (0.0, 0, "graded", False),
+    (A2, "dee"): (0.0, 0, "not submitted", False),
+    (A2, "eve"): (4.0, 0, "graded", True),
 }
+
+
+def speed_points(assignment: str) -> float:
+    """The points only a GPU can award in `assignment`: its exercises' speed points (0 on the CPU)."""
+    if not GPU:
+        return 0.0
+    gpu_max = sum(float(c.metadata["nbgrader"]["points"]) for c in nbformat.read(
+        classroom.SOLUTIONS / assignment / f"{assignment}.ipynb", as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade"))
+    return gpu_max - classroom.cpu_max_score(classroom.SOLUTIONS / assignment / f"{assignment}.ipynb")
+
+
+def expected(key) -> tuple:
+    """(raw_score, penalty, score, max_score, status): the CPU term's, plus the speed points on a GPU."""
+    raw, days, status, fast = CPU_TERM[key]
+    speed = speed_points(key[0])
+    raw += speed if fast else 0.0
+    pen = round(0.1 * days * raw, 4)
+    return raw, pen, round(raw - pen, 4), classroom.cpu_max_score(
+        classroom.SOLUTIONS / key[0] / f"{key[0]}.ipynb") + speed, status
+
+
+def test_speed_points_are_the_only_difference_on_a_gpu():
+    """01's transpose earns a speed point on a GPU, 02 (no kernel) none; on the CPU neither."""
+    assert (speed_points(A1), speed_points(A2)) == ((1.0, 0.0) if GPU else (0.0, 0.0))
 
 
 def test_every_exported_score_and_penalty(term):
     rows = _rows(term)
     got = {(r["assignment"], r["student_id"]): r for r in rows}
-    for key, (raw, pen, score, mx, status) in EXPECTED.items():
+    for key in CPU_TERM:
+        raw, pen, score, mx, status = expected(key)
         r = got[key]
         assert (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]),
                 float(r["max_score"]), r["status"]) == pytest.approx((raw, pen, score, mx, status)), (key, r)

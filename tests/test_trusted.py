@@ -104,6 +104,36 @@ def test_answers_child_that_hangs_is_stopped(monkeypatch):
         a.close()
 
 
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["plain", "sandboxed"])
+def test_answers_find_the_packages_the_grader_finds(tmp_path, monkeypatch, sandboxed):
+    """A package only PYTHONPATH names (a GPU machine's wheels in /tmp/site): the course's import of
+    it works where the answers run (`python -I` ignores PYTHONPATH). Before, 02-precision's
+    `import ipywidgets` failed there and every honest student scored 0 of 4 (H100, 2026-11-27)."""
+    if sandboxed:
+        sandbox.require()
+    monkeypatch.setenv("TC_SANDBOX", "1" if sandboxed else "0")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "tc_course_dep.py").write_text("VALUE = 41\n")
+    monkeypatch.syspath_prepend(str(site))
+    a = Answers(["import tc_course_dep"], ["def f():\n    return tc_course_dep.VALUE + 1\n"])
+    try:
+        assert a.call("f") == 42
+    finally:
+        a.release()
+
+
+def test_a_course_import_that_fails_is_not_the_students_fault():
+    from grader.checking.answers import AnswerError
+
+    a = Answers(["import tc_no_such_module_here"], ["def f():\n    return 1\n"])
+    try:
+        with pytest.raises(AnswerError, match="the course's imports failed .* not your code"):
+            a.call("f")
+    finally:
+        a.release()
+
+
 # ---------------------------------------------------------------- one notebook, trusted
 RELEASE = [
     dict(kind="locked", grade_id="setup", points=0, source="import math\nCASES = {'a': 2 ** 3}"),

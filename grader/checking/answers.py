@@ -30,7 +30,7 @@ import shutil
 from pathlib import Path
 
 from grader.checking.answer_child import plain  # one definition, the child's (it imports nothing of ours)
-from grader.runtime import sandbox
+from grader.runtime import proctree, sandbox
 
 PACKAGE = Path(__file__).resolve().parents[1]  # grader/
 CHILD = Path(__file__).with_name("answer_child.py")
@@ -155,7 +155,9 @@ class Answers:
         if self.box is not None:
             self.box.watch(self.close)
         self.reader = r
-        self._send({"preamble": self.preamble, "cells": self.cells})
+        # the package folders this process uses (never the course's repository): the course's
+        # imports find what they find here, also where only PYTHONPATH named a folder (`-I` ignores it)
+        self._send({"preamble": self.preamble, "cells": self.cells, "path": sandbox.python_dirs()})
         first = self._read(START_TIMEOUT, "running your answer cells")
         if "error" in first:
             self.dead = first["error"]
@@ -236,14 +238,7 @@ class Answers:
 
     def close(self):
         if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
+            proctree.stop(self.proc, wait=5)  # the whole tree, reaped
 
     def release(self):
         """Stop the child and remove its folders."""

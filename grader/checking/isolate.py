@@ -21,7 +21,7 @@ import traceback
 
 import numpy as np
 
-from grader.runtime import errors, sandbox
+from grader.runtime import errors, proctree, sandbox
 
 BAND = 256  # elements of canary on each side of every GPU buffer
 CANARY_BITS = {np.dtype(np.float16): (np.uint16, 0x7E3C), np.dtype(np.float32): (np.uint32, 0x7FC0BEEF),
@@ -272,9 +272,20 @@ def _child_steps(conn, job):
     conn.close()
 
 
-def _child_main(job_fd: int, result_fd: int):
+def _child_main(job_fd: int, result_fd: int, parent: int = 0):
     from multiprocessing.connection import Connection
 
+    # Dies with the process that waits for it (PR_SET_PDEATHSIG): a grader killed mid-check leaves
+    # no kernel of its student running on the GPU.
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if parent and os.getppid() != parent:
+        os._exit(1)
     job = Connection(job_fd, writable=False).recv()
     _child(Connection(result_fd, readable=False), job)
 
@@ -310,6 +321,9 @@ PHASES: dict[str, float] = {}
 # Seconds a kernel process may wait for its GPU's lock (a cohort's other job on the GPU: its timed
 # run, or its notebook's execution) before the check stops; the job's own limit comes first.
 LOCK_WAIT_LIMIT = 1800.0
+# Seconds a stopped kernel's process may take to end (the driver tears its CUDA context down, the
+# kernel's SMs freed) before the verdict says it did not.
+STOP_WAIT = 60.0
 
 
 def _add(name: str, seconds: float) -> None:
@@ -332,9 +346,9 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     printed = tempfile.TemporaryFile()
     # `python -I` with this process's package folders named: the child finds the course's
     # package even where only PYTHONPATH named it (the trusted grader runs without it)
-    proc = subprocess.Popen(sandbox.python_command("grader.checking.isolate") + [str(job_r), str(res_w)],
+    proc = subprocess.Popen(sandbox.python_command("grader.checking.isolate") + [str(job_r), str(res_w), str(os.getpid())],
                             pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, stdout=printed,
-                            stderr=subprocess.STDOUT)
+                            stderr=subprocess.STDOUT, start_new_session=True)
     os.close(job_r)
     os.close(res_w)
     sender, parent = Connection(job_w, readable=False), Connection(res_r, writable=False)
@@ -353,6 +367,7 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 limit = limit if t_wait is None else LOCK_WAIT_LIMIT
                 result["error"] = errors.KernelTimeout(f"no answer after {limit:.0f} s while {what}: stopped",
                                                        seconds=limit)
+                result["stopped"] = f"no answer after {limit:.0f} s"
                 break
             try:
                 msg = _recv(parent)
@@ -361,7 +376,10 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                                                               f"that is not a result: {e}")
                 break
             except EOFError:  # the child is gone without saying why
-                code = proc.wait(5)
+                try:
+                    code = proc.wait(5)
+                except subprocess.TimeoutExpired:  # its pipe closed, itself still there: stopped below
+                    code, result["stopped"] = None, "closed its pipe"
                 result["error"] = errors.KernelFault(
                     "crash", f"the process running your kernel died (exit code {code}) while "
                              f"{_describe(step, job)}",
@@ -412,11 +430,23 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
     except BrokenPipeError:  # the child died before reading its job
         result["error"] = errors.KernelFault("crash", "the process that runs kernels could not start")
     finally:
+        t_stop = time.monotonic()
         _add("kernel process: other" if result["compiled"] else "kernel process start + compile",
-             time.monotonic() - t_step)
+             t_stop - t_step)
+        # Its work is done or given up: the process and everything it started are ended (SIGKILL, as
+        # before: waiting for its own exit, CuPy's clean-up included, slowed a term's grading) and
+        # reaped here, so the GPU is free when the verdict is given.
         if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
+            freed = proctree.stop(proc, wait=STOP_WAIT)
+            _add("stopping the kernel's process", time.monotonic() - t_stop)
+            result["freed_s"] = freed
+            if "stopped" in result and result["error"] is not None:
+                gpu = job.get("backend") == "gpu"
+                result["error"].message += (
+                    f"; its process and everything it started were ended {freed:.1f} s later"
+                    + (", the GPU free again" if gpu else "") if freed is not None else
+                    f"; its process had still not ended {STOP_WAIT:.0f} s after it was stopped"
+                    + (" (the GPU may still be busy: tell your instructor)" if gpu else ""))
         parent.close()
         printed.seek(0)
         result["stdout"] = printed.read()[-20000:].decode(errors="replace")
@@ -433,4 +463,4 @@ def _describe(step, job) -> str:
 
 
 if __name__ == "__main__":
-    _child_main(int(sys.argv[1]), int(sys.argv[2]))
+    _child_main(*(int(a) for a in sys.argv[1:4]))

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.runtime import gpulock
+from grader.runtime import gpulock, proctree
 
 
 def tar_folder(folder: Path) -> bytes:
@@ -186,6 +186,8 @@ class ForkServer:
             got = self._read(timeout=deadline - time.monotonic())
             return None if got is None else got["rc"]
         finally:  # the fork's whole process group: kernels and graders it left behind
+            if got is None:  # past its limit: the whole tree (sandboxes in sessions of their own too), reaped
+                proctree.stop(pid)
             for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
                 try:
                     kill()
@@ -220,6 +222,7 @@ def _fresh_process(argv: list[str], *, cwd: Path, env: dict, log: Path, timeout:
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            proctree.stop(proc)  # the whole tree (sandboxes in sessions of their own too), reaped
             return None
         finally:  # the job's whole process group: kernels and graders it left behind
             try:

@@ -1,12 +1,19 @@
 """Google Colab: one step from a student notebook opened from GitHub to a working course.
 
-    python -m grader.classroom.colab readme    rewrite README.md's "Open in Colab" links (REPOSITORY,
+    python -m grader.classroom.colab readme    rewrite README.md's "Open in Colab" links (HANDOUT_REPOSITORY,
                                                set in pyproject.toml [tool.tensorcore-course])
 
 Every student notebook starts with CELL (grader/classroom/notebooks.py puts it there, one home):
-outside Colab it does nothing; in Colab it clones the course (once) and calls `setup`, which
-installs the grader and the CUDA stack this runtime's driver needs into the running kernel,
-turns on Colab's widget manager, and says what it did. Run again, it only checks (idempotent).
+outside Colab it does nothing; in Colab it clones the course's HANDOUT repository (once) and
+calls `setup`, which installs the grader and the CUDA stack this runtime's driver needs into the
+running kernel, turns on Colab's widget manager, and says what it did. Run again, it only checks
+(idempotent).
+
+Never the course's own repository: an instructor's fork holds solutions/ and the hidden tests.
+The cell clones `handout-repository` (a repository holding what `python -m
+grader.classroom.handout` wrote, marked by its HANDOUT file), and removes a clone that has no
+HANDOUT marker or has a solutions/ folder, saying so. Releasing refuses while the setting names
+the course's own repository or a copy that is not a marked handout (`release_problem`).
 
 Colab's free GPU is a T4 (sm_75) whose driver runs CUDA 12.x (FACTS.md), so a GPU runtime
 gets the CUDA 12 stack; a CPU runtime gets the compile-only CUDA 13 set and the emulator, as
@@ -32,21 +39,33 @@ PLACEHOLDER = "YOUR-ORG"
 _ROOT = Path(__file__).resolve().parents[2]
 
 
-def configured_repository(pyproject: Path = _ROOT / "pyproject.toml") -> str:
-    """The course's one repository setting: `repository` under [tool.tensorcore-course] in
-    pyproject.toml (read as text: this module runs before anything is installed, on 3.10 too)."""
+def configured(key: str, default: str, pyproject: Path = _ROOT / "pyproject.toml") -> str:
+    """A setting under [tool.tensorcore-course] in pyproject.toml (read as text: this module runs
+    before anything is installed, on 3.10 too)."""
     try:
         text = pyproject.read_text()
     except OSError:
-        return f"https://github.com/{PLACEHOLDER}/tensorcore-course"
+        return default
     section = re.search(r"^\[tool\.tensorcore-course\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
-    m = re.search(r'^\s*repository\s*=\s*"([^"]+)"', section.group(1), re.M) if section else None
-    return m.group(1) if m else f"https://github.com/{PLACEHOLDER}/tensorcore-course"
+    m = re.search(rf'^\s*{re.escape(key)}\s*=\s*"([^"]+)"', section.group(1), re.M) if section else None
+    return m.group(1) if m else default
 
 
-# Where the course lives on GitHub: the clone in CELL and the README's "Open in Colab" links.
-# Set in ONE place, pyproject.toml [tool.tensorcore-course] repository (course/README.md says so).
+def configured_repository(pyproject: Path = _ROOT / "pyproject.toml") -> str:
+    """The course's own repository (the instructor's: it holds solutions/)."""
+    return configured("repository", f"https://github.com/{PLACEHOLDER}/tensorcore-course", pyproject)
+
+
+def configured_handout(pyproject: Path = _ROOT / "pyproject.toml") -> str:
+    """The repository students get: what the handout command wrote, marked HANDOUT."""
+    return configured("handout-repository", f"https://github.com/{PLACEHOLDER}/tensorcore-course-handout", pyproject)
+
+
+# The course's own repository, and the handout repository the Colab cell clones and the README's
+# "Open in Colab" links open. Set in ONE place, pyproject.toml [tool.tensorcore-course].
 REPOSITORY = configured_repository()
+HANDOUT_REPOSITORY = configured_handout()
+MARKER = "HANDOUT"  # the handout command's mark at the top of its copy (grader/classroom/handout.py)
 BRANCH = "main"
 HOME = "/content/tensorcore-course"
 
@@ -55,12 +74,17 @@ CELL = f'''# Colab: set up the course in this runtime (the grader and the CUDA s
 import os, subprocess, sys
 if "google.colab" in sys.modules:
     home = os.environ.get("TC_COURSE_HOME", "{HOME}")
-    url = os.environ.get("TC_COURSE_GIT", "{REPOSITORY}")
+    url = os.environ.get("TC_COURSE_GIT", "{HANDOUT_REPOSITORY}")
     if not os.path.isdir(home) and "{PLACEHOLDER}" in url:
         raise SystemExit("This notebook does not name its course repository yet: ask your instructor "
-                         "(pyproject.toml, [tool.tensorcore-course] repository, then regenerate).")
+                         "(pyproject.toml, [tool.tensorcore-course] handout-repository, then regenerate).")
     if not os.path.isdir(home):
         subprocess.run(["git", "clone", "-q", "--depth=1", "--branch", "{BRANCH}", url, home], check=True)
+        if not os.path.isfile(os.path.join(home, "{MARKER}")) or os.path.exists(os.path.join(home, "solutions")):
+            import shutil
+            shutil.rmtree(home)  # an instructor's repository: its answer key stays out of this runtime
+            raise SystemExit(f"{{url}} is not the course's student handout: ask your instructor to publish one "
+                             "(course/README.md, 'Colab without the answer key').")
     if home not in sys.path:
         sys.path.insert(0, home)
     from grader.classroom.colab import setup
@@ -69,7 +93,32 @@ if "google.colab" in sys.modules:
 
 def colab_url(notebook: str) -> str:
     """The "Open in Colab" address of a student notebook (path relative to the repository)."""
-    return f"https://colab.research.google.com/github/{REPOSITORY.split('github.com/', 1)[1]}/blob/{BRANCH}/{notebook}"
+    return (f"https://colab.research.google.com/github/{HANDOUT_REPOSITORY.split('github.com/', 1)[1]}"
+            f"/blob/{BRANCH}/{notebook}")
+
+
+def same_repository(a: str, b: str) -> bool:
+    """Do two git addresses name one repository (https or ssh, with or without .git, any case)?"""
+    def norm(u: str) -> str:
+        u = u.strip().rstrip("/").lower()
+        u = re.sub(r"\.git$", "", u)
+        u = re.sub(r"^(https?://|ssh://|git://)", "", u)
+        u = re.sub(r"^[^@/]+@", "", u)  # git@github.com:org/x -> github.com:org/x
+        return u.replace(":", "/", 1) if "/" in u and ":" in u.split("/", 1)[0] else u
+    return norm(a) == norm(b)
+
+
+def release_problem(handout_check=None) -> str | None:
+    """Why releasing must stop because the Colab cell would clone a repository holding the answer
+    key, or None. Offline: the setting itself, whether it is the course's own repository, and the
+    marked handout copy (`handout_check(url)`, grader.classroom.handout.check_published)."""
+    if PLACEHOLDER in HANDOUT_REPOSITORY:
+        return None  # the cell clones nothing and says so; ColabSetupCell warns
+    if same_repository(HANDOUT_REPOSITORY, REPOSITORY):
+        return (f"the Colab setup cell would clone {HANDOUT_REPOSITORY}, the course's own repository, which holds "
+                "solutions/ and the hidden tests. Set handout-repository in pyproject.toml [tool.tensorcore-course] "
+                "to the repository you publish the handout in (course/README.md, 'Colab without the answer key')")
+    return handout_check(HANDOUT_REPOSITORY) if handout_check else None
 
 
 def _pins(home: Path, extras: list[str]) -> list[str]:
@@ -231,7 +280,9 @@ def main(argv=None) -> int:
     new = readme_links(text)
     if new != text:
         readme.write_text(new)
-        print(f"rewrote the Colab links of {readme.name} for {REPOSITORY}")
+        print(f"rewrote the Colab links of {readme.name} for {HANDOUT_REPOSITORY}")
+    else:
+        print(f"the Colab links of {readme.name} already point at {HANDOUT_REPOSITORY}")
     return 0
 
 

@@ -8,7 +8,9 @@ environment loads before any course config) changes nbgrader's converters so tha
 - before a submission is read (autograde) or an autograded folder is read (feedback), every
   link, FIFO, socket, device and hard-linked file in it is removed and setuid/setgid/world-write
   bits are cleared (`sanitize`), each named in nbgrader's log;
-- feedback copies nothing but the pages it renders;
+- feedback copies nothing but the pages it renders and the two small text files nbgrader's
+  exchange needs beside them (`EXCHANGE_FILES`: without them `release_feedback` crashes and a
+  resubmission's page is never made again);
 - autograde refuses to start unless the course's sandboxed execution and trusted grader are in
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
   config or the instructor's sources changed since the last autograde (`INTEGRITY`);
@@ -27,6 +29,11 @@ import time
 from pathlib import Path
 
 INTEGRITY = ".tc-integrity.json"  # in the course root, hidden from graded code like the gradebook
+# What nbgrader reads beside a feedback page: the hand-in's time (generate_feedback makes a page
+# again when the hand-in is newer; release_feedback logs it) and the secret `nbgrader submit`
+# wrote (release_feedback names the released page by it, fetch_feedback finds it by it). Both are
+# a line of text; anything longer is not what nbgrader wrote and is not copied.
+EXCHANGE_FILES, EXCHANGE_FILE_MAX = ("timestamp.txt", "submission_secret.txt"), 1024
 
 
 def sanitize(folder: str | os.PathLike, log=None) -> list[str]:
@@ -211,8 +218,21 @@ def install() -> None:
 
     def feedback_init_assignment(self, assignment_id, student_id):
         # the pages nbgrader renders are all a student gets: no file of the autograded folder is
-        # copied along (whatever it is, and wherever a link in it would lead)
-        sanitize(self._format_source(assignment_id, student_id), self.log)
+        # copied along (whatever it is, and wherever a link in it would lead) but the exchange's
+        # two lines of text, read from plain files only (sanitize removed every link)
+        source = Path(self._format_source(assignment_id, student_id))
+        sanitize(source, self.log)
+        dest = Path(self._format_dest(assignment_id, student_id))
+        for name in EXCHANGE_FILES:
+            src = source / name
+            if not src.is_file() or src.is_symlink():
+                continue
+            if src.stat().st_size > EXCHANGE_FILE_MAX:
+                self.log.warning("not copied to the feedback: %s is not what nbgrader writes (over %d bytes)",
+                                 src, EXCHANGE_FILE_MAX)
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / name).write_bytes(src.read_bytes())
 
     Autograde.init_assignment, Autograde.start = init_assignment, start
     GenerateFeedback.init_assignment = feedback_init_assignment

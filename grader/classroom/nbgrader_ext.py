@@ -50,12 +50,18 @@ class ColabSetupCell(NbGraderPreprocessor):
     the notebooks/ copies (grader.classroom.notebooks.colab_cell), or `import grader` fails there."""
 
     def preprocess(self, nb, resources):
-        from grader.classroom.colab import PLACEHOLDER, REPOSITORY
+        from grader.classroom.colab import HANDOUT_REPOSITORY, PLACEHOLDER, release_problem
+        from grader.classroom.handout import check_published
         from grader.classroom.notebooks import COLAB_CELL_ID, colab_cell
 
-        if PLACEHOLDER in REPOSITORY:
-            self.log.warning("the release's Colab setup cell names no repository (%s): set it in pyproject.toml, "
-                             "[tool.tensorcore-course] repository (course/README.md, 'Once')", REPOSITORY)
+        if PLACEHOLDER in HANDOUT_REPOSITORY:
+            self.log.warning("the release's Colab setup cell names no repository (%s): set handout-repository in "
+                             "pyproject.toml, [tool.tensorcore-course] (course/README.md, 'Colab without the answer "
+                             "key')", HANDOUT_REPOSITORY)
+        why = release_problem(check_published)
+        if why:  # students on Colab would be handed the answer key
+            self.log.error("release refused: %s", why)
+            raise RuntimeError(f"release refused: {why}")
         if not any(c.get("id") == COLAB_CELL_ID for c in nb.cells):
             nb.cells.insert(0, colab_cell())
         return nb, resources

@@ -79,8 +79,10 @@ def sync() -> list[Path]:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["sync"]:
-        for p in sync():
+        written = sync()
+        for p in written:
             print(f"wrote {p.relative_to(ROOT)}")
+        print(f"{len(expected())} student notebooks: {len(written)} rewritten, the rest already up to date")
         return 0
     if argv == ["check"]:
         bad = stale()

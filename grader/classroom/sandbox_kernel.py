@@ -21,7 +21,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import List, Unicode
 
-from grader.runtime import sandbox
+from grader.runtime import proctree, sandbox
 
 
 def private_paths(coursedir) -> list[str]:
@@ -106,9 +106,20 @@ class SandboxedKernelManager(AsyncKernelManager):
         if proc is not None and box is not None:
             def stop():
                 SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
-                proc.kill()  # bwrap, whose sandbox then ends (--die-with-parent)
+                proctree.stop(proc)  # the launcher, bwrap and the sandbox: every process ended and reaped
 
             box.watch(stop)
+
+    async def _async_kill_kernel(self, restart: bool = False):
+        # The kernel's whole tree (the launcher, bwrap, the sandbox, the kernel checks it started,
+        # a GPU context among them), ended and reaped before Jupyter's own kill of the launcher,
+        # which would orphan the rest (grader.runtime.proctree).
+        proc = getattr(self.provisioner, "process", None)
+        if proc is not None and proc.poll() is None:
+            import asyncio
+
+            await asyncio.get_running_loop().run_in_executor(None, proctree.stop, proc)
+        await super()._async_kill_kernel(restart=restart)
 
     async def _async_cleanup_resources(self, restart: bool = False):
         await super()._async_cleanup_resources(restart=restart)

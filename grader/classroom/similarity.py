@@ -64,6 +64,52 @@ def _fingerprint(code: str, boilerplate=None):
     return CodeFingerprint("kernel.cu", K, WIN, boilerplate=boilerplate, language="cuda", fp=io.StringIO(code))
 
 
+def stub_hashes(code: str) -> list:
+    """The fingerprints of a release's stub: boilerplate, set aside from what it is compared in."""
+    try:
+        return list(_fingerprint(code).hashes)
+    except Exception:  # noqa: BLE001 - a stub copydetect cannot read is no boilerplate
+        return []
+
+
+def shares(fp_a, fp_b) -> tuple[float, float, tuple]:
+    """THE course's measure of two fingerprinted kernels: (share of a's code found in b, share of
+    b's found in a, the shared slices). The report ranks a pair by the larger share; the handout
+    asks how much of a graded answer a lesson kernel holds (`answer_share`)."""
+    from copydetect import compare_files
+
+    overlap, sims, slices = compare_files(fp_a, fp_b)
+    return (float(sims[0]), float(sims[1]), slices) if overlap else (0.0, 0.0, slices)
+
+
+def graded_answers(solutions: Path, student: Path) -> dict[str, object]:
+    """{"<notebook>:<variable>": fingerprint} of every graded kernel answer: the solution's
+    kernel string (its solution markers dropped), less the release's stub of it (what every
+    student is given is no answer), the stub read from the student copy of the same notebook."""
+    import re
+
+    out = {}
+    for nb in sorted(solutions.glob("*/*.ipynb")):
+        stubs = kernels_in(student / nb.relative_to(solutions)) if (student / nb.relative_to(solutions)).is_file() \
+            else {}
+        for name, code in kernels_in(nb).items():
+            if "BEGIN SOLUTION" not in code:
+                continue
+            code = "\n".join(ln for ln in code.splitlines() if not re.search(r"//\s*(BEGIN|END) SOLUTION", ln))
+            out[f"{nb.stem}:{name}"] = _fingerprint(code, stub_hashes(stubs.get(name, "")))
+    return out
+
+
+def answer_share(code: str, answers: dict[str, object]) -> list[tuple[str, float]]:
+    """[(answer, share of it found in `code`)], largest first, answers with none left out."""
+    try:
+        fp = _fingerprint(code)
+    except Exception:  # noqa: BLE001 - nothing copydetect can read holds an answer it can find
+        return []
+    got = [(key, shares(fp, ans)[1]) for key, ans in answers.items()]
+    return sorted(((k, v) for k, v in got if v > 0), key=lambda kv: -kv[1])
+
+
 @dataclass
 class Pair:
     a: Kernel
@@ -74,14 +120,7 @@ class Pair:
 
 def compare(submitted: list[Kernel], references: list[Kernel], boilerplate: dict[str, str]) -> list[Pair]:
     """Every pair of submissions of the same answer, and every submission with every reference."""
-    from copydetect import compare_files
-
-    bp_hashes = {}
-    for name, code in boilerplate.items():
-        try:
-            bp_hashes[name] = list(_fingerprint(code).hashes)
-        except Exception:  # noqa: BLE001 - a stub copydetect cannot read is no boilerplate
-            bp_hashes[name] = []
+    bp_hashes = {name: stub_hashes(code) for name, code in boilerplate.items()}
     fps = {}
     for k in submitted + references:
         bp = bp_hashes.get(k.name, []) if not k.owner.startswith("course:") else []
@@ -89,9 +128,9 @@ def compare(submitted: list[Kernel], references: list[Kernel], boilerplate: dict
     pairs = []
     same_answer = [(a, b) for a, b in itertools.combinations(submitted, 2) if a.name == b.name and a.owner != b.owner]
     for a, b in same_answer + [(s, r) for s in submitted for r in references]:
-        overlap, sims, slices = compare_files(fps[id(a)], fps[id(b)])
-        if overlap:
-            pairs.append(Pair(a, b, float(max(sims)), slices))
+        in_b, in_a, slices = shares(fps[id(a)], fps[id(b)])
+        if max(in_b, in_a) > 0:
+            pairs.append(Pair(a, b, max(in_b, in_a), slices))
     pairs.sort(key=lambda p: -p.score)
     return pairs
 

@@ -106,7 +106,15 @@ def cell_scores(course: Path, assignment: str, student: str) -> dict[str, float]
 def cpu_max_score(solution: Path) -> float:
     """What grading on a CPU can award for a solution notebook: every Python test cell in full,
     kernel cells (`grade("ID", ...)`) their correctness share only: speed needs a GPU."""
+    return max_score_here(solution, gpu=False)
+
+
+def max_score_here(solution: Path, *, gpu: bool) -> float:
+    """What grading here can award for a solution notebook: on a CPU, kernel cells their
+    correctness share only (speed needs a GPU); on a GPU, every cell in full but the kernel cells
+    of exercises this GPU (or TC_ARCH) is too old for, which award nothing (Exercise.min_arch)."""
     from grader.checking import exercises
+    from grader.runtime.device import needs
 
     total = 0.0
     for cell in nbformat.read(solution, as_version=4).cells:
@@ -117,7 +125,7 @@ def cpu_max_score(solution: Path) -> float:
         ids = [e for e in exercises.EXERCISES if f'grade("{e}"' in cell.source]
         if ids:
             ex = exercises.get(ids[0])
-            points *= ex.points_correct / ex.points
+            points = (0.0 if needs(ex.min_arch) else points) if gpu else points * ex.points_correct / ex.points
         total += points
     return total
 
@@ -192,7 +200,7 @@ def dry_run(names: list[str], keep: Path | None = None) -> tuple[str, bool]:
             nbgrader(course, "generate_feedback", a, "--force")
             got = scores(course, a)
             (s, m), (u, _) = got["solution"], got["untouched"]
-            expected = m if gpu else sum(cpu_max_score(p) for p in solutions)
+            expected = sum(max_score_here(p, gpu=gpu) for p in solutions)
             errors = (cell_errors(course, a, "solution", in_tests=True)
                       + cell_errors(course, a, "untouched", in_tests=False))
             good = abs(s - expected) < 1e-6 and u == 0 and not errors
@@ -204,6 +212,14 @@ def dry_run(names: list[str], keep: Path | None = None) -> tuple[str, bool]:
         notes = [f"export: {len(exported)} rows (grades.csv)"]
         if not gpu:
             notes.append("No GPU here: speed points need one, so 'expected' is what CPU grading can award.")
+        else:
+            from grader.checking import exercises
+            from grader.runtime.device import device_info, needs
+
+            old = sorted(e.id for e in exercises.EXERCISES.values() if needs(e.min_arch))
+            if old:
+                notes.append(f"This GPU acts as sm_{device_info().cc}: {', '.join(old)} need a newer GPU and award "
+                             "nothing here, so 'expected' leaves them out.")
         if keep is not None:
             notes.append(f"Kept: {course} (feedback/<student>/<assignment>/*.html, grades.csv, gradebook.db)")
         print("\n" + "\n".join(notes), flush=True)

@@ -76,13 +76,13 @@ def parse_csv(text: str) -> dict[str, float]:
     return out
 
 
-def count(source: str, options, kernel: str, case_job: dict, *, timeout: float = 120.0) -> dict[str, float] | None:
+def count(source: str, options, kernel: str, case_job: dict, *, timeout: float = 60.0) -> dict[str, float] | None:
     """{"hmma": n, "dmma": n} for one launch of `kernel` on `case_job`'s arguments, or None where
     ncu is missing, cannot read counters, or the launch failed."""
     exe = tool()
     if exe is None:
         return None
-    from grader.runtime import sandbox
+    from grader.runtime import proctree, sandbox
 
     with tempfile.TemporaryDirectory(prefix="tc-ncu-") as tmp:
         job = os.path.join(tmp, "job.pkl")
@@ -93,10 +93,19 @@ def count(source: str, options, kernel: str, case_job: dict, *, timeout: float =
             cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", kernel, "--launch-count", "1",
                    "--metrics", ",".join(names)] + sandbox.python_command("grader.runtime.ncu") + [job]
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            except (OSError, subprocess.TimeoutExpired):
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError:
                 return None
-            got = parse_csv(done.stdout) if done.returncode == 0 else {}
+            try:
+                stdout, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # ncu and the program it profiles (its child, in which the kernel may still run on
+                # the GPU): both ended and reaped, never left to pid 1
+                proctree.stop(proc)
+                proc.communicate()
+                return None
+            got = parse_csv(stdout) if proc.returncode == 0 else {}
             if got:
                 return got
         return None

@@ -230,9 +230,13 @@ def _uid_processes(uid: int) -> int:
     return n
 
 
-# the launcher: runs outside the sandbox just before bwrap (no imports of the course, fast)
+# the launcher: runs outside the sandbox, the parent of bwrap (no imports of the course, fast).
+# It is a child subreaper and reaps everything below it before it exits: bwrap hands back the
+# command's exit status before the sandbox's init in its pid namespace has ended, and that init,
+# orphaned, would otherwise go to pid 1 (which on some machines never reaps it). bwrap dies with
+# it (PR_SET_PDEATHSIG), and the sandbox with bwrap (--die-with-parent).
 _LAUNCH = r"""
-import json, os, resource, sys
+import ctypes, json, os, resource, signal, sys
 s = json.loads(sys.argv[1])
 for name, v in s["rlimits"].items():
     soft, hard = resource.getrlimit(getattr(resource, name))
@@ -242,7 +246,33 @@ env = {k: v for k, v in os.environ.items() if k in s["env_exact"] or k.startswit
 env.update(s["env"])
 for k in s["unset"]:
     env.pop(k, None)
-os.execve(s["argv"][0], s["argv"], env)
+try:
+    prctl = ctypes.CDLL(None).prctl
+    prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+except (OSError, AttributeError):
+    prctl = None
+me = os.getpid()
+pid = os.fork()
+if pid == 0:
+    if prctl is not None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: bwrap dies with this launcher
+    if os.getppid() != me:
+        os._exit(1)
+    os.execve(s["argv"][0], s["argv"], env)
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a signal for the sandbox goes to bwrap
+    signal.signal(sig, lambda n, _: os.kill(pid, n))
+status = 0
+while True:
+    try:
+        p, st = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    except InterruptedError:
+        continue
+    if p == pid:
+        status = st
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
 """
 
 
@@ -472,18 +502,16 @@ def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, input: by
         **popen) -> tuple[int | None, str, str, str | None]:
     """Run `cmd` in `box` (or unsandboxed when None) with a wall-clock limit, `input` on its
     stdin; returns (returncode or None when stopped, stdout, stderr, why stopped)."""
-    import signal
     import subprocess
+
+    from grader.runtime import proctree
 
     argv = box.argv(cmd) if box is not None else list(cmd)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen)
 
-    def kill():
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    def kill():  # the whole tree, reaped (grader.runtime.proctree): nothing of it runs on
+        proctree.stop(proc)
 
     if box is not None:
         box.watch(kill)

@@ -1,0 +1,213 @@
+"""A hang or a fault on a real GPU costs its own check only (issue 39): measured, never run by CI.
+
+    python -m grader.classroom.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted]
+
+Each scenario grades a broken kernel through the same path a student or the autograder takes,
+then watches the GPU until it is idle again (nvidia-smi lists no process but this one and
+reports utilisation under IDLE_UTIL %), and looks for zombies (processes left <defunct>):
+  spin     wmma-gemm whose every thread loops forever (`grader check --backend gpu`'s path)
+  timed    transpose, right at the correctness sizes, looping forever at the timed size
+  illegal  wmma-gemm writing through a wild pointer (illegal address)
+  trap     wmma-gemm executing `trap` (an unspecified launch failure)
+  trusted  the spinning transpose handed in as 01 and autograded by nbgrader (the trusted pass)
+A reference kernel (transpose_tiled, timed against a device copy) is checked before and after
+the scenarios: its time after must agree with its time before within the run's noise.
+Prints one line per scenario and writes every figure to --out (JSON).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+IDLE_UTIL = 5  # % busy at most for "idle"
+IDLE_WAIT = float(os.environ.get("TC_HANG_IDLE_WAIT") or 120)  # seconds to wait for an idle GPU after a verdict
+# an endless loop the compiler cannot remove (a `volatile` local was: the GPU ran past it, 2026-11-27)
+SPIN = "{ while (clock64() >= 0) { } }"
+
+
+def _inject(source: str, kernel: str, code: str) -> str:
+    """`code` as the first statement of `kernel`'s body."""
+    m = re.search(rf"__global__\s+void\s+{kernel}\s*\([^)]*\)\s*\{{", source)
+    assert m, f"no kernel {kernel} in the source"
+    return source[:m.end()] + "\n    " + code + "\n" + source[m.end():]
+
+
+def sources() -> dict[str, tuple[str, str]]:
+    """scenario -> (exercise, kernel source)."""
+    from grader.runtime import kernels
+
+    wmma, tr = kernels.source("wmma_gemm_naive"), kernels.source("transpose_tiled")
+    return {
+        "spin": ("wmma-gemm", _inject(wmma, "wmma_gemm", SPIN)),
+        "timed": ("transpose", _inject(tr, "transpose", "if (rows >= 8192) " + SPIN)),
+        "illegal": ("wmma-gemm", _inject(wmma, "wmma_gemm",
+                                         "if (threadIdx.x == 0) ((float*)0x10)[blockIdx.x] = 1.0f;")),
+        "trap": ("wmma-gemm", _inject(wmma, "wmma_gemm", 'if (blockIdx.x == 1) asm volatile("trap;");')),
+    }
+
+
+def gpu_state() -> dict:
+    """Processes on the GPU other than this one (pid -> MiB), utilisation %, and zombies."""
+    apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                          capture_output=True, text=True, timeout=30).stdout
+    util = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                          capture_output=True, text=True, timeout=30).stdout
+    procs = {}
+    for line in apps.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) != os.getpid():
+            procs[int(parts[0])] = parts[1]
+    return dict(procs=procs, util=max([int(u) for u in util.split() if u.strip().isdigit()] or [0]),
+                zombies=zombies())
+
+
+def zombies() -> list[str]:
+    """'pid ppid name' of every process in state Z on this machine."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                s = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            name = s[s.find("(") + 1:s.rfind(")")]
+            rest = s[s.rfind(")") + 2:].split()
+            if rest[0] == "Z":
+                out.append(f"{d} {rest[1]} {name}")
+    return out
+
+
+def wait_idle(t0: float, zombies_before: list[str]) -> dict:
+    """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen
+    (zombies: those that were not there before the scenario)."""
+    seen = None
+    while time.monotonic() - t0 < IDLE_WAIT:
+        seen = gpu_state()
+        if not seen["procs"] and seen["util"] <= IDLE_UTIL:
+            break
+        time.sleep(0.5)
+        seen = None
+    idle = None if seen is None else round(time.monotonic() - t0, 1)
+    seen = seen or gpu_state()
+    seen["zombies"] = [z for z in seen["zombies"] if z not in zombies_before]
+    return dict(idle_s=idle, **seen)
+
+
+def reference() -> dict:
+    """transpose_tiled through grader.check on the GPU: its time and spread."""
+    from grader.checking.check import check
+    from grader.runtime import kernels
+
+    v = check("transpose", kernels.source("transpose_tiled"), backend="gpu")
+    s = v.speed or {}
+    return dict(score=v.score, kernel_ms=s.get("kernel_ms"), ratio=s.get("ratio"),
+                spread=s.get("kernel_spread"))
+
+
+def scenario(name: str, exercise: str, source: str) -> dict:
+    from grader.checking.check import check
+
+    before = zombies()
+    t0 = time.monotonic()
+    v = check(exercise, source, backend="gpu")
+    verdict_s = time.monotonic() - t0
+    idle = wait_idle(time.monotonic(), before)
+    text = v.text()
+    failed = [i for i in v.items if i.status == "fail"]
+    first = failed[0].message.splitlines()[0][:300] if failed else ""
+    return dict(scenario=name, exercise=exercise, verdict_s=round(verdict_s, 1), score=v.score,
+                says_stopped=bool(re.search(r"stopped|illegal|trap|crash|fault|failed", text, re.I)),
+                first_failure=first, **idle)
+
+
+def trusted() -> dict:
+    """The spinning transpose handed in as 01 and autograded with the course's nbgrader config."""
+    import nbformat
+
+    from grader.classroom import workflow
+
+    home = Path(tempfile.mkdtemp(prefix="tc-hang-"))
+    course = workflow.new_course(home / "course")
+    a = "01-memory-layout"
+    workflow.release(course, a)
+    nb = nbformat.read(workflow.SOLUTIONS / a / f"{a}.ipynb", as_version=4)
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-kernel":
+            c.source = _inject(c.source, "transpose", "if (rows > 0) " + SPIN)
+    d = course / "submitted" / "hang" / a
+    d.mkdir(parents=True)
+    nbformat.write(nb, d / f"{a}.ipynb")
+    before = zombies()
+    t0 = time.monotonic()
+    proc = workflow.nbgrader(course, "autograde", a, "--student", "hang", "--create", check=False)
+    verdict_s = time.monotonic() - t0
+    idle = wait_idle(time.monotonic(), before)
+    cells = workflow.cell_scores(course, a, "hang")
+    out = course / "autograded" / "hang" / a / f"{a}.ipynb"
+    said = ""
+    if out.exists():
+        for c in nbformat.read(out, as_version=4).cells:
+            if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-test":
+                said = " ".join(o.get("data", {}).get("text/plain", "") for o in c.get("outputs", []))
+    return dict(scenario="trusted", exercise="transpose (01, nbgrader autograde)", verdict_s=round(verdict_s, 1),
+                rc=proc.returncode, score=cells.get("transpose-test"), cells=cells,
+                says_stopped=bool(re.search(r"stopped|no answer", said, re.I)),
+                first_failure=next((ln for ln in said.splitlines() if "FAIL" in ln or "stopped" in ln), "")[:300],
+                **idle)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out")
+    ap.add_argument("--only", default="spin,timed,illegal,trap,trusted")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("TC_HEADLESS", "1")
+    want = args.only.split(",")
+    res = dict(gpu=subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                  capture_output=True, text=True).stdout.strip(), scenarios=[])
+
+    def save():
+        if args.out:
+            Path(args.out).write_text(json.dumps(res, indent=1))
+
+    res["idle_before"] = gpu_state()
+    res["reference_before"] = [reference(), reference()]
+    print("reference before:", res["reference_before"], flush=True)
+    srcs = sources()
+    for name in want:
+        try:
+            r = trusted() if name == "trusted" else scenario(name, *srcs[name])
+        except Exception as e:  # noqa: BLE001 - one scenario's failure is its row
+            r = dict(scenario=name, error=f"{type(e).__name__}: {e}"[:500])
+        res["scenarios"].append(r)
+        print(f"{name}: verdict {r.get('verdict_s')} s, idle {r.get('idle_s')} s after, score {r.get('score')}, "
+              f"stopped said {r.get('says_stopped')}, GPU procs {r.get('procs')}, util {r.get('util')}%, "
+              f"zombies {r.get('zombies')}; {r.get('first_failure') or r.get('error', '')}", flush=True)
+        save()
+    res["reference_after"] = [reference(), reference()]
+    b = [r["kernel_ms"] for r in res["reference_before"] if r["kernel_ms"]]
+    a = [r["kernel_ms"] for r in res["reference_after"] if r["kernel_ms"]]
+    if a and b:
+        noise = max(max(b) - min(b), max(a) - min(a), 0.05 * min(b))  # two runs' spread, at least 5%
+        res["reference_agrees"] = abs(min(a) - min(b)) <= 2 * noise
+        res["reference_ms"] = dict(before=b, after=a)
+    print("reference after:", res["reference_after"], "agrees:", res.get("reference_agrees"), flush=True)
+    save()
+    ok = res.get("reference_agrees") and all(
+        r.get("idle_s") is not None and r.get("says_stopped") and not r.get("error") and (r.get("score") or 0) == 0
+        for r in res["scenarios"])
+    res["passed"] = bool(ok)
+    save()
+    print("hang:", "PASS" if ok else "FAIL", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""A check that is stopped leaves nothing behind (issue 39): every process it started is ended
+and reaped, none is handed to pid 1, and the verdict says it was stopped. On the CPU the
+emulator's runner (which forks workers, in a session of its own) hangs like a GPU kernel does.
+
+Each case runs in a fresh interpreter that is a child subreaper (PR_SET_CHILD_SUBREAPER): any
+process that escaped the stop is handed to it instead of to pid 1, and is listed afterwards.
+The GPU's own case (the CUDA context freed, the GPU idle again) is `.ci/gpu-accept hang`.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grader.classroom.hang import SPIN, _inject
+from grader.runtime import kernels, sandbox
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process trees are read from /proc")
+
+SCRIPT = r"""
+import ctypes, json, os, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # escaped orphans come here, not to pid 1
+import numpy as np
+from grader.checking import exercises, isolate
+from grader.checking.check import check
+from grader.runtime import proctree
+
+src, how = sys.argv[1], sys.argv[2]
+t0 = time.monotonic()
+if how == "check":  # the emulator's own limit stops the runner (grader.emu.launch, sandbox.run)
+    v = check("wmma-gemm", src, backend="emu", case_timeout=4.0, speed=False)
+    said = [i.message for i in v.items if i.status == "fail"]
+else:  # the kernel process's limit stops the kernel process while its runner still spins
+    ex = exercises.get("wmma-gemm")
+    case = ex.problem.make(ex.cpu_sizes[0], np.random.default_rng(1), {})
+    job = dict(exercise=ex.id, source=src, backend="emu", options=ex.problem.options({}), kernel=ex.kernel,
+               cases=[case.job()], race_check=False, launch={}, perf=False, case_timeout=120.0)
+    res = isolate.run(job, compile_timeout=240, case_timeout=float(sys.argv[3]))
+    said = [res["error"].message] if res["error"] is not None else []
+seconds = time.monotonic() - t0
+time.sleep(0.5)
+left = []
+for p in proctree.descendants(os.getpid()):
+    try:
+        stat = open(f"/proc/{p}/stat").read()
+    except OSError:
+        continue
+    left.append(stat[:stat.rfind(")") + 3])
+print(json.dumps(dict(said=said, seconds=seconds, left=left)))
+"""
+
+
+def _run(how: str, *extra: str, sandboxed: bool = False) -> dict:
+    src = _inject(kernels.source("wmma_gemm_naive"), "wmma_gemm", SPIN)
+    env = dict(os.environ, TC_SANDBOX="1" if sandboxed else "0")
+    r = subprocess.run([sys.executable, "-c", SCRIPT, src, how, *extra], capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["plain", "sandboxed"])
+def test_emulator_stop_leaves_no_process(sandboxed):
+    """The emulator's limit stops a kernel that never ends: the runner and its forked workers (in
+    the autograder, inside the sandbox's own pid namespace) are ended and reaped (no zombie), and
+    the verdict says the kernel was stopped."""
+    if sandboxed:
+        sandbox.require()
+    got = _run("check", sandboxed=sandboxed)
+    assert got["left"] == [], got
+    assert any("did not finish within" in m for m in got["said"]), got["said"]
+
+
+@pytest.mark.slow
+def test_kernel_process_stop_ends_its_whole_tree():
+    """The kernel process's own deadline passes while the emulator's runner (in a session of its
+    own, with forked workers) still spins: the whole tree is ended and reaped, and the verdict
+    says it was stopped and that its processes ended."""
+    got = _run("isolate", "8")
+    assert got["left"] == [], got
+    assert got["said"] and "stopped" in got["said"][0] and "were ended" in got["said"][0], got["said"]
+    assert got["seconds"] < 60, got
+
+
+def test_a_finished_sandbox_leaves_no_zombie():
+    """bwrap answers with the command's status before the sandbox's init in its pid namespace has
+    ended; that init, orphaned, went to pid 1 (seen <defunct> for good on a GPU machine): the
+    sandbox's launcher reaps it, so a sandbox that finished leaves no process at all."""
+    sandbox.require()
+    script = (SCRIPT.split("src, how")[0] + "from grader.runtime import sandbox\n"
+              "with sandbox.Box() as box:\n"
+              "    code, out, err, why = sandbox.run([sys.executable, '-I', '-c', 'print(7)'], timeout=60, box=box)\n"
+              "time.sleep(0.5)\n"
+              "print(json.dumps(dict(out=out, left=[open(f'/proc/{p}/stat').read()[:40] "
+              "for p in proctree.descendants(os.getpid())])))\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["out"].strip() == "7" and got["left"] == [], got
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["spin", "illegal"])
+def test_on_the_gpu_a_stopped_or_faulting_kernel_frees_the_gpu(name):
+    """On a GPU (`.ci/gpu-accept hang` measures every scenario): a kernel that never ends is stopped
+    at its 20 s limit and one that faults fails at once; either way every process that held its
+    CUDA context is gone within seconds of the verdict, the GPU idle, no zombie, 0 points."""
+    from grader.classroom import hang
+
+    r = hang.scenario(name, *hang.sources()[name])
+    assert r["score"] == 0 and r["says_stopped"], r
+    assert r["verdict_s"] < 45, r  # 20 s limit + start-up; was 100-160 s before issue 39
+    assert r["idle_s"] is not None and r["idle_s"] < 10 and not r["zombies"], r

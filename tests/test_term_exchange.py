@@ -1,0 +1,249 @@
+"""A term through nbgrader's exchange (issue 33, item 4), as course/README.md "With a JupyterHub
+exchange" tells it, with real nbgrader and the course's config (sandbox and trusted grader in
+the autograde pipeline, as for plain autograde):
+
+    instructor: generate_assignment, release_assignment
+    students:   fetch_assignment, (answer), submit
+    instructor: collect, autograde, generate_feedback, release_feedback, export
+    students:   fetch_feedback
+    cy hands in again; instructor: the same commands, plain (no --update, no --force)
+    students:   fetch_feedback
+
+The exchange is a temporary folder named where a Hub names it, in a shared nbgrader_config.py
+on the Jupyter config path (JUPYTER_CONFIG_PATH here, /etc/jupyter on a Hub); each student runs
+the student commands from their own home with their own config (their id and nbgrader cache),
+as a Hub's separate users would, without `--student`.
+
+ada answers everything; ben only the fp16 decoder; cy hands in the untouched release, gets
+0 back, then hands in every answer: the resubmission must be collected, regraded and its new
+page released without any flag the guide does not give. dan's untouched notebook came by e-mail:
+put in submitted/ by hand, graded with the rest; release_feedback names it and releases everyone
+else's.
+"""
+import csv
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.classroom import workflow as classroom
+
+pytestmark = pytest.mark.slow
+
+A = "02-precision"  # Python answers only: the same scores on a CPU and a GPU
+COURSE_ID = "tensor-cores"  # course/nbgrader_config.py
+# What each student's last hand-in must earn: answered grade ids -> (score, max); every cell
+# of 02 is worth 2 points and its test cell is "<id>-test".
+ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy": ("decode-fp16", "predictions")}
+FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": ()}  # cy's first hand-in: untouched
+CELLS = ("decode-fp16", "predictions")
+
+
+def points(answered) -> dict[str, float]:
+    return {f"{g}-test": (2.0 if g in answered else 0.0) for g in CELLS}
+
+
+def _env(config_dir: Path) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["JUPYTER_CONFIG_PATH"] = str(config_dir)  # the Hub's shared config: where the exchange is
+    env["TC_SOURCE_DIR"] = str(classroom.SOLUTIONS)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("TC_NO_SANDBOX", None)  # the sandbox, as for plain autograde
+    return env
+
+
+def nbg(where: Path, env: dict, *args: str) -> str:
+    """`nbgrader ARGS` from `where` (the course folder, or a student's home); its whole output."""
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=where, env=env, capture_output=True,
+                          text=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} in {where} failed ({proc.returncode}):\n{out[-5000:]}"
+    return out
+
+
+def answer(home: Path, answered) -> None:
+    """The student fills in the answer cells named, in the notebook they fetched, with the
+    solution's code (its solution markers are the instructor's: a student never sees them)."""
+    path = home / A / f"{A}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    sol = nbformat.read(classroom.SOLUTIONS / A / f"{A}.ipynb", as_version=4)
+    code = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in sol.cells}
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answered:
+            c.source = "\n".join(ln for ln in code[gid].splitlines() if "### BEGIN SOLUTION" not in ln
+                                 and "### END SOLUTION" not in ln)
+    nbformat.write(nb, path)
+
+
+def text_of(page: Path) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.read_text()))
+
+
+def page_scores(page: Path) -> tuple[dict[str, float], tuple[float, float]]:
+    """The trusted grader's points per graded cell, and the page's total, as the student reads them."""
+    text = text_of(page)
+    said = re.findall(r"trusted grader: ([\d.]+) of ([\d.]+) points", text)
+    total = re.search(r"Score: ([\d.]+) / ([\d.]+)", text)  # nbgrader's heading comes first
+    return [float(a) for a, _ in said], (float(total.group(1)), float(total.group(2)))
+
+
+def fetched_pages(home: Path) -> list[Path]:
+    """The feedback pages fetch_feedback brought, oldest hand-in first (folders are timestamps)."""
+    return sorted((home / A / "feedback").glob(f"*/{A}.html"), key=lambda p: p.parent.name)
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    home = tmp_path_factory.mktemp("exchange-term")
+    exchange = home / "exchange"
+    exchange.mkdir()
+    hub = home / "hub-config"  # /etc/jupyter/nbgrader_config.py on a Hub
+    hub.mkdir()
+    (hub / "nbgrader_config.py").write_text(f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\n")
+    env = _env(hub)
+    course = classroom.new_course(home / "course")
+    homes = {}
+    for s in ANSWERS:  # each student's own folder and config: on a Hub, their own user and home
+        h = homes[s] = home / "students" / s
+        h.mkdir(parents=True)
+        (h / "nbgrader_config.py").write_text(
+            "c = get_config()\n"
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+            f"c.CourseDirectory.student_id = {s!r}\n"  # a Hub's user name; here a config, not a flag
+            f"c.Exchange.cache = {str(h / '.nbgrader-cache')!r}\n")
+    logs = {}
+    logs["generate"] = nbg(course, env, "generate_assignment", A)
+    logs["release"] = nbg(course, env, "release_assignment", A)
+    for s, h in homes.items():
+        logs[f"fetch-{s}"] = nbg(h, env, "fetch_assignment", A)
+        answer(h, FIRST[s])
+        logs[f"submit1-{s}"] = nbg(h, env, "submit", A)
+    fetched = {s: nbformat.read(h / A / f"{A}.ipynb", as_version=4) for s, h in homes.items()}
+    # dan e-mailed his notebook: the instructor puts it in submitted/ by hand, beside the exchange's
+    by_hand = course / "submitted" / "dan" / A
+    by_hand.mkdir(parents=True)
+    nbformat.write(nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4), by_hand / f"{A}.ipynb")
+    (by_hand / "timestamp.txt").write_text("2026-11-27 09:00:00.000000 UTC")
+
+    def instructor_round(tag: str):
+        logs[f"collect{tag}"] = nbg(course, env, "collect", A)
+        logs[f"autograde{tag}"] = nbg(course, env, "autograde", A)
+        logs[f"feedback{tag}"] = nbg(course, env, "generate_feedback", A)
+        logs[f"release_feedback{tag}"] = nbg(course, env, "release_feedback", A)
+        logs[f"export{tag}"] = nbg(course, env, "export", "--to", f"grades{tag}.csv")
+        for s, h in homes.items():
+            logs[f"fetch_feedback{tag}-{s}"] = nbg(h, env, "fetch_feedback", A)
+
+    instructor_round("1")
+    scores1 = classroom.scores(course, A)
+    graded1 = {s: (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns for s in ANSWERS}
+
+    answer(homes["cy"], ANSWERS["cy"])  # cy hands in again, every answer this time
+    logs["submit2-cy"] = nbg(homes["cy"], env, "submit", A)
+    logs["autograde-before-collect"] = nbg(course, env, "autograde", A)  # forgetting to collect: said
+    instructor_round("2")
+    graded2 = {s: (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns for s in ANSWERS}
+    return dict(home=home, course=course, exchange=exchange, homes=homes, logs=logs, scores1=scores1,
+                fetched=fetched, regraded={s for s in ANSWERS if graded2[s] != graded1[s]})
+
+
+def _rows(term, tag):
+    with open(term["course"] / f"grades{tag}.csv") as f:
+        return {r["student_id"]: r for r in csv.DictReader(f) if r["assignment"] == A}
+
+
+def test_release_and_fetch_hand_every_student_the_release(term):
+    release = nbformat.read(term["course"] / "release" / A / f"{A}.ipynb", as_version=4)
+    assert (term["exchange"] / COURSE_ID / "outbound" / A / f"{A}.ipynb").is_file()
+    for s, nb in term["fetched"].items():
+        assert nb.cells[0].get("id") == "colab-setup", s
+        # what the student fetched is the release, but for the answers they then wrote
+        assert [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in CELLS] == \
+               [c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in CELLS], s
+
+
+def test_collect_takes_every_hand_in_and_the_resubmission(term):
+    course, logs = term["course"], term["logs"]
+    for s in ANSWERS:
+        d = course / "submitted" / s / A
+        assert {p.name for p in d.iterdir()} >= {f"{A}.ipynb", "timestamp.txt", "submission_secret.txt"}, s
+    # plain `nbgrader collect` (the course's config, no --update) replaced cy's first hand-in
+    assert "Updating submission: cy" in logs["collect2"], logs["collect2"][-3000:]
+    inbound = sorted((term["exchange"] / COURSE_ID / "inbound").glob(f"cy+{A}+*"))
+    assert len(inbound) == 2
+    newest = inbound[-1].name.split("+")[2]
+    assert (course / "submitted" / "cy" / A / "timestamp.txt").read_text().strip() == newest.strip()
+
+
+def test_autograde_names_a_hand_in_not_yet_collected(term):
+    logs = term["logs"]
+    said = [ln for ln in logs["autograde-before-collect"].splitlines() if "handed in" in ln]
+    assert len(said) == 1 and "cy handed in" in said[0], logs["autograde-before-collect"][-3000:]
+    assert f"nbgrader collect {A}" in logs["autograde-before-collect"]
+    for tag in ("1", "2"):  # collected: nothing to say
+        assert "handed in" not in logs[f"autograde{tag}"], logs[f"autograde{tag}"][-3000:]
+
+
+def test_autograde_through_the_course_pipeline_regrades_only_the_resubmission(term):
+    got1, got2 = term["scores1"], classroom.scores(term["course"], A)
+    for s in ANSWERS:
+        assert got1[s] == (sum(points(FIRST[s]).values()), 4.0), (s, got1[s])
+        assert got2[s] == (sum(points(ANSWERS[s]).values()), 4.0), (s, got2[s])
+        assert classroom.cell_scores(term["course"], A, s) == points(ANSWERS[s]), s
+    assert term["regraded"] == {"cy"}
+    for tag in ("1", "2"):  # the sandbox and the trusted grader graded it, as plain autograde does
+        log = term["logs"][f"autograde{tag}"]
+        assert "refused" not in log and "TC_NO_SANDBOX" not in log, log[-3000:]
+
+
+def test_release_feedback_releases_every_page(term):
+    for tag in ("1", "2"):
+        log = term["logs"][f"release_feedback{tag}"]
+        assert "Traceback" not in log and "FileNotFoundError" not in log, log[-3000:]
+        for s in ANSWERS:
+            assert f"Releasing feedback for student '{s}'" in log, (s, log[-3000:])
+        # dan's hand-in came by hand: named, skipped, and the rest released all the same
+        assert "not released: dan's hand-in" in log and "student 'dan'" not in log, log[-3000:]
+    assert (term["course"] / "feedback" / "dan" / A / f"{A}.html").is_file()
+    released = list((term["exchange"] / COURSE_ID / "feedback").glob("*.html"))
+    assert len(released) == len(ANSWERS) + 1  # cy's first page, under its own hand-in's secret, stays
+
+
+def test_every_student_fetches_their_own_verdicts_and_score(term):
+    for s, h in term["homes"].items():
+        pages = fetched_pages(h)
+        assert len(pages) == (2 if s == "cy" else 1), (s, pages)
+        said, total = page_scores(pages[-1])
+        want = points(ANSWERS[s])
+        assert sorted(said) == sorted(want.values()), (s, said)
+        assert total == (sum(want.values()), 4.0), (s, total)
+        text = text_of(pages[-1])
+        assert "BEGIN HIDDEN TESTS" not in text
+        assert "Graded by the course's trusted grader" in text and "WITHOUT the sandbox" not in text, s
+        assert "not yet" in text.lower() if s == "ben" else True  # ben's empty cell says what to do
+    # cy's first page, fetched before the resubmission, still shows the untouched hand-in's 0
+    said, total = page_scores(fetched_pages(term["homes"]["cy"])[0])
+    assert total == (0.0, 4.0) and said == [0.0, 0.0]
+
+
+def test_feedback_fetched_is_the_page_the_instructor_made(term):
+    course = term["course"]
+    for s, h in term["homes"].items():
+        assert fetched_pages(h)[-1].read_text() == (course / "feedback" / s / A / f"{A}.html").read_text(), s
+
+
+def test_export_agrees_with_the_pages(term):
+    for tag, answers in (("1", FIRST), ("2", ANSWERS)):
+        rows = _rows(term, tag)
+        for s in ANSWERS:
+            r = rows[s]
+            assert (float(r["score"]), float(r["max_score"]), r["status"]) == \
+                   (sum(points(answers[s]).values()), 4.0, "graded"), (tag, s, r)
+            assert r["timestamp"], (tag, s, r)  # the exchange's time of the hand-in
+        assert (float(rows["dan"]["score"]), rows["dan"]["status"]) == (0.0, "graded"), rows["dan"]
