@@ -40,6 +40,7 @@ from grader.classroom.export import CourseCsvExport
 from grader.classroom.feedback import FeedbackClearHiddenTests, OneScorePerCell, StripHiddenTests
 from grader.classroom.late import DailyPenalty
 from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
+from grader.classroom.safe_outputs import SafeOutputs
 from grader.classroom.scores import ReconcileManualScores, RememberScores
 
 # ---- the term's settings (course/README.md, "A term") -------------------------------------
@@ -88,9 +89,10 @@ c.GenerateAssignment.preprocessors = [
 # with those two in place of Execute and just before SaveAutoGrades.
 # RememberScores / ReconcileManualScores around SaveAutoGrades: a manual score on a cell whose
 # automatic score changed is cleared (or kept, MANUAL_SCORE_ON_REGRADE) before penalties count.
+# SafeOutputs last: what is written to autograded/ is data (outputs sanitized, sizes capped).
 c.Autograde.autograde_preprocessors = [
     CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, RememberScores,
-    SaveAutoGrades, ReconcileManualScores, AssignLatePenalties, CheckCellMetadata,
+    SaveAutoGrades, ReconcileManualScores, AssignLatePenalties, CheckCellMetadata, SafeOutputs,
 ]
 c.ReconcileManualScores.on_change = MANUAL_SCORE_ON_REGRADE
 # nbgrader's sanitizing step, with no checksum warning for an untouched test cell (its hidden
@@ -101,9 +103,10 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
 c.CourseExecute.timeout_plain = CELL_LIMIT_PLAIN
 c.CourseExecute.timeout_graded = CELL_LIMIT_GRADED
 
-# Feedback: hidden tests cut (the graded cells carry the full test source), one score per cell.
+# Feedback: hidden tests cut (the graded cells carry the full test source), one score per cell,
+# outputs reduced to data again (whatever wrote autograded/).
 c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHiddenTests, OneScorePerCell,
-                                    CSSHTMLHeaderPreprocessor]
+                                    SafeOutputs, CSSHTMLHeaderPreprocessor]
 # A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
 # student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
 regrade.install()

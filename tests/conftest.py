@@ -46,7 +46,8 @@ HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_hand
          "test_machine_safety", "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide",
          "test_handout", "test_colab_setup"]
 # - Modules that share one session fixture are one unit: the red team's course (tests/redteam.py).
-SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_handin_guards": "redteam"}
+SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_handin_guards": "redteam",
+          "test_outputs": "redteam", "test_browser_outputs": "redteam"}
 # - Modules of many independent tests (no module fixture, no shared state) that together take
 #   minutes: each test is a unit of its own, sent to whichever worker is free, last, so they even
 #   out the end of a run.

@@ -1,5 +1,5 @@
 """What the red-team tests share (tests/test_cheats.py, tests/test_cheats_runtime.py,
-tests/test_machine_safety.py): notebook surgery, digests, the sandbox requirement, and ONE
+tests/test_machine_safety.py, tests/test_outputs.py): notebook surgery, digests, the sandbox requirement, and ONE
 course into which every cheat of test_cheats and test_cheats_runtime is handed in and graded
 by real `nbgrader autograde` (the `redteam` session fixture, tests/conftest.py).
 
@@ -118,17 +118,18 @@ def trimmed_solution(assignment: str):
 
 def build_course(tmp_path_factory) -> dict:
     """The red team's course: alice (the solutions, trimmed) graded first, then every cheat of
-    test_cheats (students cheat-NAME) and test_cheats_runtime (rt-NAME), and test_cheats'
-    honest solution without test cells."""
+    test_cheats (students cheat-NAME) and test_cheats_runtime (rt-NAME), the hostile outputs of
+    test_outputs (out-NAME), and test_cheats' honest solution without test cells."""
     import test_cheats as cheats
     import test_cheats_runtime as runtime
     import test_handin_guards as guards
+    import test_outputs as outputs
     from grader.classroom import workflow as classroom
 
     root = classroom.new_course(tmp_path_factory.mktemp("redteam") / "course")
     cheat_table = cheats._cheats(root)
     assignments = sorted({a for a, _ in cheat_table.values()} | set(runtime.ASSIGNMENTS)
-                         | {a for a, _ in guards.handins().values()})
+                         | {a for a, _ in guards.handins().values()} | {outputs.ASSIGNMENT})
     classroom.nbgrader(root, "generate_assignment", release_glob(assignments), "--force")
     work = tmp_path_factory.mktemp("redteam-submissions")
     for a in assignments:
@@ -150,6 +151,8 @@ def build_course(tmp_path_factory) -> dict:
         nb = release_nb(a)
         make(nb)
         subs.append((f"rt-{name}", a, nb))
+    for name, make in outputs.HANDINS.items():  # hand-ins whose outputs go for a browser (issue 32)
+        subs.append((f"out-{name}", outputs.ASSIGNMENT, make(release_nb(outputs.ASSIGNMENT))))
     # an honest solution whose test cells were deleted: the trusted pass grades it all the same
     nb = trimmed_solution(cheats.KERNELS_NB)
     for i in reversed(graded_cells(nb)):

@@ -76,7 +76,21 @@ class CourseExecute(Execute):
         self.error_on_timeout = dict(ename="CellTimeoutError", evalue=why, traceback=[f"CellTimeoutError: {why}"])
         return await super()._async_handle_timeout(timeout, cell)
 
+    def output(self, outs, msg, display_id, cell_index):
+        # a cell's output is capped as it arrives (SafeOutputs' limits): a 200 MB print never
+        # sits in nbgrader's memory; what is cut is noted in the cell
+        if not self._output_budget.admit(self.nb.cells[cell_index], cell_index, msg.get("content", {})):
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    def clear_output(self, outs, msg, cell_index):
+        self._output_budget.forget(cell_index)  # a progress display that redraws itself is not cut
+        return super().clear_output(outs, msg, cell_index)
+
     def preprocess(self, nb, resources=None, km=None):
+        from grader.classroom.safe_outputs import SafeOutputs
+
+        self._output_budget = SafeOutputs(config=self.config).budget()
         info = (resources or {}).get("nbgrader", {})
         t0, waited = time.time(), 0.0
         try:

@@ -16,7 +16,10 @@ environment loads before any course config) changes nbgrader's converters so tha
 - its walk over a hand-in's files is linear in their number (nbgrader's own is quadratic);
 - autograde refuses to start unless the course's sandboxed execution and trusted grader are in
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
-  config or the instructor's sources changed since the last autograde (`INTEGRITY`).
+  config or the instructor's sources changed since the last autograde (`INTEGRITY`);
+- autograde (as its last step) and generate_feedback refuse to run without SafeOutputs, which
+  reduces a hand-in's outputs to data; the formgrader's pages always run it and allow no
+  script but their own (grader/classroom/safe_outputs.py, formgrader.py).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -157,6 +161,18 @@ def _pipeline_problem(converter) -> str | None:
         return f"the course's sandboxed execution (CourseExecute) is not in the autograde pipeline ({', '.join(names)})"
     if any(p.__name__ == "Execute" and p is not CourseExecute for p in pre if isinstance(p, type)):
         return "nbgrader's plain Execute (student code with the grader's rights) is in the autograde pipeline"
+    return _safe_outputs_problem(pre, "autograde", last=True)
+
+
+def _safe_outputs_problem(pre: list, where: str, last: bool = False) -> str | None:
+    """Why a pipeline could write or show a hand-in's outputs unsanitized, or None."""
+    from grader.classroom.safe_outputs import SafeOutputs
+
+    if SafeOutputs not in pre:
+        return (f"the course's output sanitizer (SafeOutputs) is not in the {where} pipeline: a student's "
+                "outputs could run as script in your browser")
+    if last and pre[-1] is not SafeOutputs:
+        return f"the course's output sanitizer (SafeOutputs) must come last in the {where} pipeline"
     return None
 
 
@@ -207,6 +223,10 @@ def install() -> None:
     from grader.classroom import handin_check, phases
 
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
+    if "jupyter_server" in sys.modules:  # the formgrader's server loads this config: its pages too
+        from grader.classroom import formgrader
+
+        formgrader.install()
     if getattr(Autograde, "_tc_hardened", False):
         return
     auto_init, auto_start = Autograde.init_assignment, Autograde.start
@@ -223,8 +243,9 @@ def install() -> None:
     def start(self):
         why = _pipeline_problem(self)
         if why:
-            msg = (f"autograde refused: {why}. The course's nbgrader_config.py puts them there; if it was "
-                   "changed or replaced, restore it (git checkout course/nbgrader_config.py) before grading.")
+            msg = (f"autograde refused: {why}. The course's nbgrader_config.py puts them there: compare yours with "
+                   "the repository's (git diff course/nbgrader_config.py) and put back its autograde lines; keep the "
+                   "term's settings at its top, they are yours. Nothing was graded.")
             self.log.error(msg)
             raise NbGraderException(msg)
         check_integrity(self.coursedir, self.log)
@@ -237,6 +258,16 @@ def install() -> None:
             return feedback_start_nbgrader(self)
         finally:
             handin_check.write_feedback_pages(self)
+
+    def feedback_refuses(self):
+        why = _safe_outputs_problem(list(self.preprocessors), "generate_feedback")
+        if why:
+            msg = (f"generate_feedback refused: {why}. The course's nbgrader_config.py puts it there: compare yours "
+                   "with the repository's (git diff course/nbgrader_config.py) and put back its feedback lines; keep "
+                   "the term's settings at its top, they are yours. No page was written.")
+            self.log.error(msg)
+            raise NbGraderException(msg)
+        return feedback_start(self)
 
     def feedback_init_assignment(self, assignment_id, student_id):
         # the pages nbgrader renders are all a student gets: no file of the autograded folder is
@@ -260,5 +291,5 @@ def install() -> None:
     NBGRADER.update(is_ignored=utils.is_ignored, find_all_files=utils.find_all_files)
     utils.is_ignored, utils.find_all_files, base.find_all_files = is_ignored, find_all_files, find_all_files
     GenerateFeedback.init_assignment = feedback_init_assignment
-    GenerateFeedback.start = feedback_start
+    GenerateFeedback.start = feedback_refuses
     Autograde._tc_hardened = True
