@@ -14,7 +14,6 @@ from pathlib import Path
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
-    AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
@@ -37,7 +36,8 @@ from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.export import CourseCsvExport
 from grader.classroom.feedback import FeedbackClearHiddenTests, OneScorePerCell, StripHiddenTests
-from grader.classroom.late import DailyPenalty
+from grader.classroom import standing
+from grader.classroom.late import CourseLatePenalties
 from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
 from grader.classroom.scores import ReconcileManualScores, RememberScores
 
@@ -89,7 +89,7 @@ c.GenerateAssignment.preprocessors = [
 # automatic score changed is cleared (or kept, MANUAL_SCORE_ON_REGRADE) before penalties count.
 c.Autograde.autograde_preprocessors = [
     CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, RememberScores,
-    SaveAutoGrades, ReconcileManualScores, AssignLatePenalties, CheckCellMetadata,
+    SaveAutoGrades, ReconcileManualScores, CourseLatePenalties, CheckCellMetadata,
 ]
 c.ReconcileManualScores.on_change = MANUAL_SCORE_ON_REGRADE
 # nbgrader's sanitizing step, with no checksum warning for an untouched test cell (its hidden
@@ -107,9 +107,11 @@ c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHi
 # student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
 regrade.install()
 
-# Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing).
-c.AssignLatePenalties.plugin_class = DailyPenalty
-c.DailyPenalty.percent_per_day = LATE_PERCENT_PER_DAY
+# Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing),
+# computed in one place (grader/classroom/standing.py) from the score, the due date and the
+# hand-in's time as they are now: autograde (CourseLatePenalties), export, `term schedule`, and
+# every gradebook write in this process (a manual grade in the formgrader, `nbgrader db`).
+standing.install(LATE_PERCENT_PER_DAY)
 # grades.csv sorted by assignment and student, with a status column: a submission the trusted
 # grader could not grade is flagged, never exported as a plain 0; late hand-ins show their penalty.
 c.ExportApp.plugin_class = CourseCsvExport

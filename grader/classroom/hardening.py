@@ -154,8 +154,9 @@ def install() -> None:
     from nbgrader.converters.base import NbGraderException
     from nbgrader.converters.generate_feedback import GenerateFeedback
 
-    from grader.classroom import phases
+    from grader.classroom import handin_time, phases
 
+    handin_time.install()  # one parser for timestamp.txt; an unreadable one never stops the command
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
     if getattr(Autograde, "_tc_hardened", False):
         return
