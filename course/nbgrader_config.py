@@ -103,8 +103,9 @@ c.CourseExecute.timeout_graded = CELL_LIMIT_GRADED
 # Feedback: hidden tests cut (the graded cells carry the full test source), one score per cell.
 c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHiddenTests, OneScorePerCell,
                                     CSSHTMLHeaderPreprocessor]
-# A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
-# student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
+# A forced regrade keeps the earlier result until the new one exists, also when stopped by
+# Ctrl-C, SIGTERM or SIGHUP; generate_feedback skips a stray notebook in a student's folder,
+# refuses a half-written autograded one and remakes a stale page (grader/classroom/regrade.py).
 regrade.install()
 
 # Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing),
