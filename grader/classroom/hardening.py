@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -170,8 +171,9 @@ def install() -> None:
     def start(self):
         why = _pipeline_problem(self)
         if why:
-            msg = (f"autograde refused: {why}. The course's nbgrader_config.py puts them there; if it was "
-                   "changed or replaced, restore it (git checkout course/nbgrader_config.py) before grading.")
+            msg = (f"autograde refused: {why}. The course's nbgrader_config.py puts them there: compare yours with "
+                   "the repository's (git diff course/nbgrader_config.py) and put back its autograde lines; keep the "
+                   "term's settings at its top, they are yours. Nothing was graded.")
             self.log.error(msg)
             raise NbGraderException(msg)
         check_integrity(self.coursedir, self.log)
@@ -186,4 +188,59 @@ def install() -> None:
 
     Autograde.init_assignment, Autograde.start = init_assignment, start
     GenerateFeedback.init_assignment = feedback_init_assignment
+    _course_commands_need_a_course()
     Autograde._tc_hardened = True
+
+
+# nbgrader's instructor commands: run anywhere but a course folder, they would grade nothing, write
+# an empty grades.csv and create a new gradebook.db where they run.
+COURSE_COMMANDS = {"AssignApp", "AutogradeApp", "CollectApp", "ExportApp", "FeedbackApp", "FormgradeApp",
+                   "GenerateAssignmentApp", "GenerateFeedbackApp", "GenerateSolutionApp", "ReleaseApp",
+                   "ReleaseAssignmentApp", "ReleaseFeedbackApp", "ZipCollectApp"}  # and every `nbgrader db`
+
+
+def not_a_course(root) -> str | None:
+    """Why `root` is not a course folder (None when it is one): it holds no nbgrader_config.py."""
+    root = Path(root or os.getcwd())
+    if (root / "nbgrader_config.py").is_file():
+        return None
+    near = [root / "course", *root.parents, root.parent / "course"]
+    course = next((p for p in near if (p / "nbgrader_config.py").is_file()), None)
+    where = f"cd {os.path.relpath(course)}" if course is not None else "cd into the course folder (course/ of the repository)"
+    return (f"{root} is not an nbgrader course (it has no nbgrader_config.py): {where} and run it there "
+            "(course/README.md). Nothing was changed.")
+
+
+def _course_commands_need_a_course() -> None:
+    """`nbgrader COMMAND` for an instructor's COMMAND, and the formgrader's pages, stop at once
+    outside a course folder (no gradebook.db appears, no grades.csv is written)."""
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+    from nbgrader.server_extensions.formgrader import base
+
+    app_start = NbGraderApp.start
+
+    def start(self):
+        sub = self.subapp
+        name = type(sub).__name__ if sub is not None else ""
+        if name in COURSE_COMMANDS or name.startswith("Db"):
+            cd = getattr(sub, "coursedir", None)
+            why = not_a_course(getattr(cd, "root", None))
+            if why:
+                self.log.error("%s", why)
+                sys.exit(2)
+        return app_start(self)
+
+    NbGraderApp.start = start
+
+    def guarded(prop):
+        def get(self):
+            why = not_a_course(self.coursedir.root)
+            if why:
+                from tornado import web
+
+                raise web.HTTPError(500, reason=f"formgrader: {why} Start it with ./course.sh grade.")
+            return prop.fget(self)
+        return property(get)
+
+    base.BaseHandler.gradebook = guarded(base.BaseHandler.gradebook)
+    base.BaseHandler.api = guarded(base.BaseHandler.api)

@@ -125,6 +125,33 @@ def stale_page(page: Path, autograded: Path, gb, notebook: str, assignment: str,
     return None
 
 
+def _maxima(coursedir) -> dict[str, tuple[float, int]]:
+    """assignment -> (its maximum, how many hand-ins it has) in the gradebook, without creating one."""
+    url = coursedir.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return {}
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, coursedir.course_id) as gb:
+        return {a.name: (float(a.max_score or 0), len(a.submissions)) for a in gb.assignments}
+
+
+def _record_opening(coursedir, names: list[str]) -> None:
+    """An assignment opens when first generated (a hand-in time before it is flagged), unless
+    `term schedule` says otherwise."""
+    import datetime
+
+    from grader.classroom import standing
+
+    data = standing.term(coursedir.root)
+    opens = data.setdefault("opens", {})
+    new = [n for n in names if n not in opens]
+    if new:
+        now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
+        opens.update({n: now.isoformat(sep=" ") for n in new})
+        standing.save_term(coursedir.root, data)
+
+
 def install() -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.converters import Autograde, GenerateFeedback
@@ -225,4 +252,23 @@ def install() -> None:
 
     GenerateFeedback.init_destination = checked_destination
     GenerateFeedback.convert_notebooks = feedback_convert
+
+    from nbgrader.converters import GenerateAssignment
+
+    ga_convert = GenerateAssignment.convert_notebooks
+
+    def generate(self):
+        before = _maxima(self.coursedir)
+        ga_convert(self)
+        after = _maxima(self.coursedir)
+        for name, (now, graded) in sorted(after.items()):
+            then = before.get(name, (now, 0))[0]
+            if graded and abs(then - now) > 1e-9:
+                self.log.warning("%s: its maximum changed from %g to %g (CPU-only grading switched, or the points "
+                                 "changed): the %d hand-in(s) graded already were graded out of %g. Run `nbgrader "
+                                 "autograde %s --force`, then `nbgrader generate_feedback %s`; until then grades.csv "
+                                 "flags them", name, then, now, graded, then, name, name)
+        _record_opening(self.coursedir, [a for a in after if a not in before])
+
+    GenerateAssignment.convert_notebooks = generate
     Autograde._course_regrade = True
