@@ -133,6 +133,7 @@ def term(tmp_path_factory):
     hand_in(course, "dee", A1, loop, "2026-11-23 08:00:00 UTC")
     (course / "submitted" / "ada" / A1 / "notes.txt").write_text("stray")  # stray files cost nothing
     nbformat.write(book(A1, course), course / "submitted" / "ada" / A1 / "old-copy.ipynb")
+    files_at(course / "submitted" / "ada" / A1, "2026-11-22 10:00:00 UTC")
     logs["autograde1"], _ = run(course, "autograde", A1, "--student", "[abce]*", "--create")
     logs["dee"], logs["dee_seconds"] = run(course, "autograde", A1, "--student", "dee", "--create")
 
@@ -350,7 +351,9 @@ if sys.argv[1] == "grade":  # the formgrader's GradeHandler.put, to the letter
     grade.manual_score, grade.extra_credit = float(sys.argv[5]), None
     grade.needs_manual_grade = False
     gb.db.commit()
-print(json.dumps({s["name"]: s for s in api.get_student_submissions(sys.argv[-1])}, default=str))
+students = sys.argv[2:] if sys.argv[1] == "list" else sys.argv[-1:]
+views = {st: {s["name"]: s for s in api.get_student_submissions(st)} for st in students}
+print(json.dumps(views if sys.argv[1] == "list" else views[students[0]], default=str))
 """
 
 
@@ -438,6 +441,7 @@ def later(term):
     logs["feedback"], _ = run(course, "generate_feedback", "*")
     p = run(course, "export", "--to", "grades-later.csv")
     logs["export"] = p[0]
+    logs["fg_all"] = formgrader(course, "list", *sorted({s for _, s in LATER}))
 
     # a half-written autograded notebook (what a regrade killed outright leaves): refused
     agd = course / "autograded" / "cy" / A1 / f"{A1}.ipynb"
@@ -445,7 +449,8 @@ def later(term):
     page_before = page.read_bytes()
     half = nbformat.reads(whole.decode(), as_version=4)
     for c in half.cells:
-        c.outputs = [] if c.cell_type == "code" else c.get("outputs")
+        if c.cell_type == "code":
+            c.outputs = []
     nbformat.write(half, agd)
     proc = classroom.nbgrader(course, "generate_feedback", A1, "--student", "cy", "--force", check=False)
     logs["half"] = (proc.returncode, proc.stdout + proc.stderr, page.read_bytes() == page_before)
@@ -495,8 +500,10 @@ def test_every_number_after_the_term_matches_one_table(later):
         else:
             assert r["check"] == "", (key, r["check"])
         page = later["course"] / "feedback" / key[1] / key[0] / f"{key[0]}.html"
+        fg = later["logs"]["fg_all"][key[1]].get(key[0], {})
         if want["status"] in ("graded", "late"):
             assert page_numbers(page) == pytest.approx((want["score"], want["max"], want["penalty"])), key
+            assert fg.get("autograded") and fg["score"] == pytest.approx(want["score"]), (key, fg)
         elif want["status"].startswith("pending"):
             assert not page.exists(), key
 

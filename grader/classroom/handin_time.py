@@ -177,8 +177,10 @@ def install() -> None:
             return None
 
     def get_submitted_timestamp(self, assignment_id, student_id):
+        # the formgrader's idea of a hand-in's time (it lists a hand-in whose time differs from the
+        # gradebook's as not autograded): the time that counts, as autograde recorded it
         path = Path(self.coursedir.format_path(self.coursedir.submitted_directory, student_id, assignment_id))
-        return get_existing_timestamp(self.coursedir, path)
+        return of_handin(path, student_id, assignment_id, records=record(self.coursedir.root)).at
 
     CourseDirectory.get_existing_timestamp = get_existing_timestamp
     NbGraderAPI.get_submitted_timestamp = get_submitted_timestamp

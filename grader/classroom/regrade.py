@@ -212,6 +212,8 @@ def install() -> None:
 
     GenerateFeedback.init_notebooks = known_notebooks
 
+    from grader.classroom import standing
+
     fb_init_destination, fb_convert = GenerateFeedback.init_destination, GenerateFeedback.convert_notebooks
 
     def checked_destination(self, assignment_id, student_id):
@@ -228,17 +230,22 @@ def install() -> None:
                 self._course_refused = getattr(self, "_course_refused", []) + [msg]
                 return False
         stale = False
-        if not self.force and dest.is_dir():
-            with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
-                for b in books:
-                    page = dest / (b.stem + ".html")
-                    why = stale_page(page, src / b.name, gb, b.stem, assignment_id, student_id) \
-                        if page.exists() else None
-                    if why:
-                        self.log.warning("Regenerating the feedback of %s %s: the page is stale (%s)",
-                                         student_id, assignment_id, why)
-                        page.unlink()
-                        stale = True
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            # the page shows the standing as it is now (a time record added, a penalty rule)
+            try:
+                standing.refresh(gb, self.coursedir, gb.find_submission(assignment_id, student_id), self.log)
+                gb.db.commit()
+            except MissingEntry:
+                pass
+            for b in books if not self.force and dest.is_dir() else []:
+                page = dest / (b.stem + ".html")
+                why = stale_page(page, src / b.name, gb, b.stem, assignment_id, student_id) \
+                    if page.exists() else None
+                if why:
+                    self.log.warning("Regenerating the feedback of %s %s: the page is stale (%s)",
+                                     student_id, assignment_id, why)
+                    page.unlink()
+                    stale = True
         return True if stale else fb_init_destination(self, assignment_id, student_id)
 
     def feedback_convert(self):

@@ -61,7 +61,8 @@ def set_due_dates(course, schedule: list[tuple[str, ...]]) -> list[str]:
             due = parse_time(date, f"{assignment} due date")
             opens = rest[0] if rest and rest[0] else ""
             plan.append((assignment, due, parse_time(opens, f"{assignment} opens") if opens else None))
-        changed = []
+        before = {(a, sub.student.id): (float(sub.late_submission_penalty or 0), sub.total_seconds_late > 0)
+                  for a, _, _ in plan for sub in gb.assignment_submissions(a)}
         data = standing.term(course.root)
         for assignment, due, opens in plan:
             gb.update_or_create_assignment(assignment, duedate=due)
@@ -70,7 +71,15 @@ def set_due_dates(course, schedule: list[tuple[str, ...]]) -> list[str]:
         if any(o for _, _, o in plan):
             standing.save_term(course.root, data)
         for assignment, _, _ in plan:
-            changed += standing.refresh_assignment(gb, course.coursedir, assignment)
+            standing.refresh_assignment(gb, course.coursedir, assignment)
+        # what moved (the gradebook already recomputed it as the date changed: standing.install)
+        changed = []
+        for (a, student), (pen, late) in sorted(before.items()):
+            sub = gb.find_submission(a, student)
+            now = (float(sub.late_submission_penalty or 0), sub.total_seconds_late > 0)
+            if now != (pen, late):
+                changed.append(f"{student} {a}: late penalty {pen:g} -> {now[0]:g}"
+                               + (f", {'late' if now[1] else 'on time'} now" if now[1] != late else ""))
     return changed
 
 
