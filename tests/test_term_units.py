@@ -366,3 +366,25 @@ def test_hand_in_times_are_checked_against_the_collection(tmp_path):
     assert "before the assignment opened" in early.flags[0]
     rec = check("2026-11-30 11:00 UTC", "2026-11-30 11:00", records={("ann", "A"): "2026-12-01 09:00"})
     assert rec.at == datetime(2026, 12, 1, 9) and rec.source == "record" and "the record counts" in rec.flags[0]
+
+
+def test_the_formgrader_outside_a_course_says_where_and_creates_nothing(tmp_path):
+    """A formgrader started where there is no course (a lab opened at the repository root) would
+    create an empty gradebook.db there on its first page; it answers with where to start it."""
+    from types import SimpleNamespace
+
+    from nbgrader.server_extensions.formgrader import base
+    from tornado import web
+
+    from grader.classroom import hardening
+
+    hardening.install()
+    h = base.BaseHandler.__new__(base.BaseHandler)
+    h.application = SimpleNamespace(settings=dict(
+        nbgrader_formgrader=SimpleNamespace(coursedir=_coursedir(tmp_path)), nbgrader_gradebook=None))
+    with pytest.raises(web.HTTPError) as e:
+        h.gradebook
+    assert "not an nbgrader course" in e.value.reason and "./course.sh grade" in e.value.reason
+    assert not list(tmp_path.iterdir())
+    (tmp_path / "nbgrader_config.py").write_text("")  # a course folder: the formgrader opens its gradebook
+    assert h.gradebook is not None and (tmp_path / "gradebook.db").exists()

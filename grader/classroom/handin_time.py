@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 FORMS = ("2026-12-01 23:59, 2026-12-01 23:59:00 UTC, 2026-12-01T23:59Z, 2026-12-01 23:59 +01:00 "
          "(year first; no zone means UTC)")
@@ -40,8 +41,6 @@ _OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$")
 
 def parse_time(text: str, who: str = "") -> datetime:
     """A naive UTC datetime from `text`, or ValueError naming `who` and the accepted forms."""
-    import dateutil.tz
-
     where = f"{who}: " if who else ""
     s = (text or "").strip()
     m = _YEAR_FIRST.match(s)
@@ -62,9 +61,11 @@ def parse_time(text: str, who: str = "") -> datetime:
     if off:
         sign = 1 if off.group(1) == "+" else -1
         return at - sign * timedelta(hours=int(off.group(2)), minutes=int(off.group(3) or 0))
-    tz = dateutil.tz.gettz(zone)
-    if tz is None:
-        raise ValueError(f"{where}cannot read the time zone '{zone[:40]}' in '{s[:60]}'; write it as one of: {FORMS}")
+    try:
+        tz = ZoneInfo(zone)
+    except (ValueError, OSError, ZoneInfoNotFoundError):
+        raise ValueError(f"{where}cannot read the time zone '{zone[:40]}' in '{s[:60]}'; write it as one of: "
+                         f"{FORMS}") from None
     local = at.replace(tzinfo=tz)
     return (local - local.utcoffset()).replace(tzinfo=None)
 

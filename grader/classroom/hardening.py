@@ -11,7 +11,10 @@ environment loads before any course config) changes nbgrader's converters so tha
 - feedback copies nothing but the pages it renders;
 - autograde refuses to start unless the course's sandboxed execution and trusted grader are in
   its pipeline (or TC_NO_SANDBOX=1 says the instructor opted out), and says when the course
-  config or the instructor's sources changed since the last autograde (`INTEGRITY`).
+  config or the instructor's sources changed since the last autograde (`INTEGRITY`);
+- an instructor's command (autograde, export, generate_feedback, db, ...) and the formgrader's
+  pages stop outside a course folder, saying where to cd, before they write anything;
+- a timestamp.txt is read by the course's one parser (grader.classroom.handin_time).
 """
 from __future__ import annotations
 
