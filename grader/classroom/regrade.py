@@ -136,22 +136,6 @@ def _maxima(coursedir) -> dict[str, tuple[float, int]]:
         return {a.name: (float(a.max_score or 0), len(a.submissions)) for a in gb.assignments}
 
 
-def _record_opening(coursedir, names: list[str]) -> None:
-    """An assignment opens when first generated (a hand-in time before it is flagged), unless
-    `term schedule` says otherwise."""
-    import datetime
-
-    from grader.classroom import standing
-
-    data = standing.term(coursedir.root)
-    opens = data.setdefault("opens", {})
-    new = [n for n in names if n not in opens]
-    if new:
-        now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
-        opens.update({n: now.isoformat(sep=" ") for n in new})
-        standing.save_term(coursedir.root, data)
-
-
 def install() -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.converters import Autograde, GenerateFeedback
@@ -275,7 +259,6 @@ def install() -> None:
                                  "changed): the %d hand-in(s) graded already were graded out of %g. Run `nbgrader "
                                  "autograde %s --force`, then `nbgrader generate_feedback %s`; until then grades.csv "
                                  "flags them", name, then, now, graded, then, name, name)
-        _record_opening(self.coursedir, [a for a in after if a not in before])
 
     GenerateAssignment.convert_notebooks = generate
     Autograde._course_regrade = True
