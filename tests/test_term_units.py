@@ -313,6 +313,12 @@ def test_every_state_is_named_and_a_hand_in_there_is_never_0(tmp_path):
     for s in ("cid", "dan"):
         assert got[s]["status"].startswith("pending: collected, not autograded yet"), got[s]
         assert got[s]["raw_score"] == got[s]["score"] == "", got[s]
+    logs = tmp_path / "autograded" / cohort.LOGS / "A"  # dan's cohort job was run and did not finish
+    logs.mkdir(parents=True)
+    (logs / "pending.json").write_text('["dan"]')
+    with Gradebook(url) as gb:
+        dan = {r["student_id"]: r for r in export.rows(gb, _coursedir(tmp_path))}["dan"]
+    assert dan["status"].startswith("NOT GRADED: its cohort job did not finish") and dan["score"] == "", dan
     assert got["bob"]["status"].startswith("NOT GRADED")
     assert got["ann"]["status"] == "late"
 

@@ -8,7 +8,8 @@ formgrader's submission lists (their score is the score after the penalty), the 
     status           scores
     not submitted    0 (nothing handed in, as nbgrader counts it)
     pending: ...     empty: collected, not autograded yet (or resubmitted since: the earlier scores stay)
-    NOT GRADED: ...  empty, never 0: handed in, but nothing could grade it (why, and what to do)
+    NOT GRADED: ...  empty, never 0: handed in, but nothing could grade it, or its cohort job did
+                     not finish (why, and what to do)
     graded           raw_score = manual score where given, else the automatic one, per cell
     late             graded, handed in after the due date: score = raw - penalty
 
@@ -119,6 +120,17 @@ def ungraded_reason(coursedir, submission) -> str | None:
     return None
 
 
+def _cohort_failed(coursedir, assignment: str, student: str) -> bool:
+    """A cohort job for this hand-in was run and did not finish (grader.classroom.cohort's pending list)."""
+    from grader.classroom.cohort import LOGS
+
+    f = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")) / LOGS / assignment / "pending.json"
+    try:
+        return student in json.loads(f.read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def _resubmitted(coursedir, student: str, assignment: str) -> bool:
     """nbgrader's rule for a hand-in newer than its autograded copy (timestamp.txt of each)."""
     new = _folder(coursedir, "submitted_directory", student, assignment) / "timestamp.txt"
@@ -164,7 +176,10 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     elif sub is not None:
         st.timestamp = sub.timestamp
     if sub is None:
-        if there:
+        if there and _cohort_failed(coursedir, assignment.name, student_id):
+            st.status = (f"NOT GRADED: its cohort job did not finish (autograded/.cohort-logs/{assignment.name}/"
+                         f"{student_id}.log); run the cohort command again")
+        elif there:
             st.status = (f"pending: collected, not autograded yet (run `nbgrader autograde {assignment.name}`)")
         else:
             st.raw = st.penalty = st.score = 0.0
