@@ -469,6 +469,11 @@ def later(term):
     q = subprocess.run([sys.executable, "-m", "grader.classroom.term", "schedule", "03=2026-12-20", "--course",
                         str(course)], **env_py)
     wrong["schedule"] = (q.returncode, q.stdout + q.stderr)
+    state = {p.name: p.stat().st_mtime_ns for p in course.iterdir() if p.is_file()}
+    for cmd in (["autograde", "01-memory-layuot"], ["export", "--assignment", "01-memory-layuot", "--to", "typo.csv"]):
+        q = classroom.nbgrader(course, *cmd, check=False)
+        wrong["typo " + cmd[0]] = (q.returncode, q.stdout + q.stderr)
+    logs["typo_changed"] = state != {p.name: p.stat().st_mtime_ns for p in course.iterdir() if p.is_file()}
     logs["wrong"], logs["home_before"], logs["home_after"] = wrong, before, sorted(p.name for p in home.iterdir())
     with __import__("nbgrader.api").api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         logs["assignments"] = sorted(a.name for a in gb.assignments)
@@ -562,6 +567,10 @@ def test_mistakes_cost_nothing(later):
     rc, out = wrong["schedule"]
     assert rc == 2 and "generate_assignment 03-cuda-core-gemm" in out
     assert later["logs"]["assignments"] == [A1, A2]  # 03 was not added with a maximum of 0
+    for cmd in ("typo autograde", "typo export"):  # a misspelled assignment in the course folder
+        rc, out = wrong[cmd]
+        assert rc != 0 and "no assignment" in out and "01-memory-layuot" in out and A1 in out, (cmd, out[-1500:])
+    assert not later["logs"]["typo_changed"]  # no grades file, no integrity record rewritten
 
 
 def test_cpu_only_switched_says_a_regrade_is_needed(later):

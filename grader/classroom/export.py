@@ -62,6 +62,12 @@ class CourseCsvExport(CsvExportPlugin):
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
         coursedir = getattr(self.parent, "coursedir", None) or CourseDirectory(parent=self)
+        known = {a.name for a in gradebook.assignments}
+        typo = [str(a) for a in self.assignment if str(a) not in known]
+        if typo:
+            self.log.error("export: no assignment %s in the gradebook (the assignments: %s); nothing written",
+                           ", ".join(typo), ", ".join(sorted(known)) or "none yet")
+            raise SystemExit(2)
         out = rows(gradebook, coursedir, [str(a) for a in self.assignment], [str(s) for s in self.student], self.log)
         with open(dest, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=KEYS, lineterminator="\n")

@@ -179,6 +179,10 @@ def install() -> None:
                    "term's settings at its top, they are yours. Nothing was graded.")
             self.log.error(msg)
             raise NbGraderException(msg)
+        unknown = unknown_assignment(self.coursedir, self.coursedir.assignment_id)
+        if unknown:
+            self.log.error("%s", unknown)
+            raise NbGraderException(unknown)
         check_integrity(self.coursedir, self.log)
         for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
@@ -193,6 +197,24 @@ def install() -> None:
     GenerateFeedback.init_assignment = feedback_init_assignment
     _course_commands_need_a_course()
     Autograde._tc_hardened = True
+
+
+def unknown_assignment(coursedir, pattern: str) -> str | None:
+    """Why no assignment of the gradebook matches `pattern` (a name or a glob; None when one does:
+    a typo is said, before anything is written)."""
+    import fnmatch
+
+    url = coursedir.db_url
+    if not pattern or not url.startswith("sqlite:///") or not Path(url[len("sqlite:///"):]).is_file():
+        return None
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, coursedir.course_id) as gb:
+        names = sorted(a.name for a in gb.assignments)
+    if any(fnmatch.fnmatch(n, pattern) for n in names):
+        return None
+    return (f"no assignment '{pattern}' in the gradebook (the assignments: {', '.join(names) or 'none yet'}; "
+            "a new one needs `nbgrader generate_assignment` first). Nothing was changed.")
 
 
 # nbgrader's instructor commands: run anywhere but a course folder, they would grade nothing, write
