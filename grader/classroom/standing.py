@@ -205,6 +205,19 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     return st
 
 
+def set_penalties(submission) -> list[tuple[float | None, float | None]]:
+    """Each notebook's late penalty from its score now, the due date and the hand-in's time in the
+    gradebook; the (old, new) pairs that changed."""
+    days = handin_time.days_late(submission.timestamp, submission.assignment.duedate)
+    changed = []
+    for nb in submission.notebooks:
+        new = penalty(sum(grade_score(g) for g in nb.grades), days) or None
+        if (nb.late_submission_penalty or 0.0) != (new or 0.0):
+            changed.append((nb.late_submission_penalty, new))
+            nb.late_submission_penalty = new
+    return changed
+
+
 def refresh(gb, coursedir, submission, log=None, records=None) -> list[str]:
     """Write the standing's time and penalties into the gradebook rows nbgrader's own views read
     (submission.timestamp, each notebook's late_submission_penalty); what changed, as text."""
@@ -218,13 +231,8 @@ def refresh(gb, coursedir, submission, log=None, records=None) -> list[str]:
         for flag in t.flags:
             if log is not None:
                 log.warning("%s %s: %s", student, name, flag)
-    days = handin_time.days_late(submission.timestamp, submission.assignment.duedate)
-    for nb in submission.notebooks:
-        new = penalty(sum(grade_score(g) for g in nb.grades), days) or None
-        old = nb.late_submission_penalty
-        if (old or 0.0) != (new or 0.0):
-            changes.append(f"{student} {name}: late penalty {old or 0:g} -> {new or 0:g}")
-            nb.late_submission_penalty = new
+    for old, new in set_penalties(submission):
+        changes.append(f"{student} {name}: late penalty {old or 0:g} -> {new or 0:g}")
     for c in changes:
         if log is not None:
             log.warning("%s", c)
@@ -263,11 +271,8 @@ def _on_flush(session, context, instances):
             touched.add(obj)
     with session.no_autoflush:
         for sub in touched:
-            if sub is None:
-                continue
-            days = handin_time.days_late(sub.timestamp, sub.assignment.duedate)
-            for nb in sub.notebooks:
-                nb.late_submission_penalty = penalty(sum(grade_score(g) for g in nb.grades), days) or None
+            if sub is not None:
+                set_penalties(sub)
 
 
 def _net_scores(api_method):
