@@ -372,6 +372,8 @@ def test_hand_in_times_are_checked_against_the_collection(tmp_path):
     assert "before the assignment opened" in early.flags[0]
     rec = check("2026-11-30 11:00 UTC", "2026-11-30 11:00", records={("ann", "A"): "2026-12-01 09:00"})
     assert rec.at == datetime(2026, 12, 1, 9) and rec.source == "record" and "the record counts" in rec.flags[0]
+    huge = check("2026-11-30 11:00 UTC" + " 9" * 20_000_000, "2026-11-30 11:00")  # 40 MB: read 200 bytes of it
+    assert huge.source == "file time" and "cannot read the time" in huge.flags[0] and len(huge.flags[0]) < 1000
 
 
 def test_the_formgrader_outside_a_course_says_where_and_creates_nothing(tmp_path):

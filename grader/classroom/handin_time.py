@@ -101,6 +101,19 @@ def record(course_root: Path) -> dict[tuple[str, str], str]:
     return out
 
 
+STAMP_BYTES = 200  # a time is a few dozen characters: a bigger timestamp.txt is read no further
+
+
+def read_stamp(path: Path) -> str | None:
+    """The text of a hand-in's timestamp.txt, read within a bound (a student can hand in any file
+    under that name), or None when there is none."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(STAMP_BYTES).decode("utf-8", errors="replace").strip()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
 def _mtime(p: Path) -> datetime | None:
     try:
         return datetime.utcfromtimestamp(os.stat(p).st_mtime)
@@ -118,7 +131,7 @@ def of_handin(folder: Path, student: str, assignment: str, due: datetime | None 
     stamp = folder / "timestamp.txt"
     claim, claim_text = None, None
     if stamp.is_file():
-        claim_text = stamp.read_text(errors="replace").strip()
+        claim_text = read_stamp(stamp) or ""
         try:
             claim = parse_time(claim_text, f"{who} timestamp.txt")
         except ValueError as e:
@@ -167,11 +180,12 @@ def install() -> None:
 
     def get_existing_timestamp(self, dest_path):
         path = Path(dest_path) / "timestamp.txt"
-        if not path.is_file():
+        text = read_stamp(path) if path.is_file() else None
+        if text is None:
             return None
         who = " ".join(Path(dest_path).parts[-2:])
         try:
-            return parse_time(path.read_text(errors="replace"), f"{who} timestamp.txt")
+            return parse_time(text, f"{who} timestamp.txt")
         except ValueError as e:
             self.log.warning("%s; the hand-in is graded at the time its file was collected, and flagged "
                              "(grades.csv's check column)", e)

@@ -136,8 +136,8 @@ def _resubmitted(coursedir, student: str, assignment: str) -> bool:
     new = _folder(coursedir, "submitted_directory", student, assignment) / "timestamp.txt"
     old = _folder(coursedir, "autograded_directory", student, assignment) / "timestamp.txt"
     try:
-        a = handin_time.parse_time(new.read_text())
-        b = handin_time.parse_time(old.read_text())
+        a = handin_time.parse_time(handin_time.read_stamp(new) or "")
+        b = handin_time.parse_time(handin_time.read_stamp(old) or "")
     except (OSError, ValueError):
         return False
     return a > b
@@ -276,28 +276,26 @@ def _on_flush(session, context, instances):
 
 
 def _net_scores(api_method):
-    """The formgrader's submission lists show the score after the late penalty (as grades.csv)."""
+    """The formgrader's submission lists show the score after the late penalty (as grades.csv),
+    with raw_score and late_submission_penalty beside it."""
     def wrapped(self, *args, **kwargs):
+        from nbgrader.api import MissingEntry
+
         out = api_method(self, *args, **kwargs)
-        for sub in out if isinstance(out, list) else [out]:
-            if isinstance(sub, dict) and sub.get("autograded") and sub.get("score") is not None \
-                    and "raw_score" not in sub:  # get_student_submissions calls get_submission
-                _net(self, sub)
+        # get_student_submissions calls get_submission: each dict is netted once
+        subs = [s for s in (out if isinstance(out, list) else [out]) if isinstance(s, dict)
+                and s.get("autograded") and s.get("score") is not None and "raw_score" not in s]
+        if subs:
+            with self.gradebook as gb:  # one gradebook for the whole list
+                for sub in subs:
+                    try:
+                        pen = float(gb.find_submission(sub["name"], sub["student"]).late_submission_penalty or 0.0)
+                    except MissingEntry:
+                        continue
+                    sub["raw_score"], sub["late_submission_penalty"] = sub["score"], pen
+                    sub["score"] = max(0.0, float(sub["score"]) - pen)
         return out
     return wrapped
-
-
-def _net(api, sub: dict) -> None:
-    from nbgrader.api import MissingEntry
-
-    with api.gradebook as gb:
-        try:
-            s = gb.find_submission(sub["name"], sub["student"])
-        except MissingEntry:
-            return
-        pen = float(s.late_submission_penalty or 0.0)
-    sub["raw_score"], sub["late_submission_penalty"] = sub["score"], pen
-    sub["score"] = max(0.0, float(sub["score"]) - pen)
 
 
 def install(percent_per_day: float) -> None:
