@@ -396,3 +396,20 @@ def test_the_formgrader_outside_a_course_says_where_and_creates_nothing(tmp_path
     assert not list(tmp_path.iterdir())
     (tmp_path / "nbgrader_config.py").write_text("")  # a course folder: the formgrader opens its gradebook
     assert h.gradebook is not None and (tmp_path / "gradebook.db").exists()
+
+
+def test_a_linked_timestamp_is_never_followed(tmp_path):
+    """export reads submitted/ before any autograde has removed what a student left there."""
+    import os
+
+    from grader.classroom.handin_time import of_handin, read_stamp
+
+    secret = tmp_path / "gradebook.db"
+    secret.write_text("2026-11-01 10:00 UTC secret rows")
+    d = tmp_path / "h"
+    d.mkdir()
+    (d / "nb.ipynb").write_text("{}")
+    os.symlink(secret, d / "timestamp.txt")
+    assert read_stamp(d / "timestamp.txt") is None
+    t = of_handin(d, "ann", "A")
+    assert t.at is None and not any("secret" in f for f in t.flags)

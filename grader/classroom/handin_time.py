@@ -24,6 +24,7 @@ import csv
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -107,16 +108,19 @@ STAMP_BYTES = 200  # a time is a few dozen characters: a bigger timestamp.txt is
 def read_stamp(path: Path) -> str | None:
     """The text of a hand-in's timestamp.txt, read within a bound (a student can hand in any file
     under that name), or None when there is none."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(STAMP_BYTES).decode("utf-8", errors="replace").strip()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    try:  # never through a link a student left, never a FIFO (hardening removes them; export reads first)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(STAMP_BYTES).decode("utf-8", errors="replace").strip()
 
 
 def _mtime(p: Path) -> datetime | None:
     try:
-        return datetime.utcfromtimestamp(os.stat(p).st_mtime)
+        return datetime.utcfromtimestamp(os.lstat(p).st_mtime)
     except OSError:
         return None
 
@@ -129,16 +133,15 @@ def of_handin(folder: Path, student: str, assignment: str, due: datetime | None 
     who = f"{student} {assignment}"
     flags: list[str] = []
     stamp = folder / "timestamp.txt"
-    claim, claim_text = None, None
-    if stamp.is_file():
-        claim_text = read_stamp(stamp) or ""
+    claim, claim_text = None, read_stamp(stamp)
+    if claim_text is not None:
         try:
             claim = parse_time(claim_text, f"{who} timestamp.txt")
         except ValueError as e:
             flags.append(f"{e}; graded at the time the file was collected")
     # the collection's own record: the files' times as they arrived (kept by the exchange, cp -p)
     books = [p for p in folder.glob("*.ipynb")] if folder.is_dir() else []
-    times = [t for t in [_mtime(stamp) if stamp.is_file() else None] + [_mtime(b) for b in books] if t]
+    times = [t for t in [_mtime(stamp) if claim_text is not None else None] + [_mtime(b) for b in books] if t]
     collected = max(times) if times else None
     rec_text = (records or {}).get((student, assignment))
     rec = None
@@ -179,8 +182,7 @@ def install() -> None:
         return
 
     def get_existing_timestamp(self, dest_path):
-        path = Path(dest_path) / "timestamp.txt"
-        text = read_stamp(path) if path.is_file() else None
+        text = read_stamp(Path(dest_path) / "timestamp.txt")
         if text is None:
             return None
         who = " ".join(Path(dest_path).parts[-2:])
