@@ -14,7 +14,6 @@ from pathlib import Path
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
-    AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
@@ -38,7 +37,8 @@ from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.export import CourseCsvExport
 from grader.classroom.feedback import FeedbackClearHiddenTests, OneScorePerCell, StripHiddenTests
-from grader.classroom.late import DailyPenalty
+from grader.classroom import standing
+from grader.classroom.late import CourseLatePenalties
 from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
 from grader.classroom.safe_outputs import SafeOutputs
 from grader.classroom.scores import ReconcileManualScores, RememberScores
@@ -92,7 +92,7 @@ c.GenerateAssignment.preprocessors = [
 # SafeOutputs last: what is written to autograded/ is data (outputs sanitized, sizes capped).
 c.Autograde.autograde_preprocessors = [
     CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, RememberScores,
-    SaveAutoGrades, ReconcileManualScores, AssignLatePenalties, CheckCellMetadata, SafeOutputs,
+    SaveAutoGrades, ReconcileManualScores, CourseLatePenalties, CheckCellMetadata, SafeOutputs,
 ]
 c.ReconcileManualScores.on_change = MANUAL_SCORE_ON_REGRADE
 # nbgrader's sanitizing step, with no checksum warning for an untouched test cell (its hidden
@@ -107,8 +107,9 @@ c.CourseExecute.timeout_graded = CELL_LIMIT_GRADED
 # outputs reduced to data again (whatever wrote autograded/).
 c.GenerateFeedback.preprocessors = [GetGrades, FeedbackClearHiddenTests, StripHiddenTests, OneScorePerCell,
                                     SafeOutputs, CSSHTMLHeaderPreprocessor]
-# A forced regrade keeps the earlier result until the new one exists; a stray notebook in a
-# student's folder is skipped by generate_feedback (grader/classroom/regrade.py).
+# A forced regrade keeps the earlier result until the new one exists, also when stopped by
+# Ctrl-C, SIGTERM or SIGHUP; generate_feedback skips a stray notebook in a student's folder,
+# refuses a half-written autograded one and remakes a stale page (grader/classroom/regrade.py).
 regrade.install()
 
 # With an exchange: `nbgrader collect` takes each student's NEWEST hand-in, replacing an earlier
@@ -121,9 +122,11 @@ c.ExchangeCollect.update = True
 # or never collected) before it grades (grader/classroom/exchange.py).
 exchange.install()
 
-# Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing).
-c.AssignLatePenalties.plugin_class = DailyPenalty
-c.DailyPenalty.percent_per_day = LATE_PERCENT_PER_DAY
+# Late penalties (nbgrader's default method is "none": a late hand-in would lose nothing),
+# computed in one place (grader/classroom/standing.py) from the score, the due date and the
+# hand-in's time as they are now: autograde (CourseLatePenalties), export, `term schedule`, and
+# every gradebook write in this process (a manual grade in the formgrader, `nbgrader db`).
+standing.install(LATE_PERCENT_PER_DAY)
 # grades.csv sorted by assignment and student, with a status column: a submission the trusted
 # grader could not grade is flagged, never exported as a plain 0; late hand-ins show their penalty.
 c.ExportApp.plugin_class = CourseCsvExport

@@ -53,6 +53,7 @@ COVERED = {
     "python -m grader.classroom.handout": "tests/test_handout.py::test_the_copy_holds_no_answer_key",
     "python -m grader.classroom dry-run": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term schedule": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "python -m grader.classroom.term refresh": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.cohort autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.similarity": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader db student add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
@@ -402,6 +403,8 @@ def test_instructor_commands_on_a_tiny_course(lab, clone, tmp_path):
     for student in ("alice", "carol"):
         (course / "submitted" / student / "01-memory-layout").mkdir(parents=True)
         shutil.copy(solution, course / "submitted" / student / "01-memory-layout")
+    # carol's is a day late: "A timestamp.txt beside the notebook sets the submission time"
+    (course / "submitted" / "carol" / "01-memory-layout" / "timestamp.txt").write_text("2026-12-09 12:00:00 UTC\n")
     out = ok("python -m grader.classroom.cohort autograde 00-setup --workers 2", r"graded", timeout=900)
     assert (course / "autograded" / "alice" / "00-setup" / "00-setup.ipynb").exists(), out[-2000:]
     ok("nbgrader autograde 01-memory-layout --student carol", timeout=900)
@@ -424,7 +427,15 @@ def test_instructor_commands_on_a_tiny_course(lab, clone, tmp_path):
     with open(course / "grades.csv") as f:
         rows = {(r["assignment"], r["student_id"]): r for r in csv.DictReader(f)}
     assert rows[("00-setup", "alice")]["status"] == "graded", rows[("00-setup", "alice")]
-    assert float(rows[("01-memory-layout", "carol")]["score"]) > 0, rows[("01-memory-layout", "carol")]
+    carol = rows[("01-memory-layout", "carol")]
+    assert carol["status"] == "late" and 0 < float(carol["score"]) < float(carol["raw_score"]), carol
+    # the due date moves after grading: the schedule recomputes, refresh finds nothing left to do
+    ok("python -m grader.classroom.term schedule 01=2026-12-10T23:59Z", r"01-memory-layout.*2026-12-10")
+    ok("python -m grader.classroom.term refresh", r"0 change\(s\)")
+    ok("nbgrader export --to grades.csv")
+    with open(course / "grades.csv") as f:
+        carol = {(r["assignment"], r["student_id"]): r for r in csv.DictReader(f)}[("01-memory-layout", "carol")]
+    assert carol["status"] == "graded" and float(carol["score"]) == float(carol["raw_score"]) > 0, carol
     assert (course / "feedback" / "bob" / "00-setup" / "00-setup.html").exists()
     out = ok("python -m grader.classroom.similarity 01-memory-layout", r"similarity-01-memory-layout\.html")
     page = course / "similarity-01-memory-layout.html"

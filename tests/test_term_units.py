@@ -148,14 +148,24 @@ def test_schedule_sets_every_due_date_in_one_command(tmp_path, capsys):
     from grader.classroom import workflow
 
     course = workflow.new_course(tmp_path / "course")
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}"):
-        pass
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # as generate_assignment leaves them
+        for a in ("01-memory-layout", "02-precision"):
+            gb.update_or_create_assignment(a)
     (tmp_path / "s.csv").write_text("assignment,due\n01,2026-12-01 23:59 UTC\n02-precision,2026-12-08T12:00Z\n")
     assert term.main(["schedule", str(tmp_path / "s.csv"), "--course", str(course)]) == 0
     out = capsys.readouterr().out
     assert "01-memory-layout: due 2026-12-01 23:59:00 UTC" in out and "02-precision: due 2026-12-08 12:00:00" in out
     assert term.main(["schedule", "99=2026-01-01", "--course", str(course)]) == 2
     assert term.main(["schedule", "01=not a date", "--course", str(course)]) == 2
+    # day and month either way round: refused, not guessed; an assignment not generated yet is
+    # refused and not added (it would be in the gradebook with a maximum of 0); nothing changes
+    assert term.main(["schedule", "01=03/12/2026 14:00", "--course", str(course)]) == 2
+    assert term.main(["schedule", "01=2027-01-01", "03=2026-12-20", "--course", str(course)]) == 2
+    err = capsys.readouterr().err
+    assert "either way round" in err and "2026-12-01 23:59" in err and "generate_assignment 03-cuda-core-gemm" in err
+    assert dict(term.current(cohort.load_course(course))) == {
+        "01-memory-layout": __import__("datetime").datetime(2026, 12, 1, 23, 59),
+        "02-precision": __import__("datetime").datetime(2026, 12, 8, 12, 0)}
     shutil.rmtree(course)
 
 
@@ -211,3 +221,195 @@ def test_a_regrade_killed_outright_is_undone_by_the_next_run(tmp_path):
     (half / "nb.ipynb").write_text("half-written")
     regrade.restore_all(cd, logging.getLogger("test"))
     assert (half / "nb.ipynb").read_text() == "earlier" and not kept.exists()
+
+
+# ------------------------------------------------------------------ one standing (issue 33)
+def _late_course(tmp_path: Path):
+    """ann handed in A 2 days late (raw 3.0 of 3: penalty 0.6 at 10% a day), graded."""
+    from datetime import datetime
+
+    from grader.classroom import standing
+
+    standing.install(10.0)
+    url = _gradebook(tmp_path)
+    with Gradebook(url) as gb:
+        gb.update_or_create_assignment("A", duedate=datetime(2026, 11, 23, 12))
+        sub = gb.find_submission("A", "ann")
+        sub.timestamp = datetime(2026, 11, 24, 18)
+        for g in sub.notebooks[0].grades:
+            g.auto_score = g.max_score
+        gb.db.commit()
+    d = tmp_path / "submitted" / "ann" / "A"
+    d.mkdir(parents=True)
+    (d / "nb.ipynb").write_text("{}")
+    (d / "timestamp.txt").write_text("2026-11-24 18:00:00 UTC")
+    _set_mtime(d, "2026-11-24 18:00")
+    (tmp_path / "autograded" / "ann" / "A").mkdir(parents=True)
+    (tmp_path / "autograded" / "ann" / "A" / "nb.ipynb").write_text("{}")
+    return url
+
+
+def _set_mtime(folder: Path, when: str):
+    import os
+
+    from grader.classroom.handin_time import parse_time
+
+    t = (parse_time(when) - __import__("datetime").datetime(1970, 1, 1)).total_seconds()
+    for p in folder.iterdir():
+        os.utime(p, (t, t))
+
+
+def _row(tmp_path, url, student="ann"):
+    with Gradebook(url) as gb:
+        return {r["student_id"]: r for r in export.rows(gb, _coursedir(tmp_path))}[student]
+
+
+def test_a_manual_grade_on_a_late_hand_in_recomputes_its_penalty(tmp_path):
+    """The issue's numbers, scaled: a manual 1 of 2 on one cell of a late hand-in. Every view
+    (the gradebook rows the feedback page and the formgrader read, grades.csv) follows."""
+    from grader.classroom import standing
+
+    url = _late_course(tmp_path)
+    with Gradebook(url) as gb:
+        standing.refresh(gb, _coursedir(tmp_path), gb.find_submission("A", "ann"))
+        gb.db.commit()
+        assert gb.find_submission("A", "ann").late_submission_penalty == pytest.approx(0.6)
+        gb.find_grade("t1", "nb", "A", "ann").manual_score = 1.0  # what the formgrader does
+        gb.db.commit()
+    with Gradebook(url) as gb:  # recomputed in the same commit: raw 2.0, 2 days late -> 0.4
+        sub = gb.find_submission("A", "ann")
+        assert (sub.score, sub.late_submission_penalty) == pytest.approx((2.0, 0.4))
+    r = _row(tmp_path, url)
+    assert (float(r["raw_score"]), float(r["manual_score"]), float(r["late_submission_penalty"]),
+            float(r["score"]), r["status"]) == pytest.approx((2.0, 1.0, 0.4, 1.6, "late"))
+
+
+def test_a_moved_due_date_recomputes_penalty_and_status(tmp_path, capsys):
+    from grader.classroom import standing
+
+    url = _late_course(tmp_path)
+    with Gradebook(url) as gb:
+        standing.refresh(gb, _coursedir(tmp_path), gb.find_submission("A", "ann"))
+        gb.db.commit()
+    assert _row(tmp_path, url)["status"] == "late"
+    from datetime import datetime
+
+    with Gradebook(url) as gb:  # `nbgrader db assignment add A --duedate=...`: the same gradebook call
+        gb.update_or_create_assignment("A", duedate=datetime(2026, 11, 25, 12))
+    with Gradebook(url) as gb:
+        assert not gb.find_submission("A", "ann").late_submission_penalty
+    r = _row(tmp_path, url)
+    assert (float(r["score"]), float(r["late_submission_penalty"]), r["status"]) == pytest.approx((3.0, 0.0, "graded"))
+
+
+def test_every_state_is_named_and_a_hand_in_there_is_never_0(tmp_path):
+    url = _late_course(tmp_path)
+    for s in ("cid", "dan"):  # cid: in the roster; dan: not, and no gradebook row: collected only
+        d = tmp_path / "submitted" / s / "A"
+        d.mkdir(parents=True)
+        (d / "nb.ipynb").write_text("{}")
+    with Gradebook(url) as gb:
+        got = {r["student_id"]: r for r in export.rows(gb, _coursedir(tmp_path))}
+    for s in ("cid", "dan"):
+        assert got[s]["status"].startswith("pending: collected, not autograded yet"), got[s]
+        assert got[s]["raw_score"] == got[s]["score"] == "", got[s]
+    logs = tmp_path / "autograded" / cohort.LOGS / "A"  # dan's cohort job was run and did not finish
+    logs.mkdir(parents=True)
+    (logs / "pending.json").write_text('["dan"]')
+    with Gradebook(url) as gb:
+        dan = {r["student_id"]: r for r in export.rows(gb, _coursedir(tmp_path))}["dan"]
+    assert dan["status"].startswith("NOT GRADED: its cohort job did not finish") and dan["score"] == "", dan
+    assert got["bob"]["status"].startswith("NOT GRADED")
+    assert got["ann"]["status"] == "late"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2026-11-22 12:00:00 UTC", "2026-11-22 12:00:00"),
+    ("2026-11-22 12:00:00.000000 UTC", "2026-11-22 12:00:00"),
+    ("2026-11-22T13:00+01:00", "2026-11-22 12:00:00"),
+    ("2026-11-22 07:00 -0500", "2026-11-22 12:00:00"),
+    ("2026-11-22 13:00 Europe/Paris", "2026-11-22 12:00:00"),
+    ("2026-11-22", "2026-11-22 00:00:00"),
+])
+def test_one_parser_reads_the_forms_nbgrader_and_people_write(text, expected):
+    from grader.classroom.handin_time import parse_time
+
+    assert str(parse_time(text)) == expected
+
+
+@pytest.mark.parametrize("text", ["03/12/2026 14:00", "12.03.2026", "yesterday", "2026-13-01", "2026-11-22 12:00 Mars/Base"])
+def test_ambiguous_or_unreadable_times_are_refused_naming_the_student(text):
+    from grader.classroom.handin_time import FORMS, parse_time
+
+    with pytest.raises(ValueError) as e:
+        parse_time(text, "ann 01 timestamp.txt")
+    assert "ann 01 timestamp.txt" in str(e.value) and FORMS in str(e.value)
+
+
+def test_hand_in_times_are_checked_against_the_collection(tmp_path):
+    from datetime import datetime
+
+    from grader.classroom.handin_time import of_handin
+
+    due = datetime(2026, 11, 30, 12)
+    d = tmp_path / "h"
+    d.mkdir()
+    (d / "nb.ipynb").write_text("{}")
+    stamp = d / "timestamp.txt"
+
+    def check(text, files_at, **kw):
+        stamp.write_text(text)
+        _set_mtime(d, files_at)
+        return of_handin(d, "ann", "A", due=due, **kw)
+
+    ok = check("2026-11-30 11:00 UTC", "2026-11-30 11:00")
+    assert ok.at == datetime(2026, 11, 30, 11) and not ok.flags
+    back = check("2026-11-30 11:00 UTC", "2026-12-02 21:00")  # back-dated: files written 3 days late
+    assert back.at == datetime(2026, 11, 30, 11) and "back-dated" in back.flags[0] and "3 day(s) late" in back.flags[0]
+    bad = check("03/12/2026 14:00", "2026-12-02 21:00")  # never a 0: graded at the file's time, flagged
+    assert bad.at == datetime(2026, 12, 2, 21) and bad.source == "file time" and "either way round" in bad.flags[0]
+    early = check("2026-11-01 10:00 UTC", "2026-11-01 10:00", opens=datetime(2026, 11, 20))
+    assert "before the assignment opened" in early.flags[0]
+    rec = check("2026-11-30 11:00 UTC", "2026-11-30 11:00", records={("ann", "A"): "2026-12-01 09:00"})
+    assert rec.at == datetime(2026, 12, 1, 9) and rec.source == "record" and "the record counts" in rec.flags[0]
+    huge = check("2026-11-30 11:00 UTC" + " 9" * 20_000_000, "2026-11-30 11:00")  # 40 MB: read 200 bytes of it
+    assert huge.source == "file time" and "cannot read the time" in huge.flags[0] and len(huge.flags[0]) < 1000
+
+
+def test_the_formgrader_outside_a_course_says_where_and_creates_nothing(tmp_path):
+    """A formgrader started where there is no course (a lab opened at the repository root) would
+    create an empty gradebook.db there on its first page; it answers with where to start it."""
+    from types import SimpleNamespace
+
+    from nbgrader.server_extensions.formgrader import base
+    from tornado import web
+
+    from grader.classroom import hardening
+
+    hardening.install()
+    h = base.BaseHandler.__new__(base.BaseHandler)
+    h.application = SimpleNamespace(settings=dict(
+        nbgrader_formgrader=SimpleNamespace(coursedir=_coursedir(tmp_path)), nbgrader_gradebook=None))
+    with pytest.raises(web.HTTPError) as e:
+        h.gradebook
+    assert "not an nbgrader course" in e.value.reason and "./course.sh grade" in e.value.reason
+    assert not list(tmp_path.iterdir())
+    (tmp_path / "nbgrader_config.py").write_text("")  # a course folder: the formgrader opens its gradebook
+    assert h.gradebook is not None and (tmp_path / "gradebook.db").exists()
+
+
+def test_a_linked_timestamp_is_never_followed(tmp_path):
+    """export reads submitted/ before any autograde has removed what a student left there."""
+    import os
+
+    from grader.classroom.handin_time import of_handin, read_stamp
+
+    secret = tmp_path / "gradebook.db"
+    secret.write_text("2026-11-01 10:00 UTC secret rows")
+    d = tmp_path / "h"
+    d.mkdir()
+    (d / "nb.ipynb").write_text("{}")
+    os.symlink(secret, d / "timestamp.txt")
+    assert read_stamp(d / "timestamp.txt") is None
+    t = of_handin(d, "ann", "A")
+    assert t.at is None and not any("secret" in f for f in t.flags)

@@ -246,6 +246,12 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
         gb.db.commit()
+        # the hand-in's time and penalty as the course computes them (its record of times and the
+        # assignment's opening are in the course, not in the job's scratch copy)
+        from grader.classroom import standing
+
+        standing.refresh(gb, course.coursedir, gb.find_submission(assignment, student))
+        gb.db.commit()
     if dest.exists():
         shutil.rmtree(dest)
     if new is not None:

@@ -1,72 +1,61 @@
 """grades.csv as an instructor can trust it (course/nbgrader_config.py: `nbgrader export` uses it).
 
-nbgrader's CSV exporter writes a submission nobody could grade as a plain 0.0 (a notebook the
-autograder gave up on keeps its gradebook rows), in the gradebook's order. This one writes the
-same columns, sorted by assignment then student, and one more, `status`:
+nbgrader's CSV exporter writes a hand-in nobody graded (not yet, or never) as a plain 0.0 and a
+penalty as it was when the hand-in was autograded, in the gradebook's order. This one writes
+every hand-in's standing as grader.classroom.standing computes it NOW (the same numbers the
+feedback pages and the formgrader show: export also brings the gradebook's penalty rows up to
+date, and says which it changed), sorted by assignment then student, with these columns beyond
+nbgrader's: `manual_score` (points given by hand, when any), `status` and `check`:
 
     graded           the trusted grader's scores (and any manual ones) count
-    late             graded, then the late penalty taken (late_submission_penalty, score)
-    NOT GRADED: ...  submitted, but no autograded notebook exists (a hand-in refused before
+    late             graded, handed in after the due date: late_submission_penalty taken from score
+    pending: ...     collected, not autograded yet (scores EMPTY), or handed in again since its
+                     grading (the earlier scores, until autograde grades the new one)
+    NOT GRADED: ...  handed in, but no autograded notebook exists (a hand-in refused before
                      grading says why, grader/classroom/handin_check.py; or a graded cell has no
-                     score): raw_score and score are left EMPTY, never 0
+                     score): raw_score and score are left EMPTY, never 0; what to do is said
     not submitted    nothing handed in: 0, as nbgrader counts it
+    check            what to doubt: a hand-in time that disagrees with the collection's record, one
+                     before the assignment opened or unreadable (grader.classroom.handin_time),
+                     a maximum that changed since grading
 """
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
-from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import CsvExportPlugin
 
+from grader.classroom import handin_time, standing
+
 KEYS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
-        "late_submission_penalty", "score", "max_score", "status"]
+        "manual_score", "late_submission_penalty", "score", "max_score", "status", "check"]
 
 
-def ungraded_reason(coursedir, submission) -> str | None:
-    """Why a submission in the gradebook has no grade to export, or None when it has one."""
-    from grader.classroom.handin_check import rejection
-
-    folder = Path(coursedir.format_path(coursedir.autograded_directory, submission.student.id,
-                                        submission.assignment.name))
-    for nb in submission.notebooks:
-        if not (folder / f"{nb.name}.ipynb").is_file():
-            refused = rejection(coursedir, submission.assignment.name, submission.student.id)
-            if refused:
-                return f"{refused} (ask for the notebook again)"
-            return f"no autograded notebook {nb.name}.ipynb (autograde it again)"
-        missing = [g.name for g in nb.grades if g.auto_score is None and g.manual_score is None]
-        if missing:
-            return f"no score for {', '.join(missing)} (autograde it again, or grade it by hand)"
-    return None
-
-
-def rows(gradebook, coursedir, assignments=(), students=()) -> list[dict]:
+def rows(gradebook, coursedir, assignments=(), students=(), log=None) -> list[dict]:
     out = []
+    records = handin_time.record(coursedir.root)
+    people = {s.id: s for s in gradebook.students}
     for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
         if assignments and assignment.name not in assignments:
             continue
-        for student in sorted(gradebook.students, key=lambda s: s.id):
-            if students and student.id not in students:
+        changed = []
+        for sub in gradebook.assignment_submissions(assignment.name):
+            if not students or sub.student.id in students:
+                changed += standing.refresh(gradebook, coursedir, sub, None, records)
+        if changed:
+            gradebook.db.commit()
+            if log is not None:
+                log.warning("%s: the gradebook's penalties were out of date, now recomputed: %s", assignment.name,
+                            "; ".join(changed))
+        for sid in standing.everyone(gradebook, coursedir):
+            if students and sid not in students:
                 continue
-            row = dict(assignment=assignment.name, duedate=assignment.duedate, student_id=student.id,
-                       last_name=student.last_name, first_name=student.first_name, email=student.email,
-                       max_score=assignment.max_score)
-            try:
-                sub = gradebook.find_submission(assignment.name, student.id)
-            except MissingEntry:
-                row.update(timestamp="", raw_score=0.0, late_submission_penalty=0.0, score=0.0, status="not submitted")
-            else:
-                why = ungraded_reason(coursedir, sub)
-                penalty = sub.late_submission_penalty or 0.0
-                row.update(timestamp=sub.timestamp, late_submission_penalty=penalty)
-                if why:
-                    row.update(raw_score="", score="", status=f"NOT GRADED: {why}")
-                else:
-                    row.update(raw_score=sub.score, score=max(0.0, sub.score - penalty),
-                               status="late" if penalty > 0 else "graded")
-            out.append({k: "" if row.get(k) is None else str(row.get(k)) for k in KEYS})
+            row = standing.of(gradebook, coursedir, assignment, sid, records).row()
+            who = people.get(sid)
+            row.update(last_name=getattr(who, "last_name", None) or "", first_name=getattr(who, "first_name", None) or "",
+                       email=getattr(who, "email", None) or "")
+            out.append({k: row.get(k, "") for k in KEYS})
     return out
 
 
@@ -74,12 +63,20 @@ class CourseCsvExport(CsvExportPlugin):
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
         coursedir = getattr(self.parent, "coursedir", None) or CourseDirectory(parent=self)
-        out = rows(gradebook, coursedir, [str(a) for a in self.assignment], [str(s) for s in self.student])
+        known = {a.name for a in gradebook.assignments}
+        typo = [str(a) for a in self.assignment if str(a) not in known]
+        if typo:
+            self.log.error("export: no assignment %s in the gradebook (the assignments: %s); nothing written",
+                           ", ".join(typo), ", ".join(sorted(known)) or "none yet")
+            raise SystemExit(2)
+        out = rows(gradebook, coursedir, [str(a) for a in self.assignment], [str(s) for s in self.student], self.log)
         with open(dest, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=KEYS, lineterminator="\n")
             w.writeheader()
             w.writerows(out)
-        bad = [r for r in out if r["status"].startswith("NOT GRADED")]
         self.log.info("Exported %d rows to %s", len(out), dest)
-        for r in bad:
-            self.log.warning("%s %s: %s", r["assignment"], r["student_id"], r["status"])
+        for r in out:
+            if r["status"].startswith(("NOT GRADED", "pending")):
+                self.log.warning("%s %s: %s", r["assignment"], r["student_id"], r["status"])
+            if r["check"]:
+                self.log.warning("%s %s: CHECK %s", r["assignment"], r["student_id"], r["check"])

@@ -20,6 +20,9 @@ environment loads before any course config) changes nbgrader's converters so tha
 - autograde (as its last step) and generate_feedback refuse to run without SafeOutputs, which
   reduces a hand-in's outputs to data; the formgrader's pages always run it and allow no
   script but their own (grader/classroom/safe_outputs.py, formgrader.py).
+- an instructor's command (autograde, export, generate_feedback, db, ...) and the formgrader's
+  pages stop outside a course folder, saying where to cd, before they write anything;
+- a timestamp.txt is read by the course's one parser (grader.classroom.handin_time).
 """
 from __future__ import annotations
 
@@ -220,8 +223,9 @@ def install() -> None:
     from nbgrader import utils
     from nbgrader.converters import base
 
-    from grader.classroom import handin_check, phases
+    from grader.classroom import handin_check, handin_time, phases
 
+    handin_time.install()  # one parser for timestamp.txt; an unreadable one never stops the command
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
     if "jupyter_server" in sys.modules:  # the formgrader's server loads this config: its pages too
         from grader.classroom import formgrader
@@ -248,6 +252,10 @@ def install() -> None:
                    "term's settings at its top, they are yours. Nothing was graded.")
             self.log.error(msg)
             raise NbGraderException(msg)
+        unknown = unknown_assignment(self.coursedir, self.coursedir.assignment_id)
+        if unknown:
+            self.log.error("%s", unknown)
+            raise NbGraderException(unknown)
         check_integrity(self.coursedir, self.log)
         for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
@@ -292,4 +300,77 @@ def install() -> None:
     utils.is_ignored, utils.find_all_files, base.find_all_files = is_ignored, find_all_files, find_all_files
     GenerateFeedback.init_assignment = feedback_init_assignment
     GenerateFeedback.start = feedback_refuses
+    _course_commands_need_a_course()
     Autograde._tc_hardened = True
+
+
+def unknown_assignment(coursedir, pattern: str) -> str | None:
+    """Why no assignment of the gradebook matches `pattern` (a name or a glob; None when one does:
+    a typo is said, before anything is written)."""
+    import fnmatch
+
+    url = coursedir.db_url
+    if not pattern or not url.startswith("sqlite:///") or not Path(url[len("sqlite:///"):]).is_file():
+        return None
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, coursedir.course_id) as gb:
+        names = sorted(a.name for a in gb.assignments)
+    if any(fnmatch.fnmatch(n, pattern) for n in names):
+        return None
+    return (f"no assignment '{pattern}' in the gradebook (the assignments: {', '.join(names) or 'none yet'}; "
+            "a new one needs `nbgrader generate_assignment` first). Nothing was changed.")
+
+
+# nbgrader's instructor commands: run anywhere but a course folder, they would grade nothing, write
+# an empty grades.csv and create a new gradebook.db where they run.
+COURSE_COMMANDS = {"AssignApp", "AutogradeApp", "CollectApp", "ExportApp", "FeedbackApp", "FormgradeApp",
+                   "GenerateAssignmentApp", "GenerateFeedbackApp", "GenerateSolutionApp", "ReleaseApp",
+                   "ReleaseAssignmentApp", "ReleaseFeedbackApp", "ZipCollectApp"}  # and every `nbgrader db`
+
+
+def not_a_course(root) -> str | None:
+    """Why `root` is not a course folder (None when it is one): it holds no nbgrader_config.py."""
+    root = Path(root or os.getcwd())
+    if (root / "nbgrader_config.py").is_file():
+        return None
+    near = [root / "course", *root.parents, root.parent / "course"]
+    course = next((p for p in near if (p / "nbgrader_config.py").is_file()), None)
+    where = f"cd {os.path.relpath(course)}" if course is not None else "cd into the course folder (course/ of the repository)"
+    return (f"{root} is not an nbgrader course (it has no nbgrader_config.py): {where} and run it there "
+            "(course/README.md). Nothing was changed.")
+
+
+def _course_commands_need_a_course() -> None:
+    """`nbgrader COMMAND` for an instructor's COMMAND, and the formgrader's pages, stop at once
+    outside a course folder (no gradebook.db appears, no grades.csv is written)."""
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+    from nbgrader.server_extensions.formgrader import base
+
+    app_start = NbGraderApp.start
+
+    def start(self):
+        sub = self.subapp
+        name = type(sub).__name__ if sub is not None else ""
+        if name in COURSE_COMMANDS or name.startswith("Db"):
+            cd = getattr(sub, "coursedir", None)
+            why = not_a_course(getattr(cd, "root", None))
+            if why:
+                self.log.error("%s", why)
+                sys.exit(2)
+        return app_start(self)
+
+    NbGraderApp.start = start
+
+    def guarded(prop):
+        def get(self):
+            why = not_a_course(self.coursedir.root)
+            if why:
+                from tornado import web
+
+                raise web.HTTPError(500, reason=f"formgrader: {why} Start it with ./course.sh grade.")
+            return prop.fget(self)
+        return property(get)
+
+    base.BaseHandler.gradebook = guarded(base.BaseHandler.gradebook)
+    base.BaseHandler.api = guarded(base.BaseHandler.api)

@@ -9,13 +9,24 @@ guide's plain commands get them.
   globs and from every sandbox, like the rest of autograded/) and put back unless the new
   grading succeeded. A run killed outright (SIGKILL) leaves the copy, and the next run of any
   autograde puts it back first.
+- A regrade stopped by SIGTERM (`kill`, `timeout`, a scheduler) or SIGHUP (a dropped SSH session)
+  is undone as one stopped by Ctrl-C: both signals become KeyboardInterrupt while autograde
+  runs, so the earlier folder is put back before the command ends.
 - `nbgrader generate_feedback` fails a student whose autograded folder holds a notebook that is
   not part of the assignment (a stray copy); such notebooks are skipped, with a warning.
+- It refuses an autograded notebook that is not a finished grading (a graded cell without the
+  trusted grader's verdict: a regrade killed half-way), saying which command fixes it, and keeps
+  no stale page silently: a page older than its autograded notebook, or whose score or late
+  penalty is not what the gradebook says now (a manual grade, a moved due date), is made again
+  without --force, and the log says why.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
+from contextlib import contextmanager
 from pathlib import Path
 
 KEEP = ".regrade"  # under autograded/: nbgrader's `*` globs skip dot-names
@@ -38,6 +49,91 @@ def restore_all(coursedir, log) -> None:
     base = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")) / KEEP
     for kept in sorted(base.glob("*/*")) if base.is_dir() else []:
         _put_back(kept, Path(coursedir.format_path(coursedir.autograded_directory, kept.parent.name, kept.name)), log)
+
+
+@contextmanager
+def stops_like_ctrl_c():
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread while this lasts (then the
+    earlier handlers are back): a dropped SSH session undoes a regrade as Ctrl-C does."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+
+    def stop(signum, frame):
+        if caught:  # once: `timeout` and a closing terminal may signal twice
+            return
+        caught.append(signum)
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+TRUSTED = "Graded by the course's trusted grader"
+
+
+def unfinished(notebook: Path) -> str | None:
+    """Why an autograded notebook is not a finished grading (None when it is): every graded cell
+    carries the trusted grader's verdict once autograde has finished (TrustedGrade); the copy
+    nbgrader writes before executing (its sanitizing pass) has none."""
+    import json
+
+    try:
+        nb = json.loads(notebook.read_text())
+    except (OSError, ValueError) as e:
+        return f"cannot be read ({e.__class__.__name__})"
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell.get("cell_type") == "code" and TRUSTED not in json.dumps(cell.get("outputs", [])):
+            return f"its graded cell {meta.get('grade_id')} has no verdict of the trusted grader"
+    return None
+
+
+_TOTAL = re.compile(r"\(Score: (-?[\d.]+) / ([\d.]+)\)</h4>")
+_LATE = re.compile(r"Late submission penalty \(Score: -([\d.]+)\)")
+
+
+def stale_page(page: Path, autograded: Path, gb, notebook: str, assignment: str, student: str) -> str | None:
+    """Why an existing feedback page no longer shows what it should (None when it does)."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        if page.stat().st_mtime < autograded.stat().st_mtime:
+            return "older than its autograded notebook (a regrade)"
+        text = page.read_text(errors="replace")
+    except OSError:
+        return None
+    try:
+        nb = gb.find_submission_notebook(notebook, assignment, student)
+    except MissingEntry:
+        return None
+    penalty = float(nb.late_submission_penalty or 0.0)
+    want = (round(float(nb.score) - penalty, 2), round(float(nb.max_score), 2), round(penalty, 2))
+    total, late = _TOTAL.search(text), _LATE.search(text)
+    shown = (round(float(total.group(1)), 2), round(float(total.group(2)), 2),
+             round(float(late.group(1)), 2) if late else 0.0) if total else None
+    if shown != want:
+        return (f"it shows score {shown[0]:g} / {shown[1]:g}, penalty {shown[2]:g}; the gradebook says "
+                f"{want[0]:g} / {want[1]:g}, penalty {want[2]:g}" if shown else "its score cannot be read")
+    return None
+
+
+def _maxima(coursedir) -> dict[str, tuple[float, int]]:
+    """assignment -> (its maximum, how many hand-ins it has) in the gradebook, without creating one."""
+    url = coursedir.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return {}
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, coursedir.course_id) as gb:
+        return {a.name: (float(a.max_score or 0), len(a.submissions)) for a in gb.assignments}
 
 
 def install() -> None:
@@ -73,7 +169,8 @@ def install() -> None:
     def safe_convert_notebooks(self):
         restore_all(self.coursedir, self.log)
         try:
-            return convert_notebooks(self)
+            with stops_like_ctrl_c():
+                return convert_notebooks(self)
         finally:
             restore_all(self.coursedir, self.log)
 
@@ -98,4 +195,70 @@ def install() -> None:
                 self.assignments[folder] = [b for b in books if Path(b).stem in names]
 
     GenerateFeedback.init_notebooks = known_notebooks
+
+    from grader.classroom import standing
+
+    fb_init_destination, fb_convert = GenerateFeedback.init_destination, GenerateFeedback.convert_notebooks
+
+    def checked_destination(self, assignment_id, student_id):
+        src = Path(self._format_source(assignment_id, student_id))
+        dest = Path(self._format_dest(assignment_id, student_id))
+        books = [Path(b) for b in self.notebooks]
+        for b in books:
+            why = unfinished(b)
+            if why:
+                msg = (f"{student_id} {assignment_id}: {b.name} is not a finished grading ({why}; a regrade "
+                       f"stopped half-way?): no feedback made, the earlier page (if any) kept. Run `nbgrader "
+                       f"autograde {assignment_id} --student {student_id}`, then generate_feedback again")
+                self.log.error(msg)
+                self._course_refused = getattr(self, "_course_refused", []) + [msg]
+                return False
+        stale = False
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            # the page shows the standing as it is now (a time record added, a penalty rule)
+            try:
+                standing.refresh(gb, self.coursedir, gb.find_submission(assignment_id, student_id), self.log)
+                gb.db.commit()
+            except MissingEntry:
+                pass
+            for b in books if not self.force and dest.is_dir() else []:
+                page = dest / (b.stem + ".html")
+                why = stale_page(page, src / b.name, gb, b.stem, assignment_id, student_id) \
+                    if page.exists() else None
+                if why:
+                    self.log.warning("Regenerating the feedback of %s %s: the page is stale (%s)",
+                                     student_id, assignment_id, why)
+                    page.unlink()
+                    stale = True
+        return True if stale else fb_init_destination(self, assignment_id, student_id)
+
+    def feedback_convert(self):
+        from nbgrader.converters.base import NbGraderException
+
+        self._course_refused = []
+        fb_convert(self)
+        if self._course_refused:
+            raise NbGraderException("feedback refused for %d hand-in(s):\n%s" % (
+                len(self._course_refused), "\n".join(self._course_refused)))
+
+    GenerateFeedback.init_destination = checked_destination
+    GenerateFeedback.convert_notebooks = feedback_convert
+
+    from nbgrader.converters import GenerateAssignment
+
+    ga_convert = GenerateAssignment.convert_notebooks
+
+    def generate(self):
+        before = _maxima(self.coursedir)
+        ga_convert(self)
+        after = _maxima(self.coursedir)
+        for name, (now, graded) in sorted(after.items()):
+            then = before.get(name, (now, 0))[0]
+            if graded and abs(then - now) > 1e-9:
+                self.log.warning("%s: its maximum changed from %g to %g (CPU-only grading switched, or the points "
+                                 "changed): the %d hand-in(s) graded already were graded out of %g. Run `nbgrader "
+                                 "autograde %s --force`, then `nbgrader generate_feedback %s`; until then grades.csv "
+                                 "flags them", name, then, now, graded, then, name, name)
+
+    GenerateAssignment.convert_notebooks = generate
     Autograde._course_regrade = True

@@ -332,7 +332,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.course} has no submitted/ folder: run this in the course folder or pass --course",
               file=sys.stderr)
         return 2
-    path = report(args.course.resolve(), args.assignment, out=args.out, threshold=args.threshold)
+    course = args.course.resolve()
+    handed = sorted({p.parent.name for p in (course / "submitted").glob("*/*/*.ipynb")})
+    if args.assignment not in handed:
+        known = ", ".join(handed) or "none yet"
+        print(f"similarity: no hand-in of '{args.assignment}' under {course / 'submitted'} (assignments with "
+              f"hand-ins: {known}); no report written", file=sys.stderr)
+        return 2
+    path = report(course, args.assignment, out=args.out, threshold=args.threshold)
     print(path)
     return 0
 
