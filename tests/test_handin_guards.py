@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import os
 import re
 
 import nbformat
@@ -275,3 +276,26 @@ def test_honest_student_who_pasted_a_cell_keeps_full_marks(course):
         row = course["rows"][f"honest-{n}"]
         assert float(row["raw_score"]) == pytest.approx(expected), row
         assert "a second copy of cell" in _page(course, f"honest-{n}")
+
+
+def test_a_repair_keeps_the_hand_ins_times(tmp_path):
+    """The course's repair rewrites the notebook, yet the files keep the times they were handed in
+    with: those are the collection's record of when the hand-in was written (a back-dated check
+    reads them), and a repair must not make an honest hand-in look back-dated."""
+    import nbformat
+
+    from grader.classroom import handin_check
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x = 1")
+    cell.metadata["nbgrader"] = {"grade_id": "nowhere", "grade": False, "solution": True, "locked": False,
+                                 "schema_version": 3}
+    nb.cells.append(cell)
+    path = tmp_path / "A.ipynb"
+    nbformat.write(nb, path)
+    when = 1_700_000_000
+    os.utime(path, (when, when))
+    fixes = handin_check.check_notebook(path, {})
+    assert fixes and "nbgrader" not in json.loads(path.read_text())["cells"][0]["metadata"]
+    for p in (path, tmp_path / "A.ipynb.handed-in"):
+        assert int(os.stat(p).st_mtime) == when, p

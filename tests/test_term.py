@@ -207,6 +207,11 @@ def speed_points(assignment: str) -> float:
     return gpu_max - classroom.cpu_max_score(classroom.SOLUTIONS / assignment / f"{assignment}.ipynb")
 
 
+# 01's maximum where this runs: its CPU points, plus the transpose's speed point on a GPU (the
+# later term's table is written in it)
+M1 = classroom.cpu_max_score(classroom.SOLUTIONS / A1 / f"{A1}.ipynb") + speed_points(A1)
+
+
 def expected(key) -> tuple:
     """(raw_score, penalty, score, max_score, status): the CPU term's, plus the speed points on a GPU."""
     raw, days, status, fast = CPU_TERM[key]
