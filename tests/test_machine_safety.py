@@ -450,11 +450,11 @@ def test_limits_are_named_in_feedback(term):
     slow = _texts(course, "cheat-slow-answers")
     assert "each test cell has 6 s" in slow, slow[-2000:]
     assert "stopped" in _texts(course, "cheat-half-a-line")
-    assert "wrote more than 64 MB" in _texts(course, "cheat-disk") or "File too large" in _texts(course, "cheat-disk")
+    assert "reaching 64 MB (the limit" in _texts(course, "cheat-disk") or "File too large" in _texts(course, "cheat-disk")
     # what the machine counts (issue #32): memfd, shared memory, deleted files, all processes together
     assert "held more than 1024 MB of memory together" in _texts(course, "cheat-shared-memory")
     assert "shmget -1 1" in _texts(course, "cheat-shared-memory")  # System V shared memory: refused (EPERM)
-    assert "wrote more than 64 MB" in _texts(course, "cheat-unlinked-files")
+    assert "reaching 64 MB (the limit" in _texts(course, "cheat-unlinked-files")
     assert "held more than 1024 MB of memory together" in _texts(course, "cheat-forked-memory")
 
 
