@@ -214,6 +214,18 @@ def check_integrity(coursedir, log) -> None:
     path.write_text(json.dumps({k: {"digest": v, "at": stamp} for k, v in now.items()}))
 
 
+def _refuse(converter, command: str, why: str, what: str, outcome: str) -> None:
+    """Stop an nbgrader command whose pipeline lacks a safeguard, saying how to put it back without
+    losing the term's settings (never `git checkout` of the config)."""
+    from nbgrader.converters.base import NbGraderException
+
+    msg = (f"{command} refused: {why}. The course's nbgrader_config.py puts {what} there: compare yours with "
+           f"the repository's (git diff course/nbgrader_config.py) and put back its {command} lines; keep the "
+           f"term's settings at its top, they are yours. {outcome}")
+    converter.log.error(msg)
+    raise NbGraderException(msg)
+
+
 def install() -> None:
     """Patch nbgrader's converters (idempotent)."""
     from nbgrader.converters.autograde import Autograde
@@ -247,11 +259,7 @@ def install() -> None:
     def start(self):
         why = _pipeline_problem(self)
         if why:
-            msg = (f"autograde refused: {why}. The course's nbgrader_config.py puts them there: compare yours with "
-                   "the repository's (git diff course/nbgrader_config.py) and put back its autograde lines; keep the "
-                   "term's settings at its top, they are yours. Nothing was graded.")
-            self.log.error(msg)
-            raise NbGraderException(msg)
+            _refuse(self, "autograde", why, "them", "Nothing was graded.")
         unknown = unknown_assignment(self.coursedir, self.coursedir.assignment_id)
         if unknown:
             self.log.error("%s", unknown)
@@ -270,11 +278,7 @@ def install() -> None:
     def feedback_refuses(self):
         why = _safe_outputs_problem(list(self.preprocessors), "generate_feedback")
         if why:
-            msg = (f"generate_feedback refused: {why}. The course's nbgrader_config.py puts it there: compare yours "
-                   "with the repository's (git diff course/nbgrader_config.py) and put back its feedback lines; keep "
-                   "the term's settings at its top, they are yours. No page was written.")
-            self.log.error(msg)
-            raise NbGraderException(msg)
+            _refuse(self, "generate_feedback", why, "it", "No page was written.")
         return feedback_start(self)
 
     def feedback_init_assignment(self, assignment_id, student_id):
