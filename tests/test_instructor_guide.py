@@ -232,17 +232,15 @@ def test_course_sh_grade_opens_the_formgrader_on_the_course_and_lab_has_none(tmp
 def test_formgrader_opens_on_the_course_with_every_assignment(tmp_path):
     """`./course.sh grade`'s JupyterLab command, run in a course folder: the formgrader's API lists
     every assignment of solutions/, and the only gradebook.db is the course's."""
-    import socket
     import time
     import urllib.request
 
+    import browser
     from grader.classroom import lab
 
     args = lab.grade_args(tmp_path)
     course = classroom.new_course(tmp_path / "course")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = browser.free_port()
     env = dict(os.environ, TC_SOURCE_DIR=str(classroom.SOLUTIONS), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "lab", *args, "--no-browser",

@@ -77,9 +77,14 @@ def grade_args(root: Path = ROOT) -> list[str]:
     return [f"--ServerApp.root_dir={course_dir(root)}", "--ServerApp.default_url=/formgrader"]
 
 
+def server_root(which: str, root: Path = ROOT) -> Path:
+    """The folder the server serves and runs in: notebooks/ for `lab`, the course for `grade`."""
+    return root / "notebooks" if which == "lab" else course_dir(root)
+
+
 def preflight(which: str, root: Path = ROOT) -> str | None:
     """Why the server cannot start, in one line, or None."""
-    folder = root / "notebooks" if which == "lab" else course_dir(root)
+    folder = server_root(which, root)
     if not folder.is_dir():
         return f"{folder} is missing: run this from a complete copy of the course"
     if which == "grade" and not (folder / "nbgrader_config.py").is_file():
@@ -130,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(name).addFilter(critical)
     # nbgrader reads the course's nbgrader_config.py from the working folder and runs `alembic`
     # from the environment's bin/ (the formgrader's gradebook).
-    os.chdir(ROOT / "notebooks" if which == "lab" else course_dir())
+    os.chdir(server_root(which))
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     settings = lab_config_dir() if which == "lab" else grade_config_dir()
     os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(filter(None, [str(settings), os.environ.get("JUPYTER_CONFIG_PATH")]))
