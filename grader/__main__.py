@@ -55,9 +55,9 @@ def _list(args) -> int:
     from grader.checking.exercises import EXERCISES
 
     for ex in EXERCISES.values():
-        from grader.checking.check import BASELINE_NAMES
+        from grader.problems import baselines
 
-        base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+        base = baselines.name(ex.problem.baseline)
         # the units: a ratio of times, the baseline's over yours (1.25x = 25% faster than it)
         speed = (f"speed vs {base}: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}%, i.e. its time / yours, same GPU and "
                  f"size; speed credit from {ex.floor:g}x, full at {ex.target:g}x"

@@ -19,27 +19,11 @@ from grader.checking import hints as _hints
 from grader.checking.cells import SourceCell, find_cell, relabel
 from grader.checking.stubs import MARKER, Stub, unfilled
 from grader.checking.verdict import FAIL, PASS, SKIP, Item, Verdict
+from grader.problems import baselines
 from grader.problems.kinds import Case, FragmentProbe, Transpose, is_poison
 from grader.runtime.compile import SUPPORTED_ARCHS, hint_for, nvrtc_compile
 from grader.runtime.errors import CompileError, CourseError, KernelFault, KernelTimeout
 from grader.runtime.signature import kernel_body, parse_kernels
-
-BASELINE_NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
-                  "copy": "a device-to-device copy", "sgemm-naive": "the naive SGEMM (kernels/sgemm_naive.cu)",
-                  "im2col-cublas": "im2col (CuPy slicing) + cuBLAS"}
-
-SLOW_HINTS = {
-    "sgemm-tiled": "Each thread should read A and B from shared memory TILE times per load; "
-                   "check both __syncthreads() are there and that threadIdx.x runs along columns.",
-    "wmma-gemm-fast": "Stage A and B tiles in shared memory, let each warp compute several "
-                      "accumulator tiles, pad shared-memory rows, and overlap loads with math "
-                      "(cp.async, 2-4 stages). Notebook 06 walks the ladder.",
-    "transpose": "Go through a 32x33 shared-memory tile so both the read and the write are coalesced.",
-    "dmma-gemm": "Use several independent accumulators per warp, or stage tiles in shared memory.",
-    "conv2d-wmma": "Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the "
-                   "fast GEMM's warp tiling.",
-}
-
 
 def _arch_here(backend: str) -> int:
     if backend == "gpu":
@@ -871,7 +855,7 @@ def _timed_output_item(ex, launch, seed, flat, perf: dict) -> Item:
                         f"{want[k]:.6g}", kind="wrong-when-timed", hint=hint)
     ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
     if ratio > ex.ceiling:
-        base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+        base = baselines.name(ex.problem.baseline)
         return Item(label, FAIL, f"{100 * ratio:.0f}% of the speed of {base} is more than this GPU can do "
                     f"(above {100 * ex.ceiling:.0f}% is refused as impossible: it is past what the fastest "
                     "library reaches here)",
@@ -885,7 +869,7 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
     # median of per-round ratios when the child timed both sides in alternating rounds
     ratio = perf.get("ratio") or perf["baseline_ms"] / perf["kernel_ms"]
     frac = min(max((ratio - ex.floor) / (ex.target - ex.floor), 0.0), 1.0)
-    base = BASELINE_NAMES.get(ex.problem.baseline, ex.problem.baseline)
+    base = baselines.name(ex.problem.baseline)
     dims = ex.perf_size
     flops = ex.problem.flops(dims)
     if flops:
@@ -900,7 +884,7 @@ def _speed_item(ex, perf: dict, v: Verdict) -> Item:
     msg = (f"{rate}: {100 * ratio:.1f}% of the speed of {base} (floor {100 * ex.floor:.0f}%, target "
            f"{100 * ex.target:.0f}%) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
     status = PASS if ratio >= ex.target else FAIL
-    return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=SLOW_HINTS.get(ex.id, ""))
+    return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=ex.slow_hint)
 
 
 def _worth(ex) -> float:

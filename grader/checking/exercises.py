@@ -37,6 +37,7 @@ class Exercise:
     # A ratio above this is refused as impossible: the library runs near this GPU's peak for
     # the precision, so beating it by this much means the timed launches skipped work.
     ceiling: float = 1.2
+    slow_hint: str = ""  # the speed verdict's hint when the kernel is below its target
 
     @property
     def signature(self) -> str:
@@ -66,7 +67,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(dict(rows=33, cols=70), dict(rows=64, cols=32)),
         gpu_sizes=(dict(rows=1000, cols=517), dict(rows=2048, cols=4096)),
         perf_size=dict(rows=8192, cols=8192), floor=0.3, target=0.6, points_speed=1.0,
-        race_check=True, ceiling=1.3),
+        race_check=True, ceiling=1.3,
+        slow_hint="Go through a 32x33 shared-memory tile so both the read and the write are coalesced."),
     Exercise(
         "sgemm-naive", "Naive SGEMM on CUDA cores", "sgemm", P.Gemm("float32", "float32", launch_rule="naive16",
                                                                   baseline=None),
@@ -91,7 +93,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # 03; cuBLAS is ~10x naive): the ceiling of what is possible is 15x.
         perf_size=_g(4096, 4096, 4096), launch_defaults=dict(tile=32), floor=1.05, target=1.25,
         ceiling=15.0,
-        points_speed=1.0, race_check=True),
+        points_speed=1.0, race_check=True,
+        slow_hint="Each thread should read A and B from shared memory TILE times per load; check both "
+                  "__syncthreads() are there and that threadIdx.x runs along columns."),
     Exercise(
         "wmma-gemm", "Naive WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="warp16"), "wmma_gemm_naive",
         "C = A B, A and B fp16, C fp32, row-major. One warp per 16x16 tile of C: block (32, 1, 1), "
@@ -140,7 +144,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, launch_defaults=GEMM_FAST_LAUNCH,
         floor=0.10, target=0.30, points_speed=2.0, race_check=True,
         # its default launch takes 105 KB of shared memory: more than a T4 (64 KB) or V100 (96 KB) has
-        min_arch=80),
+        min_arch=80,
+        slow_hint="Stage A and B tiles in shared memory, let each warp compute several accumulator tiles, "
+                  "pad shared-memory rows, and overlap loads with math (cp.async, 2-4 stages). Notebook 06 "
+                  "walks the ladder."),
     Exercise(
         "dmma-gemm", "FP64 tensor-core GEMM (DMMA)", "dmma_gemm",
         P.Gemm("float64", "float64", accumulate="fp64", launch_rule="warp8", baseline="cublas-fp64"),
@@ -150,7 +157,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "Speed: ratio to cuBLAS fp64 at 4096^3.",
         cpu_sizes=(_g(16, 24, 12),), gpu_sizes=(_g(256, 128, 64), _g(1024, 1024, 1024)),
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.08, points_speed=1.0,
-        min_arch=80),
+        min_arch=80,
+        slow_hint='Use several independent accumulators per warp, or stage tiles in shared memory.'),
     Exercise(
         "im2col", "im2col: patches as rows", "im2col", P.Im2col(), "im2col",
         "x is NCHW fp16; col is (N*P*Q) x (C*R*S) fp16 row-major, row (n*P+p)*Q+q, column "
@@ -178,7 +186,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         launch_defaults=CONV_LAUNCH, floor=1.0, target=1.45, points_speed=2.0, min_arch=80,
         # cuDNN ran 2.1x faster than this reference, i.e. ~4.5x the baseline (RESULTS-conv.md):
         # 6x the baseline is past what the library itself reaches.
-        race_check=True, ceiling=6.0),
+        race_check=True, ceiling=6.0,
+        slow_hint="Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the fast "
+                  "GEMM's warp tiling."),
     Exercise(
         "mma-gemm", "mma.sync GEMM: ldmatrix, swizzled shared memory, epilogue from registers", "mma_gemm",
         P.Gemm(launch_rule="block"), "mma_gemm_tuned",

@@ -6,6 +6,15 @@ device-to-device copy of the same bytes for transposes; im2col + cuBLAS for conv
 """
 from __future__ import annotations
 
+# what feedback calls each baseline
+NAMES = {"cublas-fp16": "cuBLAS fp16", "cublas-fp32": "cuBLAS fp32", "cublas-fp64": "cuBLAS fp64",
+         "copy": "a device-to-device copy", "sgemm-naive": "the naive SGEMM (kernels/sgemm_naive.cu)",
+         "im2col-cublas": "im2col (CuPy slicing) + cuBLAS"}
+
+
+def name(kind: str | None) -> str:
+    return NAMES.get(kind, kind or "")
+
 
 def make(kind: str, args: list, dims: dict):
     """Return a no-argument function that launches the baseline on data shaped like `args`."""
