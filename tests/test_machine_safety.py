@@ -275,7 +275,7 @@ def _handin_with_links(course: Path, student: str, release_nb: Path, secrets: di
 
         data = json.loads(nbformat.writes(trim(nbformat.read(release_nb, as_version=4))))
         (d / f"{A}.ipynb").write_text(json.dumps(dict(data, nbformat=99)))
-    elif student == "handin-links":
+    elif student.endswith("handin-links"):
         os.symlink(alice_nb, d / f"{A}.ipynb")  # someone else's notebook as one's own
         os.symlink(secrets["home"], d / "notes.txt")  # a file of the machine, copied along
         os.symlink(course / "gradebook.db", d / "timestamp.txt")

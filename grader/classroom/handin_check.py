@@ -258,6 +258,11 @@ def check_handin(folder: Path, notebooks: dict[str, dict], log=None, who: str = 
     if n > max_files():
         raise Rejected(f"the hand-in holds more than {max_files():,} files (TC_LIMIT_HANDIN_FILES); a hand-in needs "
                        "its notebook and the files it reads")
+    if notebooks and not any((folder / f"{name}.ipynb").is_file() for name in notebooks):
+        # e.g. links to someone else's notebook, which are removed and never followed: without this
+        # the student would silently drop out of the grades
+        raise Rejected(f"the hand-in holds none of the assignment's notebooks ({', '.join(sorted(notebooks))}.ipynb); "
+                       "a link in a notebook's place is removed, never followed: hand in the notebook file itself")
     out = {}
     for name, expected in notebooks.items():
         path = folder / f"{name}.ipynb"
@@ -301,6 +306,45 @@ def check_submission(converter, assignment: str, student: str) -> None:
     for name, fixes in repairs.items():
         NOTES[(assignment, student, name)] = [
             f"your notebook's nbgrader cell data was repaired before grading: {fix}" for fix in fixes]
+
+
+def refuse_empty_handins(converter) -> None:
+    """In `nbgrader autograde`, after links and special files are removed from the hand-ins: a
+    student's folder that holds none of the assignment's notebooks (a hand-in that was only a link
+    to someone else's notebook, say) would be skipped by nbgrader without a word and drop out of
+    the grades; it is NOT GRADED instead, with its reason, in the gradebook, grades.csv and a
+    feedback page, as any refused hand-in."""
+    import glob
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    cd = converter.coursedir
+    pattern = cd.format_path(cd.submitted_directory, cd.student_id or "*", cd.assignment_id or "*")
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        for folder in sorted(Path(p) for p in glob.glob(pattern) if os.path.isdir(p)):
+            student, assignment = folder.parent.name, folder.name
+            try:
+                names = [nb.name for nb in gb.find_assignment(assignment).notebooks]
+            except MissingEntry:
+                continue
+            if not names or any((folder / f"{n}.ipynb").is_file() for n in names):
+                continue
+            try:
+                gb.find_student(student)
+            except MissingEntry:
+                if not converter.create_student:
+                    continue  # nbgrader refuses an unknown student with its own message
+                gb.update_or_create_student(student)
+            why = (f"the hand-in holds none of the assignment's notebooks ({', '.join(f'{n}.ipynb' for n in names)}); "
+                   "a link in a notebook's place is removed, never followed: hand in the notebook file itself")
+            record_rejection(cd, assignment, student, why)
+            try:
+                gb.find_submission(assignment, student)
+            except MissingEntry:
+                gb.add_submission(assignment, student)
+            converter.log.error("NOT GRADED: %s's hand-in of %s: %s. %s (into submitted/%s/%s/), then run "
+                                "`nbgrader autograde %s --student %s`. Every other student is graded.",
+                                student, assignment, why, WHAT_TO_DO, student, assignment, assignment, student)
 
 
 def notes(assignment: str, student: str, notebook: str) -> list[str]:

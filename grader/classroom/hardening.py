@@ -267,6 +267,7 @@ def install() -> None:
         check_integrity(self.coursedir, self.log)
         for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
+        handin_check.refuse_empty_handins(self)
         return auto_start(self)
 
     def feedback_start(self):
