@@ -58,6 +58,7 @@ class Exercise:
     # grader.coach.findings.SECTIONS); a key not given points to the fast-GEMM ladder (notebook 06)
     coach_sections: dict = field(default_factory=dict)
     previous: str = ""  # kernels/<file>.cu of the previous lesson, which must miss the target (calibrate)
+    no_previous: str = ""  # for a speed-graded exercise without one: why no earlier kernel stands in
     ladder: str = ""  # grader.bench.ladders: the notebook's rungs graded as this exercise (calibrate, coach)
     crosscheck_sizes: tuple[dict, ...] = ()  # more sizes the crosscheck runs on both backends
     mistakes: tuple[Mistake, ...] = ()  # the adversarial suite's bugs in its reference kernel
@@ -233,7 +234,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.08, points_speed=1.0,
         min_arch=80,
         slow_hint='Use several independent accumulators per warp, or stage tiles in shared memory.',
-        hint_family="wmma"),
+        hint_family="wmma",
+        no_previous="the course's first fp64 GEMM: no earlier lesson has a kernel under this contract"),
     Exercise(
         "im2col", "im2col: patches as rows", "im2col", P.Im2col(), "im2col",
         "x is NCHW fp16; col is (N*P*Q) x (C*R*S) fp16 row-major, row (n*P+p)*Q+q, column "
@@ -265,7 +267,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         race_check=True, ceiling=6.0,
         slow_hint="Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the fast "
                   "GEMM's warp tiling.",
-        hint_family="conv"),
+        hint_family="conv",
+        no_previous="the previous lesson's way, im2col + a GEMM, is the baseline itself (floor 1.0)"),
     Exercise(
         "mma-gemm", "mma.sync GEMM: ldmatrix, swizzled shared memory, epilogue from registers", "mma_gemm",
         P.Gemm(launch_rule="block"), "mma_gemm_tuned",
