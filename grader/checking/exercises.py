@@ -289,6 +289,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, tensor_shapes=((16, 8, 16),), min_arch=80,
         launch_defaults=dict(block_m=128, block_n=256, block_k=64, threads=256, shared_mem=147456),
         floor=0.25, target=0.44, points_speed=2.0, race_check=True,
+        slow_hint="Swizzle the shared-memory chunks so ldmatrix reads without bank conflicts, and keep "
+                  "several k-tiles in flight (cp.async stages) while each warp issues many mma.sync. "
+                  "Notebook 10 walks the ladder.",
         hint_family="wmma", coach_sections=COACH_MMA, ladder="mma",
         # notebook 10's first mma.sync rung (ldmatrix, padded rows): what the student has before the
         # swizzle and the pipeline. Notebook 06's WMMA kernels do not count here at all (tensor_shapes).
