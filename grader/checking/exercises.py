@@ -1,6 +1,11 @@
 """The registry of graded kernel exercises: one entry per id, shared by notebooks, CLI and
 nbgrader. `python -m grader list` prints it.
 
+Every per-exercise fact lives in its entry (thresholds, hints, where the coach points, the
+calibration's previous kernel, the crosscheck's sizes, the adversarial mistakes); every consumer
+iterates the registry or picks an entry by a property, and no other module of grader/ names an
+exercise id (tests/test_exercise_record.py).
+
 Speed thresholds are ratios to a library baseline measured in the same process on the same
 GPU (portable across GPUs); each was calibrated on an H100/H200 so the reference solution
 passes with >= 1.3x margin and the previous lesson's kernel misses it (kernels/RESULTS*.md).
@@ -86,7 +91,7 @@ COACH_MMA = {"global-low": ("06", "smem"), "global-l2": ("10", "pipeline"), "con
              "shared": ("10", "ldmatrix"), "spills": ("10", "pipeline"), "pipeline": ("10", "pipeline"),
              "occupancy": ("10", "pipeline"), "none": ("10", "wgmma")}
 
-_STORE = "    C[row * N + col] = acc;"
+_STORE = "    C[row * N + col] = acc;"  # the naive SGEMM's store, which several mistakes rewrite
 
 
 # The reference (kernels/wmma_gemm_swizzle.cu) at its defaults: 4 warps of 64x64, 3 stages.
