@@ -183,6 +183,12 @@ def test_every_mistake_applies(ex):
             assert (ROOT / "tests" / "adversarial" / f"{m.name}.cu").is_file(), m.name
 
 
+def test_every_adversarial_file_is_a_records_mistake():
+    whole = {m.name for e in exercises.EXERCISES.values() for m in e.mistakes if not m.old}
+    files = {p.stem for p in (ROOT / "tests" / "adversarial").glob("*.cu")}
+    assert files == whole, f"tests/adversarial/*.cu no record lists: {files - whole}"
+
+
 def test_consumers_iterate_the_registry():
     """The crosscheck runs every exercise's reference at its sizes, the adversarial suite is every
     record's mistakes, the calibration every speed-graded record's previous kernel."""
@@ -216,4 +222,5 @@ def test_every_coach_panel_is_told_where_its_exercise_is_taught():
                     and not any(k.arg == "sections" for k in node.keywords)):
                 missing.add(str(path.relative_to(ROOT)))
     assert missing - PENDING_SECTIONS == set(), f"panel.build without sections=ex.coach_sections: {missing}"
-    assert PENDING_SECTIONS <= missing, f"{PENDING_SECTIONS - missing} passes sections now: empty PENDING_SECTIONS"
+    assert PENDING_SECTIONS <= missing, (f"{PENDING_SECTIONS - missing} builds no panel without sections now: "
+                                         "take it out of PENDING_SECTIONS")
