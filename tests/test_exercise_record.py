@@ -6,8 +6,10 @@ The rule for "names an exercise id": a string constant (anywhere in the module's
 comments) equal to an id. Two ids are also kernel names ("transpose" and "im2col" are entry
 points and kernels/*.cu files: mod.bind("transpose", ...) names the kernel) and one is a speed
 baseline's ("sgemm-naive", grader.problems.baselines); such a shared name is flagged only where
-the code uses it as an exercise id: passed to check()/grade()/exercises.get(), as an exercise=
-argument, as a key of EXERCISES, or compared with something called an id or an exercise.
+the code uses it as an exercise id: passed to check()/grade()/exercises.get() or a function named
+for exercises, as an exercise= argument, as a key of EXERCISES, compared with something called an
+id or an exercise, or in a collection at the place of an id no kernel shares (a dict keyed by
+exercise, a list of (exercise, source) pairs).
 """
 from __future__ import annotations
 
