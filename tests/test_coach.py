@@ -161,7 +161,7 @@ def _panel_for(src: str, launch: dict, ex_id="wmma-gemm-fast", kernel="wmma_gemm
                  options=opts)
     return panel.build(exercise=ex_id, source=src, kernel=kernel, options=opts, arch=90, threads=launch["threads"],
                        smem_dynamic=smem, problem=ex.problem, traffic=tr, traffic_dims=dims, perf_dims=ex.perf_size,
-                       built=built)
+                       built=built, sections=ex.coach_sections)
 
 
 def _launch(src: str) -> dict:
@@ -289,7 +289,7 @@ def test_the_feedback_page_carries_the_panel():
     v = Verdict("wmma-gemm-fast", "gpu", items=[Item("correct: M=8", PASS, "matches")])
     v.coach = panel.Panel("wmma-gemm-fast", 90, lines=["resources: 249 registers/thread"],
                           findings=[findings.Finding("conflicts", 2.2, "Shared-memory bank conflicts: 8-way.",
-                                                     "pad each row", findings.section("wmma", "conflicts"))])
+                                                     "pad each row", findings.section(exercises.get("wmma-gemm-fast").coach_sections, "conflicts"))])
     shown = _render(v)
     assert "Where the time goes" in shown["html"] and "Bank conflicts and padded rows" in shown["html"]
     assert "where the time goes" in shown["text"] and "1. Shared-memory bank conflicts" in shown["text"]

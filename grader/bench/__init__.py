@@ -1,6 +1,7 @@
 """bench: measuring on a GPU.
 
 `reference` (reference kernels vs cuBLAS; `python -m grader.bench`), `wmma` (the WMMA ladder),
+`mma` (the mma.sync ladder), `ladders` (which ladder an exercise is graded against),
 `conv` (convolutions vs cuDNN), `calibrate` (the grader's thresholds), `crosscheck` (the CPU
 emulator vs the GPU, every kernels/*.cu) and `emu_speed` (the emulator's own speed).
 May import grader.checking and everything below it.

@@ -13,24 +13,16 @@ import re
 import sys
 import time
 
-from grader.bench.wmma import LADDER
-from grader.bench.mma import LADDER as MMA_LADDER
+from grader.bench import ladders
 from grader.checking import exercises
 from grader.checking.check import check
 from grader.runtime import kernels
 from grader.runtime.device import device_info
 
-# exercise -> the previous lesson's kernel (and its launch), graded under the same contract where
-# it fits. Notebook 04's naive WMMA kernel has another grid orientation than wmma-gemm-fast, so
-# its stand-in is rung 1 of notebook 06 (one warp per 16x16 tile as in 04, tiles staged through
-# shared memory), which bench_wmma measures slower than the naive kernel (3.4% vs 4.3%, H100).
-PREVIOUS = {"transpose": ("transpose_naive", {}), "sgemm-tiled": ("sgemm_naive", {}),
-            "wmma-gemm-fast": ("wmma_gemm_smem",
-                               next(r for r in LADDER if r.file == "wmma_gemm_smem").launch),
-            # notebook 10's first mma.sync rung (ldmatrix, padded rows): what the student has before
-            # the swizzle and the pipeline. Notebook 06's WMMA kernels do not count for mma-gemm at all
-            # (the exercise counts only m16n8k16 instructions: Exercise.tensor_shapes).
-            "mma-gemm": ("mma_gemm_ldmatrix", MMA_LADDER[0].launch)}
+# exercise -> the previous lesson's kernel (Exercise.previous) and its launch: its rung's in the
+# exercise's ladder, else the exercise's defaults (graded under the same contract where it fits)
+PREVIOUS = {ex.id: (ex.previous, ladders.launch_of(ex, ex.previous))
+            for ex in exercises.EXERCISES.values() if ex.previous}
 
 
 def previous_source(exercise_id: str) -> str:

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.bench import mma as bench_mma
-from grader.bench import wmma as bench_wmma
+from grader.bench import ladders
 from grader.checking import exercises
 from grader.coach import measured, panel, sass
 from grader.runtime import kernels
@@ -67,14 +66,14 @@ def fixture_source(name: str) -> str:
 def subjects(only=()):
     """(name, exercise id, source, launch, extra options)."""
     out = []
-    for r in bench_wmma.LADDER:
-        out.append((r.name, "wmma-gemm-fast", kernels.source(r.file), r.launch, list(r.options)))
-    for r in bench_mma.LADDER:
-        out.append((r.name, "mma-gemm", kernels.source(r.file), r.launch, list(r.options)))
+    for ex in exercises.EXERCISES.values():
+        for r in ladders.rungs(ex):
+            out.append((r.name, ex.id, kernels.source(r.file), r.launch, list(r.options)))
+    fast = exercises.graded_ladder("wmma")  # the fixtures are slow WMMA GEMMs, each for one reason
     for name in fixture_names():
         src = fixture_source(name)
         launch = json.loads(re.search(r"LAUNCH (\{.*\})", src).group(1))
-        out.append((name, "wmma-gemm-fast", src, launch, []))
+        out.append((name, fast.id, src, launch, []))
     return [s for s in out if not only or any(o in s[0] for o in only)]
 
 
@@ -87,7 +86,8 @@ def static_panel(ex, src, launch, opts):
     tr = measure(src, ex.kernel, case.grid, case.block, case.args, shared_mem=case.shared_mem, options=opts)
     return panel.build(exercise=ex.id, source=src, kernel=ex.kernel, options=opts, arch=90,
                        threads=int(np.prod(case.block)), smem_dynamic=case.shared_mem, problem=ex.problem,
-                       traffic=tr, traffic_dims=dict(M=M, N=N, K=K), perf_dims=ex.perf_size, built=built)
+                       traffic=tr, traffic_dims=dict(M=M, N=N, K=K), perf_dims=ex.perf_size, built=built,
+                       sections=ex.coach_sections)
 
 
 def raw_ncu(job: dict, kernel: str, timeout: float = 150.0) -> dict:

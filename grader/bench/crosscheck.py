@@ -95,14 +95,14 @@ def gemm_case(spec: GemmSpec, M: int, N: int, K: int, rng, prepare=None) -> Case
                 {2: Expected(ref, bound)})
 
 
-def _exercise_item(ex_id: str, extra_sizes=()) -> Item:
-    ex = exercises.get(ex_id)
+def _exercise_item(ex: exercises.Exercise) -> Item:
+    """An exercise's reference at its emulator sizes and the crosscheck's own (Exercise.crosscheck_sizes)."""
     launch = dict(ex.launch_defaults)
 
     def cases(rng):
-        return [ex.problem.make(dims, rng, launch) for dims in (*ex.cpu_sizes, *extra_sizes)]
+        return [ex.problem.make(dims, rng, launch) for dims in (*ex.cpu_sizes, *ex.crosscheck_sizes)]
 
-    return Item(f"{ex.reference} (exercise {ex_id})", ex.reference, ex.kernel,
+    return Item(f"{ex.reference} (exercise {ex.id})", ex.reference, ex.kernel,
                 ex.problem.options(launch), cases)
 
 
@@ -293,13 +293,7 @@ def _mma_items() -> list[Item]:
 
 
 def _items() -> list[Item]:
-    items = [
-        _exercise_item("transpose"), _exercise_item("sgemm-naive"), _exercise_item("sgemm-tiled"),
-        _exercise_item("wmma-gemm"), _exercise_item("wmma-gemm-any-size", ({"M": 1, "N": 1, "K": 1},)),
-        _exercise_item("wmma-gemm-epilogue"), _exercise_item("fragment-probe"),
-        _exercise_item("wmma-gemm-fast"), _exercise_item("dmma-gemm"), _exercise_item("im2col"),
-        _exercise_item("conv2d-wmma"), _exercise_item("mma-gemm"),
-    ]
+    items = [_exercise_item(ex) for ex in exercises.EXERCISES.values()]
     items += _ladder_items() + _precision_items() + _regblock_items() + _mma_items()
     items += [
         Item("transpose_naive", "transpose_naive", "transpose", (), _transpose_naive),

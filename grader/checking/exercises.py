@@ -1,6 +1,11 @@
 """The registry of graded kernel exercises: one entry per id, shared by notebooks, CLI and
 nbgrader. `python -m grader list` prints it.
 
+Every per-exercise fact lives in its entry (thresholds, hints, where the coach points, the
+calibration's previous kernel, the crosscheck's sizes, the adversarial mistakes); every consumer
+iterates the registry or picks an entry by a property, and no other module of grader/ names an
+exercise id (tests/test_exercise_record.py).
+
 Speed thresholds are ratios to a library baseline measured in the same process on the same
 GPU (portable across GPUs); each was calibrated on an H100/H200 so the reference solution
 passes with >= 1.3x margin and the previous lesson's kernel misses it (kernels/RESULTS*.md).
@@ -10,6 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grader.problems import kinds as P
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One deliberate bug the check must diagnose (the adversarial suite, tests/adversarial): `old`
+    replaced by `new` in the exercise's reference kernel, or, with no `old`, the whole kernel file
+    tests/adversarial/<name>.cu. `expect` lists the failure kinds (Item.kind) that count as the right
+    diagnosis: several where a GPU and the emulator see the same bug differently."""
+    name: str
+    expect: tuple[str, ...]
+    why: str
+    old: str = ""
+    new: str = ""
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,17 @@ class Exercise:
     # the precision, so beating it by this much means the timed launches skipped work.
     ceiling: float = 1.2
     slow_hint: str = ""  # the speed verdict's hint when the kernel is below its target
+    # which texts of grader.checking.hints speak to it (hints.FAMILIES): a transpose never hears
+    # about accumulators, an im2col never about `row < M`
+    hint_family: str = ""
+    # where the coach's findings point: finding key -> (notebook, section key of
+    # grader.coach.findings.SECTIONS); a key not given points to the fast-GEMM ladder (notebook 06)
+    coach_sections: dict = field(default_factory=dict)
+    previous: str = ""  # kernels/<file>.cu of the previous lesson, which must miss the target (calibrate)
+    no_previous: str = ""  # for a speed-graded exercise without one: why no earlier kernel stands in
+    ladder: str = ""  # grader.bench.ladders: the notebook's rungs graded as this exercise (calibrate, coach)
+    crosscheck_sizes: tuple[dict, ...] = ()  # more sizes the crosscheck runs on both backends
+    mistakes: tuple[Mistake, ...] = ()  # the adversarial suite's bugs in its reference kernel
 
     @property
     def signature(self) -> str:
@@ -50,6 +79,19 @@ class Exercise:
 
 def _g(M, N, K):
     return dict(M=M, N=N, K=K)
+
+
+# Where the coach points, by the notebook that teaches the fix (sections: grader.coach.findings).
+COACH_TRANSPOSE = {"coalescing": ("01", "coalescing"), "conflicts": ("01", "coalesced-tile"),
+                   "spills": ("01", "coalesced-tile"), "pipeline": ("01", "coalesced-tile")}
+COACH_SGEMM = {"global-low": ("03", "tiling"), "global-l2": ("03", "regblock"), "conflicts": ("06", "banks"),
+               "shared": ("03", "regblock"), "spills": ("03", "regblock"), "pipeline": ("03", "regblock"),
+               "occupancy": ("03", "regblock"), "none": ("03", "regblock")}
+COACH_MMA = {"global-low": ("06", "smem"), "global-l2": ("10", "pipeline"), "conflicts": ("10", "swizzle"),
+             "shared": ("10", "ldmatrix"), "spills": ("10", "pipeline"), "pipeline": ("10", "pipeline"),
+             "occupancy": ("10", "pipeline"), "none": ("10", "wgmma")}
+
+_STORE = "    C[row * N + col] = acc;"  # the naive SGEMM's store, which several mistakes rewrite
 
 
 # The reference (kernels/wmma_gemm_swizzle.cu) at its defaults: 4 warps of 64x64, 3 stages.
@@ -68,14 +110,34 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         gpu_sizes=(dict(rows=1000, cols=517), dict(rows=2048, cols=4096)),
         perf_size=dict(rows=8192, cols=8192), floor=0.3, target=0.6, points_speed=1.0,
         race_check=True, ceiling=1.3,
-        slow_hint="Go through a 32x33 shared-memory tile so both the read and the write are coalesced."),
+        slow_hint="Go through a 32x33 shared-memory tile so both the read and the write are coalesced.",
+        hint_family="transpose", coach_sections=COACH_TRANSPOSE, previous="transpose_naive"),
     Exercise(
         "sgemm-naive", "Naive SGEMM on CUDA cores", "sgemm", P.Gemm("float32", "float32", launch_rule="naive16",
                                                                   baseline=None),
         "sgemm_naive",
         "C = A B, fp32, row-major. block (16, 16), grid (ceil(N/16), ceil(M/16)), threadIdx.x "
         "along the columns of C. Any M, N, K >= 1.",
-        cpu_sizes=(_g(33, 17, 9), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024))),
+        cpu_sizes=(_g(33, 17, 9), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
+        hint_family="gemm", coach_sections=COACH_SGEMM,
+        mistakes=(
+            Mistake("wrong_result", ("wrong-result",), "reads B with the row index",
+                    "B[k * N + col]", "B[k * N + row % N]"),
+            Mistake("nan_output", ("nan",), "the accumulator starts as NaN",
+                    "float acc = 0.0f;", "float acc = __int_as_float(0x7fc00000);"),
+            Mistake("never_written", ("unwritten",), "only even rows are stored",
+                    _STORE, "    if (row % 2 == 0) C[row * N + col] = acc;"),
+            Mistake("write_past_end", ("out-of-bounds",), "the overhanging threads store past the end of C",
+                    "    if (row >= M || col >= N) return;  // the last blocks overhang the matrix edge\n"
+                    "    float acc = 0.0f;\n    for (int k = 0; k < K; ++k)\n",
+                    "    float acc = 0.0f;\n    if (row < M && col < N)\n    for (int k = 0; k < K; ++k)\n"),
+            Mistake("infinite_loop", ("timeout",), "the loop never advances",
+                    "for (int k = 0; k < K; ++k)", "for (int k = 0; k < K; k += (K < 0))"),
+            Mistake("illegal_address", ("illegal-address", "out-of-bounds", "crash"), "stores 16 GiB past C",
+                    _STORE, "    C[row * N + col + (1ll << 32)] = acc;"),
+            Mistake("hard_coded", ("wrong-result",), "an answer that ignores the inputs",
+                    _STORE, "    C[row * N + col] = 0.25f * K * (row == col);"),
+        )),
     Exercise(
         "sgemm-tiled", "Shared-memory tiled SGEMM", "sgemm", P.Gemm("float32", "float32", launch_rule="tile",
                                                                   baseline="sgemm-naive"),
@@ -95,13 +157,26 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         ceiling=15.0,
         points_speed=1.0, race_check=True,
         slow_hint="Each thread should read A and B from shared memory TILE times per load; check both "
-                  "__syncthreads() are there and that threadIdx.x runs along columns."),
+                  "__syncthreads() are there and that threadIdx.x runs along columns.",
+        hint_family="gemm", coach_sections=COACH_SGEMM, previous="sgemm_naive",
+        mistakes=(
+            Mistake("edge_off_by_one", ("edge",), "the last row of A is never loaded",
+                    "As[ty][tx] = (row < M && k0 + tx < K)", "As[ty][tx] = (row < M - 1 && k0 + tx < K)"),
+            Mistake("missing_syncthreads", ("race", "wrong-result"), "no barrier after loading the tiles",
+                    "        __syncthreads();  // the whole tile must be loaded before anyone reads it\n", ""),
+        )),
     Exercise(
         "wmma-gemm", "Naive WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="warp16"), "wmma_gemm_naive",
         "C = A B, A and B fp16, C fp32, row-major. One warp per 16x16 tile of C: block (32, 1, 1), "
         "grid (ceil(M/16), ceil(N/16)), blockIdx.x along the rows. M, N, K multiples of 16.",
         cpu_sizes=(_g(32, 48, 64), _g(64, 16, 32)), gpu_sizes=(_g(256, 512, 768), _g(1024, 1024, 1024)),
-        tensor_cores=True),
+        tensor_cores=True, hint_family="wmma",
+        mistakes=(
+            Mistake("compile_error", ("compile-error",), "a missing semicolon",
+                    "wmma::mma_sync(acc, a, b, acc);", "wmma::mma_sync(acc, a, b, acc)"),
+            Mistake("fp16_accumulation", ("precision",), "accumulates in half"),
+            Mistake("no_tensor_cores", ("no-tensor-cores",), "right answer on CUDA cores"),
+        )),
     Exercise(
         "wmma-gemm-any-size", "WMMA GEMM for any size", "wmma_gemm", P.Gemm(launch_rule="warp16"),
         "wmma_gemm_any_size",
@@ -112,19 +187,19 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(_g(33, 17, 9), _g(16, 40, 31), _g(17, 33, 20)),
         gpu_sizes=(_g(1000, 777, 333), _g(17, 1031, 65)),
         # the reference stages edge tiles through shared memory: a missing __syncwarp() is a race
-        tensor_cores=True, race_check=True),
+        tensor_cores=True, race_check=True, hint_family="wmma", crosscheck_sizes=(_g(1, 1, 1),)),
     Exercise(
         "wmma-gemm-epilogue", "WMMA GEMM with an alpha/beta epilogue", "wmma_gemm_epilogue",
         P.Gemm(launch_rule="warp16", epilogue=True, baseline=None), "wmma_gemm_epilogue",
         "D = alpha A B + beta C; A, B fp16, C and D fp32, row-major; launch as wmma-gemm; "
         "M, N, K multiples of 16.",
         cpu_sizes=(_g(32, 48, 64),), gpu_sizes=(_g(256, 512, 768), _g(1024, 1024, 1024)),
-        tensor_cores=True),
+        tensor_cores=True, hint_family="wmma"),
     Exercise(
         "fragment-probe", "Which lane holds which element", "probe", P.FragmentProbe(), "fragment_probe",
         "Load M (16x16 half, M[r][c] = 16 r + c) into a matrix_a 16x16x16 row_major fragment and "
         "write held[lane * 16 + i] = (int) frag.x[i]. block (32, 1, 1), grid (1, 1, 1).",
-        cpu_sizes=({},), gpu_sizes=({},), tensor_cores=False, min_arch=80),
+        cpu_sizes=({},), gpu_sizes=({},), tensor_cores=False, min_arch=80, hint_family="probe"),
     Exercise(
         "wmma-gemm-fast", "Fast WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="block"), "wmma_gemm_swizzle",
         "C = A B, A and B fp16, C fp32, row-major. You choose the launch: block_m x block_n tile "
@@ -147,7 +222,12 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         min_arch=80,
         slow_hint="Stage A and B tiles in shared memory, let each warp compute several accumulator tiles, "
                   "pad shared-memory rows, and overlap loads with math (cp.async, 2-4 stages). Notebook 06 "
-                  "walks the ladder."),
+                  "walks the ladder.",
+        hint_family="wmma", ladder="wmma",
+        # Notebook 04's naive WMMA kernel has another grid orientation than this exercise, so its
+        # stand-in is rung 1 of notebook 06 (one warp per 16x16 tile as in 04, tiles staged through
+        # shared memory), which bench_wmma measures slower than the naive kernel (3.4% vs 4.3%, H100).
+        previous="wmma_gemm_smem"),
     Exercise(
         "dmma-gemm", "FP64 tensor-core GEMM (DMMA)", "dmma_gemm",
         P.Gemm("float64", "float64", accumulate="fp64", launch_rule="warp8", baseline="cublas-fp64"),
@@ -158,7 +238,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(_g(16, 24, 12),), gpu_sizes=(_g(256, 128, 64), _g(1024, 1024, 1024)),
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.08, points_speed=1.0,
         min_arch=80,
-        slow_hint='Use several independent accumulators per warp, or stage tiles in shared memory.'),
+        slow_hint='Use several independent accumulators per warp, or stage tiles in shared memory.',
+        hint_family="wmma",
+        no_previous="the course's first fp64 GEMM: no earlier lesson has a kernel under this contract"),
     Exercise(
         "im2col", "im2col: patches as rows", "im2col", P.Im2col(), "im2col",
         "x is NCHW fp16; col is (N*P*Q) x (C*R*S) fp16 row-major, row (n*P+p)*Q+q, column "
@@ -167,7 +249,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         cpu_sizes=(dict(N=2, C=3, H=7, W=5, R=3, S=3, pad=1, stride=1),
                    dict(N=1, C=2, H=6, W=6, R=2, S=3, pad=0, stride=2)),
         gpu_sizes=(dict(N=4, C=16, H=15, W=13, R=3, S=3, pad=1, stride=1),
-                   dict(N=8, C=64, H=28, W=28, R=3, S=3, pad=1, stride=2))),
+                   dict(N=8, C=64, H=28, W=28, R=3, S=3, pad=1, stride=2)),
+        hint_family="im2col"),
     Exercise(
         "conv2d-wmma", "Convolution on tensor cores (implicit GEMM)", "conv2d", P.Conv2dWmma(),
         "conv2d_implicit_wmma",
@@ -188,7 +271,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # 6x the baseline is past what the library itself reaches.
         race_check=True, ceiling=6.0,
         slow_hint="Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the fast "
-                  "GEMM's warp tiling."),
+                  "GEMM's warp tiling.",
+        hint_family="conv",
+        no_previous="the previous lesson's way, im2col + a GEMM, is the baseline itself (floor 1.0)"),
     Exercise(
         "mma-gemm", "mma.sync GEMM: ldmatrix, swizzled shared memory, epilogue from registers", "mma_gemm",
         P.Gemm(launch_rule="block"), "mma_gemm_tuned",
@@ -208,8 +293,25 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # session 4) earn nothing here: only m16n8k16 instructions count (tensor_shapes).
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, tensor_shapes=((16, 8, 16),), min_arch=80,
         launch_defaults=dict(block_m=128, block_n=256, block_k=64, threads=256, shared_mem=147456),
-        floor=0.25, target=0.44, points_speed=2.0, race_check=True),
+        floor=0.25, target=0.44, points_speed=2.0, race_check=True,
+        slow_hint="Swizzle the shared-memory chunks so ldmatrix reads without bank conflicts, and keep "
+                  "several k-tiles in flight (cp.async stages) while each warp issues many mma.sync. "
+                  "Notebook 10 walks the ladder.",
+        hint_family="wmma", coach_sections=COACH_MMA, ladder="mma",
+        # notebook 10's first mma.sync rung (ldmatrix, padded rows): what the student has before the
+        # swizzle and the pipeline. Notebook 06's WMMA kernels do not count here at all (tensor_shapes).
+        previous="mma_gemm_ldmatrix"),
 ]}
+
+
+def solved_by(reference: str) -> Exercise:
+    """The exercise whose reference solution is kernels/<reference>.cu."""
+    return next(e for e in EXERCISES.values() if e.reference == reference)
+
+
+def graded_ladder(ladder: str) -> Exercise:
+    """The exercise a bench ladder's rungs (grader.bench.ladders) are graded as."""
+    return next(e for e in EXERCISES.values() if e.ladder == ladder)
 
 
 def get(exercise_id: str) -> Exercise:

@@ -1,28 +1,21 @@
 """What to try next, in the terms of the exercise at hand.
 
-One table: failure kind -> hint per problem family, with a fallback ("*"). The grader's one
-check path asks `hint(ex, kind)`; a transpose never hears about accumulators, an im2col
-never about `row < M`.
+One table: failure kind -> hint per problem family, with a fallback ("*"). Each exercise's record
+names its family (Exercise.hint_family). The grader's one check path asks `hint(ex, kind)`; a
+transpose never hears about accumulators, an im2col never about `row < M`.
 """
 from __future__ import annotations
 
 import re
 
-from grader.problems import kinds as P
+# gemm: a GEMM on CUDA cores (the fallback texts "*"), wmma: a tensor-core GEMM, then one family
+# per problem that is no GEMM
+FAMILIES = ("gemm", "wmma", "transpose", "im2col", "conv", "probe")
 
 
 def family(ex) -> str:
-    """gemm (CUDA cores), wmma (tensor-core GEMMs), transpose, im2col, conv or probe."""
-    p = ex.problem
-    if isinstance(p, P.Transpose):
-        return "transpose"
-    if isinstance(p, P.Im2col):
-        return "im2col"
-    if isinstance(p, P.Conv2dWmma):
-        return "conv"
-    if isinstance(p, P.FragmentProbe):
-        return "probe"
-    return "wmma" if ex.tensor_cores else "gemm"
+    """The exercise's hint family (one of FAMILIES)."""
+    return ex.hint_family
 
 
 _WMMA_LDM = ("the leading dimension ldm of load_matrix_sync/store_matrix_sync is the row length of the "

@@ -5,13 +5,16 @@
 Each scenario grades a broken kernel through the same path a student or the autograder takes,
 then watches the GPU until it is idle again (nvidia-smi lists no process but this one and
 reports utilisation under IDLE_UTIL %), and looks for zombies (processes left <defunct>):
-  spin     wmma-gemm whose every thread loops forever (`grader check --backend gpu`'s path)
-  timed    transpose, right at the correctness sizes, looping forever at the timed size
-  illegal  wmma-gemm writing through a wild pointer (illegal address)
-  trap     wmma-gemm executing `trap` (an unspecified launch failure)
+  spin     the first tensor-core exercise (wmma-gemm) whose every thread loops forever
+           (`grader check --backend gpu`'s path)
+  timed    the first speed-graded one (transpose), right at the correctness sizes, looping forever
+           at the timed size
+  illegal  the tensor-core one writing through a wild pointer (illegal address)
+  trap     the tensor-core one executing `trap` (an unspecified launch failure)
   trusted  the spinning transpose handed in as 01 and autograded by nbgrader (the trusted pass)
-A reference kernel (transpose_tiled, timed against a device copy) is checked before and after
-the scenarios: its time after must agree with its time before within the run's noise.
+The timed exercise's reference (transpose_tiled, timed against a device copy) is checked before and
+after the scenarios: its time after must agree with its time before within the run's noise.
+The exercises are taken from the registry by these properties (grader.checking.exercises).
 Prints one line per scenario and writes every figure to --out (JSON).
 """
 from __future__ import annotations
@@ -39,17 +42,36 @@ def _inject(source: str, kernel: str, code: str) -> str:
     return source[:m.end()] + "\n    " + code + "\n" + source[m.end():]
 
 
+def _tensor_core():
+    """The first tensor-core exercise of the registry (the naive WMMA GEMM): what hangs and faults."""
+    from grader.checking import exercises
+
+    return next(e for e in exercises.EXERCISES.values() if e.tensor_cores)
+
+
+def _timed():
+    """The first speed-graded exercise whose correctness sizes all stay below its timed size in one
+    dimension (the transpose): its kernel can loop forever at the timed size only. -> (exercise, dim)"""
+    from grader.checking import exercises
+
+    for e in exercises.EXERCISES.values():
+        for k, v in (e.perf_size or {}).items():
+            if isinstance(v, int) and all(s.get(k, v) < v for s in (*e.cpu_sizes, *e.gpu_sizes)):
+                return e, k
+    raise LookupError("no speed-graded exercise has a timed size above its correctness sizes")
+
+
 def sources() -> dict[str, tuple[str, str]]:
     """scenario -> (exercise, kernel source)."""
     from grader.runtime import kernels
 
-    wmma, tr = kernels.source("wmma_gemm_naive"), kernels.source("transpose_tiled")
+    tc, (timed, dim) = _tensor_core(), _timed()
+    wmma, tr = kernels.source(tc.reference), kernels.source(timed.reference)
     return {
-        "spin": ("wmma-gemm", _inject(wmma, "wmma_gemm", SPIN)),
-        "timed": ("transpose", _inject(tr, "transpose", "if (rows >= 8192) " + SPIN)),
-        "illegal": ("wmma-gemm", _inject(wmma, "wmma_gemm",
-                                         "if (threadIdx.x == 0) ((float*)0x10)[blockIdx.x] = 1.0f;")),
-        "trap": ("wmma-gemm", _inject(wmma, "wmma_gemm", 'if (blockIdx.x == 1) asm volatile("trap;");')),
+        "spin": (tc.id, _inject(wmma, tc.kernel, SPIN)),
+        "timed": (timed.id, _inject(tr, timed.kernel, f"if ({dim} >= {timed.perf_size[dim]}) " + SPIN)),
+        "illegal": (tc.id, _inject(wmma, tc.kernel, "if (threadIdx.x == 0) ((float*)0x10)[blockIdx.x] = 1.0f;")),
+        "trap": (tc.id, _inject(wmma, tc.kernel, 'if (blockIdx.x == 1) asm volatile("trap;");')),
     }
 
 
@@ -101,11 +123,12 @@ def wait_idle(t0: float, zombies_before: list[str]) -> dict:
 
 
 def reference() -> dict:
-    """transpose_tiled through grader.check on the GPU: its time and spread."""
+    """The timed exercise's reference through grader.check on the GPU: its time and spread."""
     from grader.checking.check import check
     from grader.runtime import kernels
 
-    v = check("transpose", kernels.source("transpose_tiled"), backend="gpu")
+    timed, _ = _timed()
+    v = check(timed.id, kernels.source(timed.reference), backend="gpu")
     s = v.speed or {}
     return dict(score=v.score, kernel_ms=s.get("kernel_ms"), ratio=s.get("ratio"),
                 spread=s.get("kernel_spread"))
@@ -133,6 +156,7 @@ def trusted() -> dict:
 
     from grader.classroom import workflow
 
+    timed, dim = _timed()
     home = Path(tempfile.mkdtemp(prefix="tc-hang-"))
     course = workflow.new_course(home / "course")
     a = "01-memory-layout"
@@ -140,7 +164,7 @@ def trusted() -> dict:
     nb = nbformat.read(workflow.SOLUTIONS / a / f"{a}.ipynb", as_version=4)
     for c in nb.cells:
         if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-kernel":
-            c.source = _inject(c.source, "transpose", "if (rows > 0) " + SPIN)
+            c.source = _inject(c.source, timed.kernel, f"if ({dim} > 0) " + SPIN)
     d = course / "submitted" / "hang" / a
     d.mkdir(parents=True)
     nbformat.write(nb, d / f"{a}.ipynb")
@@ -156,7 +180,7 @@ def trusted() -> dict:
         for c in nbformat.read(out, as_version=4).cells:
             if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-test":
                 said = " ".join(o.get("data", {}).get("text/plain", "") for o in c.get("outputs", []))
-    return dict(scenario="trusted", exercise="transpose (01, nbgrader autograde)", verdict_s=round(verdict_s, 1),
+    return dict(scenario="trusted", exercise=f"{timed.id} (01, nbgrader autograde)", verdict_s=round(verdict_s, 1),
                 rc=proc.returncode, score=cells.get("transpose-test"), cells=cells,
                 says_stopped=bool(re.search(r"stopped|no answer", said, re.I)),
                 first_failure=next((ln for ln in said.splitlines() if "FAIL" in ln or "stopped" in ln), "")[:300],

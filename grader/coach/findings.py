@@ -13,7 +13,7 @@ from grader.coach.static import Static
 # Section titles as the notebooks spell them (tests/test_coach.py checks they exist).
 SECTIONS = {
     "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
-           "transpose": "8. Do: a coalesced transpose through shared memory (2 points)"},
+           "coalesced-tile": "8. Do: a coalesced transpose through shared memory (2 points)"},
     "03": {"tiling": "5. Shared-memory tiling: see the tiles", "regblock": "7. The ladder onward: register blocking"},
     "06": {"smem": "2. Rung 1: stage tiles in shared memory", "warp": "3. Rung 2: warp tiles",
            "banks": "4. Bank conflicts and padded rows", "async": "5. Asynchronous copies, stages, and `BLOCK_K`",
@@ -24,20 +24,11 @@ SECTIONS = {
            "pipeline": "5. Rung 3: a pipeline tuned for the layout", "wgmma": "8. Hopper: `wgmma` fed by TMA"},
 }
 
-# which notebook's sections a family of exercises is taught by: key -> (notebook, section key)
-WHERE = {
-    "wmma": {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflicts": ("06", "banks"),
-             "shared": ("06", "warp"), "spills": ("06", "warp"), "pipeline": ("06", "async"),
-             "occupancy": ("06", "sweep"), "none": ("10", "wgmma")},
-    "mma": {"global-low": ("06", "smem"), "global-l2": ("10", "pipeline"), "conflicts": ("10", "swizzle"),
-            "shared": ("10", "ldmatrix"), "spills": ("10", "pipeline"), "pipeline": ("10", "pipeline"),
-            "occupancy": ("10", "pipeline"), "none": ("10", "wgmma")},
-    "transpose": {"coalescing": ("01", "coalescing"), "conflicts": ("01", "transpose"), "spills": ("01", "transpose"),
-                  "pipeline": ("01", "transpose")},
-    "sgemm": {"global-low": ("03", "tiling"), "global-l2": ("03", "regblock"), "conflicts": ("06", "banks"),
-              "shared": ("03", "regblock"), "spills": ("03", "regblock"), "pipeline": ("03", "regblock"),
-              "occupancy": ("03", "regblock"), "none": ("03", "regblock")},
-}
+# finding key -> (notebook, section key) where an exercise's record (Exercise.coach_sections) names
+# no other: the fast-GEMM ladder of notebook 06, and coalescing in notebook 01
+DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflicts": ("06", "banks"),
+           "shared": ("06", "warp"), "spills": ("06", "warp"), "pipeline": ("06", "async"),
+           "occupancy": ("06", "sweep"), "none": ("10", "wgmma"), "coalescing": ("01", "coalescing")}
 
 NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
@@ -59,15 +50,16 @@ class Finding:
         return f"{self.sentence}{g} Next: {self.next_step} ({self.section})"
 
 
-def section(family: str, key: str) -> str:
-    nb, sec = WHERE.get(family, WHERE["wmma"]).get(key) or WHERE["wmma"].get(key) or WHERE["transpose"][key]
+def section(sections: dict | None, key: str) -> str:
+    """The notebook section that teaches the fix for `key`: the exercise's own (`sections`) or DEFAULT's."""
+    nb, sec = (sections or {}).get(key) or DEFAULT[key]
     return f"notebook {NOTEBOOK[nb]}, section {SECTIONS[nb][sec]}"
 
 
-def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
+def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[Finding]:
     """The findings, the main bottleneck first (empty when there is too little evidence)."""
     if res is None or st.evidence is None:
-        return _without_model(st, family)
+        return _without_model(st, sections)
     ev, tr, occ = st.evidence, st.traffic or {}, st.occupancy
     out: list[Finding] = []
     terms = res.terms
@@ -83,7 +75,7 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                                f"gives {ev.good_intensity:.0f}. At this intensity L2 alone caps the kernel near "
                                f"{res.tflops:.0f} TFLOP/s.",
                                "stage block tiles of A and B in shared memory and let each warp reuse them for "
-                               "several accumulator tiles", section(family, "global-low")))
+                               "several accumulator tiles", section(sections, "global-low")))
         else:
             big = inten >= 1.25 * ev.good_intensity  # already past a 128x128 tile (e.g. 128x256)
             out.append(Finding("global-l2", g["global"],
@@ -93,7 +85,7 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                                "allow here: Hopper's wgmma reads operands from shared memory, freeing registers for "
                                "them" if big else
                                "a larger block tile (e.g. 128x256) or a block order that keeps tiles in L2 raises "
-                               "FLOP per byte", section(family, "none" if big else "global-l2")))
+                               "FLOP per byte", section(sections, "none" if big else "global-l2")))
     if g.get("conflicts", 1) >= BOTTLENECK:
         w = tr.get("worst_shared") or {}
         where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""
@@ -102,7 +94,7 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                            f"{tr.get('ways_store', 1):.1f}-way on average{where}; shared memory is busy "
                            f"{terms['shared']:.0f} cycles per iteration against {terms['math']:.0f} of math.",
                            "pad each shared row (e.g. +8 halves) or swizzle the 16-byte chunks so the rows one "
-                           "ldmatrix/fragment load reads fall in different banks", section(family, "conflicts")))
+                           "ldmatrix/fragment load reads fall in different banks", section(sections, "conflicts")))
     if g.get("spills", 1) >= BOTTLENECK:
         r = st.resources or {}
         out.append(Finding("spills", g["spills"],
@@ -111,7 +103,7 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                            f"the main loop moves {ev.spill_bytes_iter / max(ev.warps, 1):.0f} bytes of local memory "
                            "per warp per iteration.",
                            "hold fewer accumulators per warp (a smaller warp tile) or ask for fewer blocks per SM "
-                           "in __launch_bounds__, so everything fits in 255 registers", section(family, "spills")))
+                           "in __launch_bounds__, so everything fits in 255 registers", section(sections, "spills")))
     if g.get("pipeline", 1) >= BOTTLENECK:
         if not ev.overlapped:
             s = (f"Loads are not overlapped with math: each main-loop iteration waits ~{terms['latency']:.0f} cycles "
@@ -123,12 +115,12 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
             s = (f"Too few loads in flight: {ev.depth} stage(s) ahead cover {terms['latency']:.0f} of the ~"
                  f"{res.terms['latency'] * ev.depth:.0f} cycles a load takes.")
             step = "add a pipeline stage (STAGES + 1) or a smaller BLOCK_K with more stages"
-        out.append(Finding("pipeline", g["pipeline"], s, step, section(family, "pipeline")))
+        out.append(Finding("pipeline", g["pipeline"], s, step, section(sections, "pipeline")))
     if g.get("occupancy", 1) >= BOTTLENECK and occ:
         out.append(Finding("occupancy", g["occupancy"],
                            f"Occupancy: {occ.line()}.",
                            f"use fewer {occ.limiter} per block so another block fits on each SM",
-                           section(family, "occupancy")))
+                           section(sections, "occupancy")))
     if g.get("warps", 1) >= BOTTLENECK and not any(f.key == "occupancy" for f in out):
         w = res.warps_per_scheduler
         why = f", limited by {occ.limiter}" if occ else ""
@@ -137,44 +129,44 @@ def rank(st: Static, res: Result | None, family: str = "wmma") -> list[Finding]:
                            f"{why}); between dependent matrix instructions the pipe idles (ncu's `wait` stall) "
                            f"unless about {H100.tensor_warps:g} warps per scheduler take turns.",
                            "more warps per SM: a smaller warp tile or fewer registers per thread so more warps fit, "
-                           "or more independent mma per warp between dependent ones", section(family, "occupancy")))
+                           "or more independent mma per warp between dependent ones", section(sections, "occupancy")))
     if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
         what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
         out.append(Finding("shared", g["shared"],
                            f"Shared-memory bandwidth: {terms['shared']:.0f} cycles of shared traffic per iteration "
                            f"against {terms['math']:.0f} of math, without conflicts: each {what}.",
                            "a larger warp tile (more accumulator tiles per warp) reuses each loaded fragment "
-                           "more often", section(family, "shared")))
+                           "more often", section(sections, "shared")))
     out.sort(key=lambda f: -f.gain)
     if not out:
         top = max(terms, key=terms.get)
         out.append(Finding("none", 1.0,
                            f"No single bottleneck in the model: {top} sets the pace ({terms[top]:.0f} cycles per "
                            f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s.",
-                           "past this, Hopper's wgmma + TMA", section(family, "none")))
+                           "past this, Hopper's wgmma + TMA", section(sections, "none")))
     return out
 
 
-def _without_model(st: Static, family: str) -> list[Finding]:
+def _without_model(st: Static, sections: dict | None) -> list[Finding]:
     """Findings from raw evidence when the model lacks an input (no SASS, no traffic)."""
     out = []
     r = st.resources or {}
     if r.get("spill_stores") or r.get("spill_loads"):
         out.append(Finding("spills", 1.0, f"Register spills: ptxas spilled {r.get('spill_stores', 0)} / "
                            f"{r.get('spill_loads', 0)} bytes per thread.", "hold fewer values per thread",
-                           section(family, "spills")))
+                           section(sections, "spills")))
     tr = st.traffic or {}
     for what in ("load", "store"):
         eff = tr.get(f"efficiency_{what}", 1.0)
         if eff < 0.5:
             out.append(Finding("coalescing", 1 / eff, f"Global {what}s are not coalesced: {100 * eff:.0f}% of the bytes "
                                "each warp moves are used.", "make consecutive lanes touch consecutive addresses "
-                               "(through a shared-memory tile for a transpose)", section(family, "coalescing")))
+                               "(through a shared-memory tile for a transpose)", section(sections, "coalescing")))
     if tr.get("ways", 1) >= 1.5:
         out.append(Finding("conflicts", tr["ways"], f"Shared-memory bank conflicts: {tr['ways']:.1f}-way on average.",
-                           "pad or swizzle the shared rows", section(family, "conflicts")))
+                           "pad or swizzle the shared rows", section(sections, "conflicts")))
     if st.loop is not None and st.loop.in_loop and not st.loop.overlapped:
         out.append(Finding("pipeline", 1.0, "Loads are not overlapped with math in the main loop.",
-                           "cp.async into several stages", section(family, "pipeline")))
+                           "cp.async into several stages", section(sections, "pipeline")))
     out.sort(key=lambda f: -f.gain)
     return out

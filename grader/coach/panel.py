@@ -88,11 +88,6 @@ class Panel:
                 f"<div style='color:#777;font-size:0.85em'>{html.escape(RATES_SOURCE)}</div></details>")
 
 
-def family_of(exercise_id: str) -> str:
-    return ("mma" if exercise_id.startswith("mma") else "sgemm" if exercise_id.startswith("sgemm") else
-            "transpose" if exercise_id.startswith("transpose") else "wmma")
-
-
 def _kb(b: int) -> str:
     return f"{b / 1024:.1f} KB"
 
@@ -100,7 +95,9 @@ def _kb(b: int) -> str:
 def build(*, exercise: str, source: str, kernel: str, options, arch: int, threads: int, smem_dynamic: int,
           problem, traffic=None, traffic_dims=None, perf_dims=None, built: dict | Future | None = None,
           measure: bool = False, launch: dict | None = None, measure_dims: dict | None = None,
-          detail: bool = False, reference: str | None = None, traffic_why: str | None = None) -> Panel:
+          detail: bool = False, reference: str | None = None, traffic_why: str | None = None,
+          sections: dict | None = None) -> Panel:
+    """`sections`: the exercise's Exercise.coach_sections, where its findings point."""
     t0 = time.perf_counter()
     if isinstance(built, Future):
         built = built.result()
@@ -173,7 +170,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         p.lines.append(f"roofline: {res.intensity:.0f} FLOP per byte requested, the L2 ridge at "
                        f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}"
                        + beside)
-    p.findings = F.rank(st, res, family_of(exercise))
+    p.findings = F.rank(st, res, sections)
     p.seconds, p.waited = time.perf_counter() - t0, waited
     if measure:
         from grader.coach import measured

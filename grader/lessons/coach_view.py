@@ -17,8 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.bench import mma as bench_mma
-from grader.bench import wmma as bench_wmma
+from grader.bench import ladders
 from grader.checking import exercises
 from grader.coach import panel
 from grader.coach.roofline import Point, plot
@@ -47,11 +46,13 @@ def recorded_label(rec: dict | None = None) -> str:
     return f"recorded on {rec.get('gpu') or 'a GPU'} {rec.get('date', '')}".strip() if rec else ""
 
 
+LADDER = {"06": "wmma", "10": "mma"}  # notebook -> its ladder (grader.bench.ladders)
+
+
 def rungs(notebook: str) -> list[tuple[str, str, str, dict]]:
     """(name, exercise, kernels/<file>, launch) of the notebook's ladder."""
-    if notebook == "06":
-        return [(r.name, "wmma-gemm-fast", r.file, r.launch) for r in bench_wmma.LADDER]
-    return [(r.name, "mma-gemm", r.file, r.launch) for r in bench_mma.LADDER]
+    ex = exercises.graded_ladder(LADDER[notebook])
+    return [(r.name, ex.id, r.file, r.launch) for r in ladders.rungs(ex)]
 
 
 def static_panel(exercise: str, source: str, launch: dict) -> panel.Panel:
@@ -65,7 +66,8 @@ def static_panel(exercise: str, source: str, launch: dict) -> panel.Panel:
     tr = measure(source, ex.kernel, case.grid, case.block, case.args, shared_mem=case.shared_mem, options=opts)
     return panel.build(exercise=ex.id, source=source, kernel=ex.kernel, options=opts, arch=90,
                        threads=int(np.prod(case.block)), smem_dynamic=case.shared_mem, problem=ex.problem,
-                       traffic=tr, traffic_dims=TRAFFIC, perf_dims=ex.perf_size, built=built)
+                       traffic=tr, traffic_dims=TRAFFIC, perf_dims=ex.perf_size, built=built,
+                       sections=ex.coach_sections)
 
 
 def ladder(notebook: str, live: bool = False) -> list[dict]:

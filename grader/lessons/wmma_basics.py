@@ -154,12 +154,14 @@ def colmajor(M: int, N: int, K: int, alpha: float, beta: float, backend: str = "
 
 # ------------------------------------------------------------------------ timing sweep
 def _student_ok(source: str) -> bool:
-    """Does the student's wmma_gemm pass the wmma-gemm check? (It runs in a child process,
-    so a crashing kernel cannot poison this notebook's GPU context.)"""
+    """Does the student's wmma_gemm pass the check of the exercise the naive WMMA kernel solves
+    (wmma-gemm)? (It runs in a child process, so a crashing kernel cannot poison this notebook's
+    GPU context.)"""
+    from grader.checking import exercises
     from grader.checking.check import check
 
     try:
-        return check("wmma-gemm", source).correct
+        return check(exercises.solved_by("wmma_gemm_naive").id, source).correct
     except Exception:
         return False
 
