@@ -47,12 +47,12 @@ class CudaClearSolutions(ClearSolutions):
 
 class ColabSetupCell(NbGraderPreprocessor):
     """The release is what students open, Colab included: it starts with the same setup cell as
-    the notebooks/ copies (grader.classroom.notebooks.colab_cell), or `import grader` fails there."""
+    the notebooks/ copies (grader.classroom.colab.colab_cell), or `import grader` fails there."""
 
     def preprocess(self, nb, resources):
         from grader.classroom.colab import HANDOUT_REPOSITORY, PLACEHOLDER, release_problem
         from grader.classroom.handout import check_published
-        from grader.classroom.notebooks import COLAB_CELL_ID, colab_cell
+        from grader.classroom.colab import COLAB_CELL_ID, colab_cell
 
         if PLACEHOLDER in HANDOUT_REPOSITORY:
             self.log.warning("the release's Colab setup cell names no repository (%s): set handout-repository in "
