@@ -24,9 +24,14 @@ def dumps(nb) -> str:
 
 def write(nb, path: Path) -> None:
     """Write `nb` to `path` whole or not at all (a stopped write never leaves half a notebook)."""
+    write_text(dumps(nb), path)
+
+
+def write_text(text: str, path: Path) -> None:
+    """Write `text`, from dumps(), to `path` whole or not at all."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dumps(nb), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
