@@ -135,6 +135,10 @@ def test_a_new_graded_cell_appears_in_the_course_table(tmp_path, monkeypatch):
     notebooks.sync()
     row = next(l for l in (root / "README.md").read_text().splitlines() if l.startswith("| 04 "))
     assert "| `wmma-gemm`, `hgemm-naive`, `wmma-gemm-any-size`, `wmma-gemm-epilogue` |" in row
+    for book in (path, root / "notebooks" / "04-wmma-basics" / "04-wmma-basics.ipynb"):  # and the intros
+        intro = next(c for c in notebook_file.read(book).cells if c.cell_type == "markdown").source
+        assert "**Graded here** (4 points): " in intro and "`hgemm-naive` (section 2, 1 point)" in intro
+    assert "| `04-wmma-basics` | 4 | 4 / 4 |" in (root / "course" / "README.md").read_text()
     extra.source = "assert True\n1.0"
     notebook_file.write(nb, path)
     with pytest.raises(ValueError, match="hgemm-naive-test grades Python"):
@@ -167,3 +171,24 @@ def test_the_notebook_tools_import_no_circle():
 
     circles = [m for m in sorted(mine) if reaches(m, m)]
     assert not circles, f"import circles through {circles}"
+
+
+@pytest.mark.parametrize("path", notebooks.sources(), ids=lambda p: p.name)
+def test_the_intro_ends_with_what_the_notebook_grades(path):
+    """The introduction's last lines are derived from the test cells (sync writes them), and its
+    prose names no exercise that the notebook does not grade."""
+    import re
+
+    from grader.checking import exercises
+    from grader.classroom import course_tables, graded_cells
+
+    nb = notebook_file.read(path)
+    intro = next(c for c in nb.cells if c.cell_type == "markdown").source
+    graded = {ex for c in nb.cells if graded_cells.is_test(c) for ex, _ in graded_cells.grade_calls(c.source)}
+    line = course_tables.intro_list(nb, path.parent.name)
+    assert (line is not None) == bool(graded or graded_cells.graded_items(nb))
+    if line:
+        assert intro.rstrip().endswith(f"{line}\n<!-- end derived -->"), "run: python -m grader.classroom.notebooks sync"
+        assert all(f"`{ex}`" in line for ex in graded)
+    named = set(re.findall(r"`([\w-]+)`", intro.split("<!-- derived: graded")[0])) & set(exercises.EXERCISES)
+    assert named <= graded, f"the intro names {sorted(named - graded)}, which {path.name} does not grade"

@@ -31,22 +31,28 @@ def _meta(nb, assignment: str) -> dict:
 
 def graded_list(nb, assignment: str) -> list[str]:
     """What a notebook grades, in its order: `exercise` for a grade() cell, the label of a Python one."""
-    labels = _meta(nb, assignment).get("graded", {})
-    out = []
-    for cell in nb.cells:
-        if not graded_cells.is_test(cell):
-            continue
-        calls = graded_cells.grade_calls(cell.source)
-        gid = cell.metadata["nbgrader"].get("grade_id")
-        if calls:
-            items = [f"`{ex}`" for ex, _ in calls]
-        elif gid in labels:
-            items = [labels[gid]]
-        else:
-            raise ValueError(f"solutions/{assignment}: test cell {gid} grades Python and course.graded in the "
-                             "notebook's metadata gives it no label (the README's course table lists it)")
-        out += [i for i in items if i not in out]
-    return out
+    _meta(nb, assignment)
+    return [what for what, _, _ in graded_cells.graded_items(nb, f"solutions/{assignment}")]
+
+
+def intro_list(nb, assignment: str) -> str | None:
+    """The line the notebook's introduction ends with: what it grades, where and for how much."""
+    items = graded_cells.graded_items(nb, f"solutions/{assignment}")
+    if not items:
+        return None
+    total = sum(p for _, p, _ in items)
+    parts = [f"{what} ({f'section {sec}, ' if sec else ''}{p:g} point{'s' if p != 1 else ''})" for what, p, sec in items]
+    return f"**Graded here** ({total:g} points): " + "; ".join(parts) + "."
+
+
+def with_intro_list(nb, assignment: str) -> None:
+    """Write intro_list into the notebook's first markdown cell (in place), or take it out."""
+    intro = next(c for c in nb.cells if c.cell_type == "markdown")
+    begin = _BEGIN.format(name="graded")
+    pattern = re.compile(r"\n*" + re.escape(begin) + r"\n.*?" + re.escape(_END), re.S)
+    body = intro_list(nb, assignment)
+    text = pattern.sub("", intro.source)
+    intro.source = text + (f"\n\n{begin}\n{body}\n{_END}" if body else "")
 
 
 def course_table(books: dict) -> str:

@@ -3,7 +3,9 @@
 - a kernel cell: a code cell that starts `# kernel: NAME` and sets `VAR = r\"\"\"...\"\"\"`, the text
   of kernels/NAME.cu (grader/classroom/notebooks.py writes it from the file);
 - a kernel test cell: an nbgrader test cell that calls `grade("<exercise>", VAR, ...)`;
-- any other nbgrader test cell grades Python (asserts whose last line is the points).
+- any other nbgrader test cell grades Python (asserts whose last line is the points), named in
+  the README and the intro by the label the notebook's metadata gives its grade id
+  (`course.graded`: {grade_id: label}).
 """
 from __future__ import annotations
 
@@ -55,3 +57,33 @@ def kernel_cells(nb) -> list[tuple[str, str, object]]:
 def kernel_text(cell) -> str:
     """The CUDA source a kernel cell sets (between r\"\"\" and the closing \"\"\")."""
     return cell.source.split('r"""', 1)[1].rsplit('"""', 1)[0]
+
+
+_SECTION = re.compile(r"^##\s+(\d+)\.", re.M)
+
+
+def graded_items(nb, where: str = "the notebook") -> list[tuple[str, float, str | None]]:
+    """[(what, points, section)] the notebook grades, in its order: what is `exercise` (in
+    backticks) for a grade() cell, the label `course.graded` gives a Python test cell's grade id
+    (cells with one label are one item); section is the number of the `## N.` heading above."""
+    labels = (nb.metadata.get("course") or {}).get("graded", {})
+    items: dict[str, list] = {}
+    section = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = _SECTION.findall(cell.source)
+            section = found[-1] if found else section
+        if not is_test(cell):
+            continue
+        calls = grade_calls(cell.source)
+        gid = cell.metadata["nbgrader"].get("grade_id")
+        if calls:
+            what = ", ".join(f"`{ex}`" for ex, _ in calls)
+        elif gid in labels:
+            what = labels[gid]
+        else:
+            raise ValueError(f"{where}: test cell {gid} grades Python and course.graded in the notebook's "
+                             "metadata gives it no label (the README's course table and the intro list it)")
+        item = items.setdefault(what, [what, 0.0, section])
+        item[1] += float(cell.metadata["nbgrader"].get("points", 0))
+    return [tuple(i) for i in items.values()]

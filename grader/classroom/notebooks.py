@@ -10,7 +10,8 @@ What is derived, from what (a test fails, saying to run sync, when any is stale)
 - notebooks/, the student copies: what nbgrader would release (solutions and hidden tests
   removed, outputs cleared, by nbgrader's own preprocessors run without a gradebook), with the
   Colab setup cell first (grader/classroom/colab.py: it does nothing outside Colab);
-- README.md's course table and course/README.md's assignment list and expected scores
+- the line each solution's introduction ends with, saying what it grades (section, points), and
+  README.md's course table and course/README.md's assignment list and expected scores
   (grader/classroom/course_tables.py), from the solution notebooks' own cells.
 Every notebook is written in Jupyter's own style (grader/classroom/notebook_file.py), so a
 solution saved in JupyterLab and a synced one differ only where the text does.
@@ -56,6 +57,7 @@ def solution(path: Path) -> nbformat.NotebookNode:
     nb = notebook_file.read(path)
     for name, _var, cell in graded_cells.kernel_cells(nb):
         cell.source = kernel_cell_text(cell.source, KERNELS / f"{name}.cu")
+    course_tables.with_intro_list(nb, path.parent.name)
     return nb
 
 
