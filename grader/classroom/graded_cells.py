@@ -24,8 +24,8 @@ def grade_calls(source: str) -> list[tuple[str, str]]:
     """[(exercise id, variable)] of every `grade("<id>", VAR, ...)` call in a cell's text."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:  # IPython syntax (a magic): no grade() call the grader would read either
-        return []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # IPython syntax (a magic), or a
+        return []  # hand-in's junk: no grade() call the grader would read either
     return [(n.args[0].value, n.args[1].id) for n in ast.walk(tree)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "grade"
             and len(n.args) >= 2 and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)

@@ -75,14 +75,14 @@ class SpeedPoints(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from grader.checking import exercises
         from grader.checking.check import speed_graded
+        from grader.classroom.graded_cells import exercise_of
 
         if speed_graded():
             return nb, resources
         for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            ids = [e for e in exercises.EXERCISES if f'grade("{e}"' in cell.source] if meta.get("grade") else []
-            if ids:
-                ex = exercises.get(ids[0])
+            exercise = exercise_of(cell)
+            if exercise in exercises.EXERCISES:
+                meta, ex = cell.metadata["nbgrader"], exercises.get(exercise)
                 meta["points"] = float(meta.get("points", 0)) * ex.points_correct / ex.points
         return nb, resources
 
