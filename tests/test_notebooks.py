@@ -192,3 +192,19 @@ def test_the_intro_ends_with_what_the_notebook_grades(path):
         assert all(f"`{ex}`" in line for ex in graded)
     named = set(re.findall(r"`([\w-]+)`", intro.split("<!-- derived: graded")[0])) & set(exercises.EXERCISES)
     assert named <= graded, f"the intro names {sorted(named - graded)}, which {path.name} does not grade"
+
+
+def test_a_kernel_cell_sync_cannot_rewrite_whole_is_refused(tmp_path, monkeypatch, capsys):
+    """A kernel cell with more than its kernel (a line after the string) would lose it: sync and
+    check refuse in one line naming the kernel, and write nothing."""
+    root = _copy_course(tmp_path, monkeypatch)
+    path = root / "solutions" / "03-cuda-core-gemm" / "03-cuda-core-gemm.ipynb"
+    nb = notebook_file.read(path)
+    cell = next(c for c in nb.cells if c.source.startswith("# kernel: sgemm_naive"))
+    cell.source += "\nprint(len(SRC_NAIVE))"
+    notebook_file.write(nb, path)
+    before = path.read_text()
+    assert notebooks.main(["sync"]) == 1
+    err = capsys.readouterr().err
+    assert "sgemm_naive.cu" in err and "would lose anything else" in err and "Traceback" not in err
+    assert path.read_text() == before

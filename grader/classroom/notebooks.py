@@ -33,6 +33,7 @@ KERNELS = ROOT / "kernels"
 SYNC = "python -m grader.classroom.notebooks sync"
 
 _HEADER_COMMENT = re.compile(r"^\s*/\*.*?\*/\s*", re.S)
+_VAR_LINE = re.compile(r'^\w+ = r"""$')
 
 
 def sources() -> list[Path]:
@@ -48,8 +49,12 @@ def kernel_cell_text(cell_source: str, kernel_file: Path) -> str:
     code = code[_HEADER_COMMENT.match(code).end():] if _HEADER_COMMENT.match(code) else code
     if '"""' in code:
         raise ValueError(f'{kernel_file.name} holds """, which would end the notebook\'s string early')
-    head = "\n".join(cell_source.split("\n", 2)[:2])  # `# kernel: NAME` and `VAR = r"""`
-    return f'{head}\n{code}"""'
+    lines = cell_source.split("\n", 2)
+    if len(lines) < 2 or not _VAR_LINE.match(lines[1]) or cell_source.count('"""') != 2 \
+            or not cell_source.endswith('"""'):
+        raise ValueError(f"the kernel cell for {kernel_file.name} is not `# kernel: NAME`, `VAR = r\"\"\"`, the kernel, "
+                         '`"""` (sync writes the kernel into that shape, and would lose anything else)')
+    return f'{lines[0]}\n{lines[1]}\n{code}"""'
 
 
 def solution(path: Path) -> nbformat.NotebookNode:
@@ -104,6 +109,14 @@ def sync() -> list[Path]:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except (ValueError, FileNotFoundError) as e:  # a source the derived files cannot be written from
+        print(f"{' '.join(argv)}: {e}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str]) -> int:
     if argv == ["sync"]:
         written = sync()
         for p in written:
