@@ -1,4 +1,7 @@
-"""The tables the course's texts show about its notebooks, derived from the solution notebooks.
+"""The tables and lists the course's texts show about its notebooks, derived from the solutions.
+
+- each solution's introduction (its first markdown cell) ends with what it grades: every item
+  with its section and points (`intro_list`);
 
 - README.md, "The course": a row per notebook: its number and title and what you learn (the
   notebook's metadata, `course`: `title`, `learn`), what is graded (the exercises its test cells
@@ -47,7 +50,9 @@ def intro_list(nb, assignment: str) -> str | None:
 
 def with_intro_list(nb, assignment: str) -> None:
     """Write intro_list into the notebook's first markdown cell (in place), or take it out."""
-    intro = next(c for c in nb.cells if c.cell_type == "markdown")
+    intro = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if intro is None:
+        raise ValueError(f"solutions/{assignment}: no markdown cell to introduce the notebook")
     begin = _BEGIN.format(name="graded")
     pattern = re.compile(r"\n*" + re.escape(begin) + r"\n.*?" + re.escape(_END), re.S)
     body = intro_list(nb, assignment)
