@@ -2,7 +2,6 @@
 
 - each solution's introduction (its first markdown cell) ends with what it grades: every item
   with its section and points (`intro_list`);
-
 - README.md, "The course": a row per notebook: its number and title and what you learn (the
   notebook's metadata, `course`: `title`, `learn`), what is graded (the exercises its test cells
   `grade()`, in notebook order, and the Python test cells by the label `course.graded` gives
