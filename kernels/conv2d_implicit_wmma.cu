@@ -126,6 +126,7 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
     // Where the next K step to load lies: k = (r*S + s)*C + c.
     int ld_r = 0, ld_s = 0, ld_c = 0, ld_k = 0;
     auto load_tile = [&](int stage) {
+        // BEGIN SOLUTION (about 22 lines)
         half* as = As + stage * BLOCK_M * LDS;
         half* bs = Bs + stage * BLOCK_N * LDS;
 #pragma unroll
@@ -148,6 +149,7 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
             ld_c = 0;
             if (++ld_s == S) { ld_s = 0; ++ld_r; }
         }
+        // END SOLUTION
     };
 
     const int warp = tid / 32;
@@ -173,6 +175,7 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
         if (next < KT) load_tile(next % STAGES);
         __pipeline_commit();
 
+        // BEGIN SOLUTION (about 18 lines)
         const half* as = As + (kt % STAGES) * BLOCK_M * LDS + wm * WARP_M * LDS;
         const half* bs = Bs + (kt % STAGES) * BLOCK_N * LDS + wn * WARP_N * LDS;
 #pragma unroll
@@ -191,6 +194,7 @@ conv2d(const half* __restrict__ x, const half* __restrict__ w, float* __restrict
                 for (int j = 0; j < FRAG_N; ++j)
                     wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
         }
+        // END SOLUTION
     }
     __pipeline_wait_prior(0);
     __syncthreads();  // the pipeline's shared memory is free for the epilogue scratch

@@ -172,6 +172,7 @@ mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 
     // The fragments of 16-wide step kk of the tile in buffer `stage` into set `buf`.
     auto load_frags = [&](int buf, int stage, int kk) {
+        // BEGIN SOLUTION (about 10 lines)
         const unsigned as = as0 + stage * A_STAGE * 2;
         const unsigned bs = bs0 + stage * B_STAGE * 2;
         // A: lanes 0-15 give rows 0-15 of the fragment at chunk kk/8, lanes 16-31 the next chunk
@@ -183,14 +184,17 @@ mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
         for (int j = 0; j < NI; j += 2)
             ldsm_x4_trans(fb[buf][j][0], fb[buf][j][1], fb[buf][j + 1][0], fb[buf][j + 1][1],
                           bs + swz<CPR_B>(kk + (lane & 15), (warp_col + 8 * j) / 8 + (lane >> 4)) * 16);
+        // END SOLUTION
     };
     // acc += the products of fragment set `buf`: MI x NI mma.sync.
     auto mma_all = [&](int buf) {
+        // BEGIN SOLUTION (about 5 lines)
         #pragma unroll
         for (int i = 0; i < MI; ++i)
             #pragma unroll
             for (int j = 0; j < NI; ++j)
                 mma16816(acc[i][j], fa[buf][i], fb[buf][j]);
+        // END SOLUTION
     };
 
     // Prologue: tiles 0 .. STAGES-2 in flight, one commit group each (group g holds tile g;
@@ -228,6 +232,7 @@ mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
 
     // Epilogue from registers: the lane holds rows g and g+8, columns 2t and 2t+1 of each
     // 16x8 accumulator tile (PTX ISA 9.1, 9.7.14.5.8); one float2 store per row.
+    // BEGIN SOLUTION (about 8 lines)
     const int g = lane >> 2, tq = lane & 3;
     #pragma unroll
     for (int i = 0; i < MI; ++i)
@@ -237,4 +242,5 @@ mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
             *reinterpret_cast<float2*>(c) = make_float2(acc[i][j][0], acc[i][j][1]);
             *reinterpret_cast<float2*>(c + (size_t)8 * N) = make_float2(acc[i][j][2], acc[i][j][3]);
         }
+    // END SOLUTION
 }

@@ -20,6 +20,7 @@ using namespace nvcuda;
 extern "C" __global__ void wmma_gemm_epilogue(const half* A, const half* B, const float* C, float* D,
                                               int M, int N, int K, float alpha, float beta)
 {
+    // BEGIN SOLUTION (about 17 lines)
     int tile_row = blockIdx.x * 16;
     int tile_col = blockIdx.y * 16;
     if (tile_row >= M || tile_col >= N) return;  // uniform across the warp
@@ -42,4 +43,5 @@ extern "C" __global__ void wmma_gemm_epilogue(const half* A, const half* B, cons
     for (int i = 0; i < acc.num_elements; ++i)
         acc.x[i] = alpha * acc.x[i] + beta * c.x[i];
     wmma::store_matrix_sync(D + (size_t)tile_row * N + tile_col, acc, N, wmma::mem_row_major);
+    // END SOLUTION
 }

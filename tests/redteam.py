@@ -25,6 +25,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.classroom import notebook_file
+
 PACKAGE = Path(__file__).resolve().parents[1] / "grader"
 
 
@@ -94,7 +96,7 @@ def path_digest(path: Path) -> str:
 def write_submission(work: Path, student: str, assignment: str, nb) -> Path:
     path = work / student / f"{assignment}.ipynb"
     path.parent.mkdir(parents=True)
-    nbformat.write(nb, path)
+    notebook_file.write(nb, path)
     return path
 
 
@@ -167,7 +169,7 @@ def build_course(tmp_path_factory) -> dict:
         path = work / a / student / f"{a}.ipynb"
         path.parent.mkdir(parents=True)
         if text is None:
-            nbformat.write(solution if student.startswith("honest-") else nb, path)
+            notebook_file.write(solution if student.startswith("honest-") else nb, path)
         else:
             path.write_text(text)
         folder = classroom.submit(root, student, a, [path])

@@ -6,13 +6,13 @@ cells must score what the whole solution does); feedback and export.
 Autograding executes every notebook top to bottom, so this also proves the solutions and
 the student copies run without errors outside the exercise cells.
 """
-import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from grader.checking import exercises
+from grader.classroom import graded_cells, notebook_file
 from grader.classroom import workflow as classroom
 from redteam import trim
 
@@ -22,19 +22,13 @@ ASSIGNMENTS = classroom.assignments()
 
 
 def kernel_cells(nb):
-    """[(solution cell index, variable, exercise id, graded cell index)] for each kernel exercise."""
-    out = []
-    for i, c in enumerate(nb.cells):
-        if c.cell_type == "code" and c.source.startswith("# kernel: "):
-            m = re.search(r"^(\w+)\s*=\s*r\"\"\"", c.source, re.M)
-            if not m:
-                continue
-            var = m.group(1)
-            for j, g in enumerate(nb.cells):
-                hit = re.search(r'grade\("([\w-]+)",\s*' + var + r"\b", g.source)
-                if g.metadata.get("nbgrader", {}).get("grade") and hit:
-                    out.append((i, var, hit.group(1), j))
-    return out
+    """[(solution cell index, variable, exercise id, graded cell index)] for each kernel exercise,
+    read from the notebook's own cells (grader/classroom/graded_cells.py)."""
+    index = {id(c): i for i, c in enumerate(nb.cells)}
+    tests = [(j, ex, var) for j, c in enumerate(nb.cells) if graded_cells.is_test(c)
+             for ex, var in graded_cells.grade_calls(c.source)]
+    return [(index[id(c)], var, ex, j) for _, var, c in graded_cells.kernel_cells(nb)
+            for j, ex, graded in tests if graded == var]
 
 
 def replace_kernel(nb, index, var, body):
@@ -91,7 +85,7 @@ def course(tmp_path_factory):
             for student, book in (("carol", crash), ("dave", hang), ("erin", skip)):
                 path = work / student / sol.name
                 path.parent.mkdir()
-                nbformat.write(trim(book), path)  # what grading reads (tests/redteam.py)
+                notebook_file.write(trim(book), path)  # what grading reads (tests/redteam.py)
                 subs.append((student, path))
         for j in jobs:
             j.result()

@@ -150,25 +150,21 @@ def test_dry_run_flags_cells_that_raised_outside_the_tests(tmp_path):
     assert classroom.cell_errors(tmp_path, "02-y", "solution", in_tests=True) == []
 
 
-def _solution_points(assignment: str) -> tuple[float, float]:
-    """(every point, what grading without a GPU can award) of an assignment's solutions."""
-    import nbformat
+def test_expected_scores_table_is_derived_from_the_solutions():
+    """The table is written by `notebooks sync` from the solutions (course_tables.expected_scores):
+    it lists every assignment in order, and what the guide shows is what the writer gives now."""
+    from grader.classroom import course_tables, notebook_file
 
-    sols = sorted((classroom.SOLUTIONS / assignment).glob("*.ipynb"))
-    total = sum(float(c.metadata.get("nbgrader", {}).get("points", 0)) for p in sols
-                for c in nbformat.read(p, as_version=4).cells if c.metadata.get("nbgrader", {}).get("grade"))
-    return total, sum(classroom.cpu_max_score(p) for p in sols)
-
-
-def test_expected_scores_table_matches_the_solutions():
-    text = GUIDE.read_text()
-    section = text[text.index("### Expected scores"):]
-    rows = re.findall(r"^\| `([\w-]+)` \| (.+) \|$", section, re.M)
+    books = {a: notebook_file.read(classroom.SOLUTIONS / a / f"{a}.ipynb") for a in classroom.assignments()}
+    table = course_tables.expected_scores(books, classroom.SOLUTIONS)
+    assert table in GUIDE.read_text(), "stale expected scores (run: python -m grader.classroom.notebooks sync)"
+    rows = re.findall(r"^\| `([\w-]+)` \| (.+) \|$", table, re.M)
     assert [a for a, _ in rows] == classroom.assignments(), "the table must list every assignment, in order"
-    for a, rest in rows:
-        total, cpu = _solution_points(a)
-        want = [f"{total:g}", f"{total:g} / {total:g}", f"{cpu:g} / {total:g}", f"{cpu:g} / {cpu:g}", "0"]
-        assert [c.strip() for c in rest.split("|")] == want, a
+    for a, rest in rows:  # the row's own arithmetic: GPU = every point, CPU-only = what a CPU awards
+        total, gpu, cpu, cpu_only, untouched = [c.strip() for c in rest.split("|")]
+        assert gpu == f"{total} / {total}" and cpu.endswith(f" / {total}") and untouched == "0", a
+        assert cpu_only == f"{cpu.split(' / ')[0]} / {cpu.split(' / ')[0]}", a
+        assert float(cpu.split(" / ")[0]) == sum(classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / a).glob("*.ipynb"))
 
 
 def test_cpu_only_switch_worth_matches_cpu_max_score(monkeypatch):

@@ -1,7 +1,6 @@
 """Notebooks 04 (WMMA basics) and 05 (fragment probes): the lesson plumbing, the demo
 kernels, and the student copies' "not yet" behaviour. CPU tests run on the emulator; tests
 marked gpu measure on the device."""
-import re
 
 import matplotlib
 import nbformat
@@ -9,7 +8,7 @@ import numpy as np
 import pytest
 
 from grader.checking.check import check
-from grader.classroom import notebooks
+from grader.classroom import graded_cells, notebooks
 from grader.lessons import fragment_maps as fm
 from grader.lessons import wmma_basics as wb
 from grader.problems import fragments
@@ -18,18 +17,11 @@ matplotlib.use("Agg")
 
 NB04 = "04-wmma-basics/04-wmma-basics.ipynb"
 NB05 = "05-fragment-probes/05-fragment-probes.ipynb"
-EXERCISE_VARS = {"SRC_WMMA": "wmma-gemm", "SRC_ANY": "wmma-gemm-any-size", "SRC_EPI": "wmma-gemm-epilogue",
-                 "SRC_PROBE": "fragment-probe"}
 
 
 def _kernel_sources(path):
     """variable -> CUDA source of each `# kernel:` cell."""
-    out = {}
-    for c in nbformat.read(path, as_version=4).cells:
-        if c.cell_type == "code" and c.source.startswith("# kernel: "):
-            var = re.search(r"^(\w+) = r\"\"\"", c.source, re.M).group(1)
-            out[var] = c.source.split('r"""', 1)[1].rsplit('"""', 1)[0]
-    return out
+    return {var: graded_cells.kernel_text(c) for _, var, c in graded_cells.kernel_cells(nbformat.read(path, as_version=4))}
 
 
 # ------------------------------------------------------------------ 04 plumbing (emulator)
@@ -109,9 +101,9 @@ def test_solution_kernels_pass_and_student_stubs_say_not_yet(nb):
     sol = _kernel_sources(notebooks.SOLUTIONS / nb)
     stu = _kernel_sources(notebooks.STUDENT / nb)
     assert set(sol) == set(stu) and sol
-    for var, exercise in EXERCISE_VARS.items():
-        if var not in sol:
-            continue
+    graded = graded_cells.graded_kernels(nbformat.read(notebooks.SOLUTIONS / nb, as_version=4))  # the grade() cells
+    assert graded and set(graded) <= set(sol), graded
+    for var, exercise in graded.items():
         assert "YOUR CODE HERE" in stu[var] and "BEGIN SOLUTION" not in stu[var]
         assert check(exercise, sol[var], backend="emu").passed, var
         v = check(exercise, stu[var], backend="emu")

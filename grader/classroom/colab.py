@@ -3,7 +3,8 @@
     python -m grader.classroom.colab readme    rewrite README.md's "Open in Colab" links (HANDOUT_REPOSITORY,
                                                set in pyproject.toml [tool.tensorcore-course])
 
-Every student notebook starts with CELL (grader/classroom/notebooks.py puts it there, one home):
+Every student notebook starts with CELL, as `colab_cell()` (grader/classroom/notebooks.py and the
+release's ColabSetupCell put it there):
 outside Colab it does nothing; in Colab it clones the course's HANDOUT repository (once) and
 calls `setup`, which installs the grader and the CUDA stack this runtime's driver needs into the
 running kernel, turns on Colab's widget manager, and says what it did. Run again, it only checks
@@ -90,6 +91,19 @@ if "google.colab" in sys.modules:
     from grader.classroom.colab import setup
     setup(home)'''
 
+
+COLAB_CELL_ID = "colab-setup"
+
+
+def colab_cell():
+    """The first cell of every student notebook and release: CELL, which Colab shows as a titled
+    form with the code folded."""
+    import nbformat  # not at import: this module runs in Colab before anything is installed
+
+    source = '#@title Colab: set up the course (run me first) { display-mode: "form" }\n' + CELL
+    cell = nbformat.v4.new_code_cell(source, metadata={"cellView": "form"})
+    cell.id = COLAB_CELL_ID  # fixed, so regenerating gives the same file
+    return cell
 
 def colab_url(notebook: str) -> str:
     """The "Open in Colab" address of a student notebook (path relative to the repository)."""

@@ -221,14 +221,18 @@ def check_notebook(path: Path, expected: dict[str, dict]) -> list[str]:
         fixes.append("converted from nbformat 3 to nbformat 4")
     _prove_readable(data)
     if fixes:
+        from grader.classroom import notebook_file
+
+        try:
+            text = notebook_file.dumps(data)  # Jupyter's style, as every notebook the course writes
+        except Exception as e:  # noqa: BLE001 (the repaired hand-in is still the student's data)
+            raise Rejected(f"the notebook could not be written after repair: {type(e).__name__}: {str(e)[:160]}")
         # the repair is the course's, not the student's: both files keep the hand-in's times, which
         # are the collection's record of when it was written (grader/classroom/handin_time.py)
         times = os.stat(path)
         kept = path.with_name(path.name + KEPT)
         kept.write_bytes(raw)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
+        notebook_file.write_text(text, path)  # whole or not at all
         for p in (kept, path):
             os.utime(p, ns=(times.st_atime_ns, times.st_mtime_ns))
     return fixes

@@ -193,7 +193,7 @@ def check_published(url: str) -> str | None:
 def colab_cells_problem(out: Path) -> str | None:
     """The copy's notebooks must open the handout repository that is set now (else their Colab
     cell clones what the setting named when they were last synced)."""
-    from grader.classroom.notebooks import COLAB_CELL_ID, colab_cell
+    from grader.classroom.colab import COLAB_CELL_ID, colab_cell
 
     want = colab_cell().source
     stale = []

@@ -47,12 +47,12 @@ class CudaClearSolutions(ClearSolutions):
 
 class ColabSetupCell(NbGraderPreprocessor):
     """The release is what students open, Colab included: it starts with the same setup cell as
-    the notebooks/ copies (grader.classroom.notebooks.colab_cell), or `import grader` fails there."""
+    the notebooks/ copies (grader.classroom.colab.colab_cell), or `import grader` fails there."""
 
     def preprocess(self, nb, resources):
         from grader.classroom.colab import HANDOUT_REPOSITORY, PLACEHOLDER, release_problem
         from grader.classroom.handout import check_published
-        from grader.classroom.notebooks import COLAB_CELL_ID, colab_cell
+        from grader.classroom.colab import COLAB_CELL_ID, colab_cell
 
         if PLACEHOLDER in HANDOUT_REPOSITORY:
             self.log.warning("the release's Colab setup cell names no repository (%s): set handout-repository in "
@@ -75,14 +75,14 @@ class SpeedPoints(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from grader.checking import exercises
         from grader.checking.check import speed_graded
+        from grader.classroom.graded_cells import exercise_of
 
         if speed_graded():
             return nb, resources
         for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            ids = [e for e in exercises.EXERCISES if f'grade("{e}"' in cell.source] if meta.get("grade") else []
-            if ids:
-                ex = exercises.get(ids[0])
+            exercise = exercise_of(cell)
+            if exercise in exercises.EXERCISES:
+                meta, ex = cell.metadata["nbgrader"], exercises.get(exercise)
                 meta["points"] = float(meta.get("points", 0)) * ex.points_correct / ex.points
         return nb, resources
 

@@ -114,6 +114,7 @@ def max_score_here(solution: Path, *, gpu: bool) -> float:
     correctness share only (speed needs a GPU); on a GPU, every cell in full but the kernel cells
     of exercises this GPU (or TC_ARCH) is too old for, which award nothing (Exercise.min_arch)."""
     from grader.checking import exercises
+    from grader.classroom.graded_cells import exercise_of
     from grader.runtime.device import needs
 
     total = 0.0
@@ -122,9 +123,8 @@ def max_score_here(solution: Path, *, gpu: bool) -> float:
         if not meta.get("grade"):
             continue
         points = float(meta.get("points", 0))
-        ids = [e for e in exercises.EXERCISES if f'grade("{e}"' in cell.source]
-        if ids:
-            ex = exercises.get(ids[0])
+        if exercise_of(cell) in exercises.EXERCISES:
+            ex = exercises.get(exercise_of(cell))
             points = (0.0 if needs(ex.min_arch) else points) if gpu else points * ex.points_correct / ex.points
         total += points
     return total
