@@ -40,6 +40,8 @@ def test_one_pair_runs_and_compare_names_a_changed_verdict(tmp_path, capsys):
     row = before["verdicts"]["reference/sgemm-naive"]
     assert row["score"] == row["max_score"] == exercises.get("sgemm-naive").points
     assert any(i["name"].startswith("correct") and i["status"] == "pass" for i in row["items"])
+    # its inputs came from the pair's own seeds (else two runs would not give the same table)
+    assert row["seeds_drawn"] >= len(exercises.get("sgemm-naive").cpu_sizes)
 
     assert verdicts.compare(before, before) == 0
     # the same pair, now graded on a kernel with a bug: the compare must say so

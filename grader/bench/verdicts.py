@@ -167,8 +167,10 @@ class _Seeds:
 
     def __init__(self, name: str):
         self._rng = random.Random(hashlib.sha256(name.encode()).digest())
+        self.drawn = 0
 
     def randbits(self, k: int) -> int:
+        self.drawn += 1
         return self._rng.getrandbits(k)
 
 
@@ -177,14 +179,15 @@ def verdict_row(pair: Pair) -> dict:
 
     src = pair.source()
     t0 = time.perf_counter()
-    with mock.patch.object(secrets, "randbits", _Seeds(pair.name).randbits):
+    seeds = _Seeds(pair.name)
+    with mock.patch.object(secrets, "randbits", seeds.randbits):
         v = check(pair.exercise, src, backend="emu", **pair.launch)
     items = [dict(name=mask(i.name), status=i.status, kind=i.kind, message=mask(i.message), hint=mask(i.hint))
              for i in v.items]
     coach = [mask(line) for line in v.coach.text().splitlines()] if v.coach is not None else []
     return dict(exercise=pair.exercise, launch=pair.launch, source_sha=hashlib.sha256(src.encode()).hexdigest()[:16],
                 score=v.score, max_score=v.max_score, items=items, coach=coach,
-                seconds=round(time.perf_counter() - t0, 1))
+                seconds=round(time.perf_counter() - t0, 1), seeds_drawn=seeds.drawn)
 
 
 def sweep(chosen: list[Pair], log=print) -> dict:
@@ -225,6 +228,9 @@ def compare(before: dict, after: dict, out=print, only=()) -> int:
     new = [k for k in a if k not in b]
     for k in changed:
         note = " (its source changed too)" if b[k]["source_sha"] != a[k]["source_sha"] else ""
+        if b[k].get("seeds_drawn") and not a[k].get("seeds_drawn"):  # check() no longer draws through secrets.randbits
+            note += (" (its inputs were random this time: check() drew no seed through secrets.randbits, "
+                     "so counts of wrong elements may differ by chance; teach verdicts._Seeds the new source)")
         out(f"CHANGED {k}{note}")
         for line in difflib.unified_diff(_lines(b[k]), _lines(a[k]), "before", "after", lineterm="", n=1):
             out("    " + line)
