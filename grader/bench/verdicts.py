@@ -139,7 +139,12 @@ def _mistake_pairs() -> list[Pair]:
 
 
 def pairs(only=()) -> list[Pair]:
-    every = _kernel_pairs() + _ladder_pairs() + _coach_pairs() + _adversarial_pairs() + _mistake_pairs()
+    every = []
+    for collect in (_kernel_pairs, _ladder_pairs, _coach_pairs, _adversarial_pairs, _mistake_pairs):
+        try:
+            every += collect()
+        except Exception as e:  # noqa: BLE001 - a source moved: its pairs show as MISSING in a compare
+            print(f"verdicts: {collect.__name__[1:]} not collected ({type(e).__name__}: {e})", file=sys.stderr)
     return [p for p in every if not only or any(o in p.name for o in only)]
 
 
@@ -180,14 +185,19 @@ def verdict_row(pair: Pair) -> dict:
     src = pair.source()
     t0 = time.perf_counter()
     seeds = _Seeds(pair.name)
-    with mock.patch.object(secrets, "randbits", seeds.randbits):
-        v = check(pair.exercise, src, backend="emu", **pair.launch)
-    items = [dict(name=mask(i.name), status=i.status, kind=i.kind, message=mask(i.message), hint=mask(i.hint))
-             for i in v.items]
-    coach = [mask(line) for line in v.coach.text().splitlines()] if v.coach is not None else []
-    return dict(exercise=pair.exercise, launch=pair.launch, source_sha=hashlib.sha256(src.encode()).hexdigest()[:16],
-                score=v.score, max_score=v.max_score, items=items, coach=coach,
-                seconds=round(time.perf_counter() - t0, 1), seeds_drawn=seeds.drawn)
+    row = dict(exercise=pair.exercise, launch=pair.launch, source_sha=hashlib.sha256(src.encode()).hexdigest()[:16])
+    try:
+        with mock.patch.object(secrets, "randbits", seeds.randbits):
+            v = check(pair.exercise, src, backend="emu", **pair.launch)
+    except Exception as e:  # noqa: BLE001 - a grader that raises is a changed verdict, not the end of the sweep
+        row.update(score=0.0, max_score=0.0, coach=[], items=[dict(
+            name="check raised", status="error", kind=type(e).__name__, message=mask(str(e)), hint="")])
+    else:
+        row.update(score=v.score, max_score=v.max_score,
+                   items=[dict(name=mask(i.name), status=i.status, kind=i.kind, message=mask(i.message),
+                               hint=mask(i.hint)) for i in v.items],
+                   coach=[mask(line) for line in v.coach.text().splitlines()] if v.coach is not None else [])
+    return dict(row, seconds=round(time.perf_counter() - t0, 1), seeds_drawn=seeds.drawn)
 
 
 def sweep(chosen: list[Pair], log=print) -> dict:
