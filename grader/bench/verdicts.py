@@ -9,16 +9,17 @@ The (exercise, kernel source) pairs come from the registry (grader.checking.exer
   - kernels/<file> as <id>: every other kernels/*.cu that defines the exercise's entry point
                             (the earlier rungs), at the exercise's launch defaults;
   - ladder/<rung> as <id>: the bench ladders' rungs (grader.bench.coach.subjects) at their own launch;
-  - coach/<file>:          tests/coach_kernels (files and variants.json), for every exercise whose
+  - coach/<file> as <id>:  tests/coach_kernels (files and variants.json), for every exercise whose
                             entry point and launch keys fit the fixture's LAUNCH header;
   - adversarial/<name>:    tests/adversarial/cases.py's CASES;
   - mistake/<id>, correct/<id>[ launch]#<n>: tests/test_student_mistakes.py's MISTAKES and CORRECT.
 Each pair goes through `check(..., backend="emu")`; the table keeps every item's name, status,
 kind, message and hint, and the coach panel's lines. Inputs are drawn from seeds fixed per pair
 and the emulator runs one worker, so two runs give the same table; what still changes from run to
-run (floats, addresses, temporary paths) is masked. `--compare FILE` runs the sweep (or reads `--out`'s
-table) and prints each pair whose verdict differs from FILE's: exit 1 when one differs or is
-missing, 0 when all are the same.
+run (floats, addresses, temporary paths) is masked. `--compare FILE` runs the sweep and prints
+each pair whose verdict differs from FILE's (a diff of its lines), each pair FILE has and this run
+did not collect, and each new one: exit 1 when one differs or is missing, 0 when all are the same.
+~110 pairs, 1-2.5 minutes on 2 CPU cores with a warm emulator build cache (kernels/RESULTS-verdicts.md).
 """
 from __future__ import annotations
 
