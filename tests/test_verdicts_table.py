@@ -56,3 +56,13 @@ def test_one_pair_runs_and_compare_names_a_changed_verdict(tmp_path, capsys):
     # a pair that is no longer collected counts as a difference too
     assert verdicts.compare(before, dict(before, verdicts={})) == 1
     assert "MISSING reference/sgemm-naive" in capsys.readouterr().out
+
+
+def test_compare_says_when_the_inputs_were_no_longer_seeded():
+    row = dict(exercise="sgemm-naive", launch={}, source_sha="s", score=0.0, max_score=1.0, coach=[], seeds_drawn=3,
+               items=[dict(name="correct: M=1", status="fail", kind="precision", message="5 of 9 wrong", hint="")])
+    later = dict(row, seeds_drawn=0, items=[dict(row["items"][0], message="6 of 9 wrong")])
+    said = []
+    assert verdicts.compare(dict(verdicts={"p": row}), dict(verdicts={"p": later}), out=said.append) == 1
+    assert "CHANGED p" in said[0] and "inputs were random" in said[0]
+    assert verdicts.compare(dict(verdicts={"p": row}), dict(verdicts={"p": dict(row, seconds=9)}), out=said.append) == 0
