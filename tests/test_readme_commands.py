@@ -1,6 +1,6 @@
-"""Every command README.md and course/README.md show a user, run on a fresh clone as they say.
+"""Every command README.md, course/README.md and CONTRIBUTING.md show, run on a fresh clone as they say.
 
-The commands are READ from the two READMEs (their ```bash blocks and the inline `...` spans that
+The commands are READ from the three files (their ```bash blocks and the inline `...` spans that
 start like a command), never listed by hand: `test_every_readme_command_has_a_test` fails for a
 command no test runs. COVERED says which test runs each: most run here, in one fresh clone of the
 working tree set up by `./course.sh` itself (its own .venv, as a newcomer gets it); the nbgrader
@@ -28,7 +28,7 @@ import pytest
 import browser
 
 ROOT = Path(__file__).resolve().parents[1]
-READMES = [ROOT / "README.md", ROOT / "course" / "README.md"]
+READMES = [ROOT / "README.md", ROOT / "course" / "README.md", ROOT / "CONTRIBUTING.md"]
 THIS = "tests/test_readme_commands.py"
 
 # What runs each README command (its key, see command_key). A value names a test (file::function,
@@ -49,6 +49,9 @@ COVERED = {
     "python -m grader.bench.arch_proof": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "python -m grader.bench.calibrate": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "python -m grader.classroom.notebooks sync": f"{THIS}::test_cli_commands_on_the_fresh_clone",
+    "python -m grader.classroom.notebooks check": f"{THIS}::test_cli_commands_on_the_fresh_clone",
+    "python -m grader.bench.wmma": f"{THIS}::test_cli_commands_on_the_fresh_clone",
+    "python -m grader.bench.verdicts": "tests/test_verdicts_table.py::test_one_pair_runs_and_compare_names_a_changed_verdict",
     "python -m grader.classroom.colab readme": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "python -m grader.classroom.handout": "tests/test_handout.py::test_the_copy_holds_no_answer_key",
     "python -m grader.classroom dry-run": f"{THIS}::test_instructor_commands_on_a_tiny_course",
@@ -89,7 +92,7 @@ SHELL = {"cd", "source", "mkdir", "cp", "export", "set", "conda activate", "A", 
 
 
 def readme_commands() -> dict[str, set[str]]:
-    """{command key: the README lines it appears in}, from both READMEs."""
+    """{command key: the lines it appears in}, from the READMEs and CONTRIBUTING.md."""
     found: dict[str, set[str]] = {}
     for path in READMES:
         text = path.read_text()
@@ -384,6 +387,8 @@ def test_cli_commands_on_the_fresh_clone(lab, clone, tmp_path):
         (f"{py} -m grader.bench.arch_proof --out {tmp_path}/R.md", 2, r"needs a GPU \(or --backend emu\)"),
         (f"{py} -m grader.bench.calibrate --out {tmp_path}/R.md", 2, r"needs a GPU"),
         (f"{py} -m grader.classroom.notebooks sync", 0, r"\d+ derived files: 0 rewritten"),
+        (f"{py} -m grader.classroom.notebooks check", 0, r""),
+        (f"{py} -m grader.bench.wmma --only smem", 2, r"needs a GPU"),
         (f"{py} -m grader.classroom.colab readme", 0, r"already point at"),
         (f"{py} -m pytest -q tests/test_stack.py", 0, r"passed"),
     ]

@@ -3,6 +3,7 @@
 `reference` (reference kernels vs cuBLAS; `python -m grader.bench`), `wmma` (the WMMA ladder),
 `mma` (the mma.sync ladder), `ladders` (which ladder an exercise is graded against),
 `conv` (convolutions vs cuDNN), `calibrate` (the grader's thresholds), `crosscheck` (the CPU
-emulator vs the GPU, every kernels/*.cu) and `emu_speed` (the emulator's own speed).
+emulator vs the GPU, every kernels/*.cu), `emu_speed` (the emulator's own speed) and `verdicts`
+(every emulator verdict of every exercise and kernel, to compare before and after a change).
 May import grader.checking and everything below it.
 """
