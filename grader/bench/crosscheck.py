@@ -24,7 +24,7 @@ import numpy as np
 
 from grader.checking import exercises
 from grader.problems import gemm, numerics
-from grader.problems.gemm import GemmSpec, cdiv
+from grader.problems.gemm_launch import GemmSpec, cdiv, sgemm_regblock
 from grader.problems.kinds import Case, Expected, poisoned
 from grader.runtime import kernels
 
@@ -136,7 +136,7 @@ def _precision_items() -> list[Item]:
 
 
 def _regblock_items() -> list[Item]:
-    return [_gemm_item(f, f, gemm.regblock_spec(), [(128, 256, 40), (130, 129, 33)])
+    return [_gemm_item(f, f, sgemm_regblock(), [(128, 256, 40), (130, 129, 33)])
             for f in ("sgemm_regblock", "sgemm_regblock_db")]
 
 

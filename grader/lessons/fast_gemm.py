@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.bench import wmma as bench_wmma
-from grader.problems import gemm, numerics
+from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.demos import bank_kernel_reference, niter_kernel_reference
 from grader.runtime import backend, kernels
 from grader.runtime.device import device_info, has_gpu
@@ -73,8 +73,8 @@ def rung(name: str, **defines) -> bench_wmma.Rung:
     return bench_wmma.Rung(name, name, {k: v for k, v in defines.items()})
 
 
-def spec_of(name: str, **defines) -> gemm.GemmSpec:
-    return gemm.wmma_naive() if name == NAIVE else rung(name, **defines).spec()
+def spec_of(name: str, **defines) -> gemm_launch.GemmSpec:
+    return gemm_launch.wmma_naive() if name == NAIVE else rung(name, **defines).spec()
 
 
 def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto", **defines):
@@ -644,11 +644,9 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=128, block_k=6
     time it at n^3 beside cuBLAS fp16 (GPU only). Raises on failure."""
     from grader.runtime.gpu import GpuModule
 
-    opts = (f"-DBLOCK_M={block_m}", f"-DBLOCK_N={block_n}", f"-DBLOCK_K={block_k}", f"-DTHREADS={threads}")
-    spec = gemm.GemmSpec("wmma_gemm", "float16", "float32", (threads, 1, 1),
-                         lambda M, N, K: (N // block_n, M // block_m, 1), library="fp16",
-                         options=opts, multiple=(block_m, block_n, block_k), shared_mem=shared_mem)
-    module = GpuModule(source, opts)
+    launch = dict(block_m=block_m, block_n=block_n, block_k=block_k, threads=threads, shared_mem=shared_mem)
+    spec = gemm_launch.student("block", launch, "wmma_gemm", library="fp16", multiple=(block_m, block_n, block_k))
+    module = GpuModule(source, spec.options)
     ok, worst, detail = bench_wmma.check_sizes(module, spec, (512,))
     if not ok:
         raise ValueError(f"not correct yet: {detail}")

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from grader.problems import gemm, numerics
+from grader.problems import gemm, gemm_launch, numerics
 from grader.runtime import kernels
 
 
@@ -174,9 +174,9 @@ def sweep(sizes=(256, 512, 1024, 2048, 4096), student_source: str | None = None,
     from grader.runtime.backend import load
     from grader.runtime.timing import benchmark
 
-    entries = [("CUDA cores: naive fp32 (03)", "sgemm_naive", gemm.sgemm_naive()),
-               ("CUDA cores: tiled fp32 (03)", "sgemm_tiled", gemm.sgemm_tiled(32)),
-               ("tensor cores: naive WMMA (04)", "wmma_gemm_naive", gemm.wmma_naive())]
+    entries = [("CUDA cores: naive fp32 (03)", "sgemm_naive", gemm_launch.sgemm_naive()),
+               ("CUDA cores: tiled fp32 (03)", "sgemm_tiled", gemm_launch.sgemm_tiled(32)),
+               ("tensor cores: naive WMMA (04)", "wmma_gemm_naive", gemm_launch.wmma_naive())]
     runs = []
     for label, name, spec in entries:
         m = module(name, "gpu", spec.options)
@@ -184,7 +184,7 @@ def sweep(sizes=(256, 512, 1024, 2048, 4096), student_source: str | None = None,
             raise RuntimeError(f"{name} gave a wrong result: not timed")
         runs.append((label, m, spec))
     if student_source is not None and _student_ok(student_source):
-        runs.append(("your WMMA kernel", load(student_source, "gpu"), gemm.wmma_naive()))
+        runs.append(("your WMMA kernel", load(student_source, "gpu"), gemm_launch.wmma_naive()))
     out = {"sizes": list(sizes), "tflops": {}}
     for label, m, spec in runs:
         out["tflops"][label] = []
