@@ -11,7 +11,7 @@ import re
 import pytest
 
 from grader.bench import wmma as bw
-from grader.problems import gemm, gemm_launch
+from grader.problems import gemm_launch
 from grader.runtime import kernels
 from grader.runtime.compile import nvrtc_compile
 

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from grader.checking import exercises
-from grader.problems import gemm, numerics
+from grader.problems import numerics
 from grader.problems.gemm_launch import GemmSpec, cdiv, sgemm_regblock
 from grader.problems.kinds import Case, Expected, poisoned
 from grader.runtime import kernels
