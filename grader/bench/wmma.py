@@ -188,7 +188,7 @@ def check_epilogue(module, sizes=(16, 256, 1024), alpha=1.5, beta=-0.75):
         C = cupy.asarray(np.random.default_rng(secrets.randbits(32)).uniform(-1, 1, (M, N)),
                          dtype=cupy.float32)
         D = cupy.full((M, N), np.nan, dtype=cupy.float32)
-        spec = gemm_launch.warp_per_tile("wmma_gemm_epilogue", "float16", "float32", 16)
+        spec = gemm_launch.wmma_epilogue()
         module.launch(spec.kernel, spec.grid(M, N, K), spec.block,
                       [A, B, C, D, M, N, K, np.float32(alpha), np.float32(beta)])
         ab, abs_ab = numerics.gemm_reference(A, B)

@@ -76,6 +76,11 @@ def wmma_any_size() -> GemmSpec:
     return warp_per_tile("wmma_gemm", "float16", "float32", 16, library="fp16")
 
 
+def wmma_epilogue() -> GemmSpec:
+    """kernels/wmma_gemm_epilogue.cu: D = alpha A B + beta C, launched as the naive WMMA GEMM."""
+    return warp_per_tile("wmma_gemm_epilogue", "float16", "float32", 16, library="fp16", multiple=(16, 16, 16))
+
+
 def dmma_naive() -> GemmSpec:
     return warp_per_tile("dmma_gemm", "float64", "float64", 8, accumulate="fp64", library="fp64",
                          multiple=(8, 8, 4))
