@@ -159,3 +159,82 @@ def test_a_grid_gives_every_tile_of_c_one_block(rule, launch):
         rows, cols = grid[rows_axis], grid[1 - rows_axis]
         assert grid[2] == 1
         assert (rows - 1) * tm < M <= rows * tm and (cols - 1) * tn < N <= cols * tn, (M, N, grid)
+
+
+# ---------------------------------------------------------------- against the kernels' own headers
+def _header_launch(file: str) -> tuple[list[str], list[str]]:
+    """(block, grid) expressions of the 'Launch: block (...), grid (...)' line of kernels/<file>.cu."""
+    from grader.runtime import kernels
+
+    text = kernels.source(file)
+    start = text.index("Launch: block (")
+
+    def group(at: int) -> tuple[list[str], int]:
+        depth, parts, cur = 0, [], ""
+        for i in range(at, len(text)):
+            ch = text[i]
+            if ch == "(":
+                depth += 1
+                if depth == 1:
+                    continue
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return [*parts, cur.strip()], i
+            if ch == "," and depth == 1:
+                parts.append(cur.strip())
+                cur = ""
+            elif depth >= 1:
+                cur += ch
+        raise AssertionError(f"unbalanced Launch line in {file}.cu")
+
+    block, end = group(text.index("(", start))
+    grid, _ = group(text.index("grid (", end) + len("grid "))
+    return block, grid
+
+
+def _evaluate(exprs: list[str], env: dict) -> tuple[int, int, int]:
+    import math
+
+    values = [eval(e.replace("ceil(", "_ceil("), {"_ceil": math.ceil, "__builtins__": {}}, dict(env)) for e in exprs]
+    assert all(float(v).is_integer() for v in values), (exprs, env, values)  # "/" without ceil: exact multiples
+    return tuple(int(v) for v in values) + (1,) * (3 - len(values))
+
+
+def _header_cases():
+    """(file, spec, env of the header's names) for every GEMM launch the course makes."""
+    from grader.problems import precisions
+
+    named = [("sgemm_naive", GL.sgemm_naive(), {}), ("sgemm_tiled", GL.sgemm_tiled(16), dict(TILE=16)),
+             ("sgemm_tiled", GL.sgemm_tiled(32), dict(TILE=32)), ("sgemm_regblock", GL.sgemm_regblock(), {}),
+             ("sgemm_regblock_db", GL.sgemm_regblock(), {}), ("wmma_gemm_naive", GL.wmma_naive(), {}),
+             ("wmma_gemm_any_size", GL.wmma_any_size(), {}), ("wmma_gemm_epilogue", GL.wmma_epilogue(), {}),
+             ("wmma_gemm_colmajor", GL.wmma_colmajor(), {}), ("dmma_gemm_naive", GL.dmma_naive(), {})]
+    named += [(k.file, k.spec(), {}) for k in precisions.KERNELS]
+    for rung in RUNGS:
+        env = {k: rung.value(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+        named.append((rung.file, rung.spec(), dict(env, THREADS=rung.threads)))
+    return named
+
+
+@pytest.mark.parametrize("file,spec,env", _header_cases(), ids=lambda x: x if isinstance(x, str) else "")
+def test_a_launch_is_what_its_kernel_header_says(file, spec, env):
+    block, grid = _header_launch(file)
+    bm, bn, bk = spec.multiple
+    for M, N, K in {(bm, bn, bk), (2 * bm, 3 * bn, 5 * bk), (bm * 33, bn * 7, bk * 3)}:
+        assert spec.grid(M, N, K) == _evaluate(grid, dict(env, M=M, N=N, K=K)), (file, M, N, K)
+    if spec.multiple == (1, 1, 1):  # any size: the header's ceil at sizes no tile divides
+        for M, N, K in [(1, 1, 1), (17, 33, 5), (1000, 777, 333)]:
+            assert spec.grid(M, N, K) == _evaluate(grid, dict(env, M=M, N=N, K=K)), (file, M, N, K)
+    assert spec.block == _evaluate(block, env)
+
+
+@pytest.mark.parametrize("cfg", [bench_conv.DEFAULT_CONFIG, bench_conv.MID_CONFIG, *bench_conv.SWEEP], ids=str)
+def test_the_conv_launch_is_what_its_kernel_header_says(cfg):
+    block, grid = _header_launch("conv2d_implicit_wmma")
+    env = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, THREADS=cfg.threads)
+    for N, C, H, W, K, R, S, pad in [bench_conv.TVM_SHAPE, *bench_conv.RESNET_LAYERS.values(), (3, 64, 7, 9, 128, 3, 3, 1)]:
+        if cfg.supports(C, K):
+            P, Q = out_size(H, R, pad), out_size(W, S, pad)
+            assert cfg.grid(N, H, W, K, R, S, pad) == _evaluate(grid, dict(env, N=N, P=P, Q=Q, K=K))
+    assert cfg.spec.block == _evaluate(block, env)

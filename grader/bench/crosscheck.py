@@ -24,7 +24,7 @@ import numpy as np
 
 from grader.checking import exercises
 from grader.problems import numerics
-from grader.problems.gemm_launch import GemmSpec, cdiv, sgemm_regblock
+from grader.problems.gemm_launch import GemmSpec, sgemm_regblock, wmma_colmajor
 from grader.problems.kinds import Case, Expected, poisoned
 from grader.runtime import kernels
 
@@ -174,7 +174,7 @@ def _colmajor(rng):
         out.append(Case(f"{M}x{N}x{K} col-major", [np.asfortranarray(A).ravel(order="K"),
                                                    np.asfortranarray(B).ravel(order="K"),
                                                    np.asfortranarray(C).ravel(order="K"), M, N, K, alpha, beta],
-                        [2], (cdiv(M, 64), cdiv(N, 64), 1), (128, 4, 1), 0,
+                        [2], wmma_colmajor().grid(M, N, K), wmma_colmajor().block, 0,
                         {2: Expected(ref.T.copy(), bound.T.copy())}))
     return out
 

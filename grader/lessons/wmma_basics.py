@@ -142,8 +142,8 @@ def colmajor(M: int, N: int, K: int, alpha: float, beta: float, backend: str = "
     C = rng.uniform(-1, 1, (M, N)).astype(np.float32)
     col = lambda X: xp.asarray(np.ascontiguousarray(X.T))  # noqa: E731  column-major storage
     a, b, c = col(A), col(B), col(C)
-    grid = (-(-M // 64), -(-N // 64), 1)
-    m.launch("wmma_gemm_colmajor", grid, (128, 4, 1), [a, b, c, M, N, K, alpha, beta])
+    spec = gemm_launch.wmma_colmajor()
+    m.launch(spec.kernel, spec.grid(M, N, K), spec.block, [a, b, c, M, N, K, alpha, beta])
     out = _host(c).T  # back to the logical M x N matrix
     ref = alpha * (A.astype(np.float64) @ B.astype(np.float64)) + beta * C
     bound = numerics.gemm_bound(np.abs(alpha) * (np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))),

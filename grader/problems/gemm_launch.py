@@ -7,7 +7,7 @@ shared memory; `grid(M, N, K)` follows from them, rounding up so that edge tiles
 Three shapes of launch cover every GEMM kernel in kernels/:
 - `threads_per_element`: one thread per element of a T x T tile (the CUDA-core SGEMMs);
 - `warp_per_tile`: one warp per T x T tile, blockIdx.x along the ROWS of C (the naive WMMA and
-  DMMA kernels, the precision kernels of notebook 07);
+  DMMA kernels, the precision kernels of notebook 07; the column-major demo is 16 such warps);
 - `block_tiles`: `threads` per block_m x block_n tile, blockIdx.x along the columns (the fast
   ladders, the register-blocked SGEMM, the implicit-GEMM convolution).
 `student(rule, launch, ...)` is the same for the launch keywords an exercise gives a student
@@ -79,6 +79,13 @@ def wmma_any_size() -> GemmSpec:
 def wmma_epilogue() -> GemmSpec:
     """kernels/wmma_gemm_epilogue.cu: D = alpha A B + beta C, launched as the naive WMMA GEMM."""
     return warp_per_tile("wmma_gemm_epilogue", "float16", "float32", 16, library="fp16", multiple=(16, 16, 16))
+
+
+def wmma_colmajor() -> GemmSpec:
+    """kernels/wmma_gemm_colmajor.cu (the CUDA 9 post's kernel): 4 x 4 warps per 64 x 64 tile,
+    blockIdx.x along the rows of C."""
+    return GemmSpec("wmma_gemm_colmajor", "float16", "float32", (128, 4, 1), (64, 64), rows_along="x",
+                    library="fp16", multiple=(16, 16, 16))
 
 
 def dmma_naive() -> GemmSpec:
