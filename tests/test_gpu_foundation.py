@@ -3,16 +3,16 @@ import secrets
 
 import pytest
 
-from grader.problems import gemm
+from grader.problems import gemm, gemm_launch
 from grader.runtime import kernels
 from grader.runtime.errors import CompileError, LaunchArgumentError
 
 pytestmark = pytest.mark.gpu
 
 LADDER = {
-    "sgemm_naive": gemm.sgemm_naive(),
-    "sgemm_tiled": gemm.sgemm_tiled(32),
-    "wmma_gemm_naive": gemm.wmma_naive(),
+    "sgemm_naive": gemm_launch.sgemm_naive(),
+    "sgemm_tiled": gemm_launch.sgemm_tiled(32),
+    "wmma_gemm_naive": gemm_launch.wmma_naive(),
 }
 
 

@@ -5,7 +5,8 @@
 A module may import its own room and any room below it, never one above or beside it at the
 same level. The one sanctioned arrow out of runtime is backend.load's lazy import of the CPU
 backend (grader.emu), asked for by name. Every import statement counts, also those inside
-functions: a lazy upward import is still an upward import.
+functions: a lazy upward import is still an upward import. Within a room, no module imports
+itself back through others (no import circles, lazy imports included).
 """
 from __future__ import annotations
 
@@ -105,6 +106,100 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "PKG", fake)
     assert _violations() == ["grader.runtime.timing imports grader.checking.verdict "
                              "(runtime may not import checking)"]
+
+
+# Pairs of modules whose imports of each other are not counted as a circle, while another branch
+# of issue #34 removes it: h-derived owns these two files and is taking this circle apart (the
+# lead deletes this entry when that branch is merged). Nothing else belongs here.
+CIRCLES_BEING_FIXED = {frozenset({"grader.classroom.nbgrader_ext", "grader.classroom.notebooks"})}
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> the grader modules it imports anywhere in its text (functions included)."""
+    graph = {}
+    for name, path in _modules():
+        here = f"grader.{name}" if name else "grader"
+        graph[here] = {t for t in _imports(name, path) if t != here}
+    for pair in CIRCLES_BEING_FIXED:
+        a, b = sorted(pair)
+        graph.get(a, set()).discard(b)
+        graph.get(b, set()).discard(a)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each as a path that
+    returns to its start: a -> b -> ... -> a."""
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(set(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_path_round(graph, g) for g in groups]
+
+
+def _path_round(graph, group: set[str]) -> list[str]:
+    """One circle through the group, from its first module back to it (breadth-first)."""
+    start = min(group)
+    came = {w: start for w in graph[start] & group}
+    todo = sorted(came)
+    while start not in came:
+        v = todo.pop(0)
+        for w in sorted(graph[v] & group):
+            if w not in came:
+                came[w] = v
+                todo.append(w)
+    path, v = [start], came[start]
+    while v != start:
+        path.append(v)
+        v = came[v]
+    return [start, *reversed(path[1:]), start]
+
+
+def test_no_import_circles():
+    circles = [" -> ".join(c) for c in _circles(_graph())]
+    assert not circles, ("modules that import each other (move what both need into one of them, or "
+                         "below both):\n  " + "\n  ".join(circles))
+
+
+def test_the_check_catches_a_circle_through_a_function(tmp_path, monkeypatch):
+    """The rule above can fail: a circle closed by an import inside a function is reported, and a
+    chain without a circle is not."""
+    fake = tmp_path / "grader"
+    (fake / "problems").mkdir(parents=True)
+    (fake / "problems" / "__init__.py").write_text('"""problems: may import runtime."""\n')
+    (fake / "problems" / "a.py").write_text("from grader.problems import b\n")
+    (fake / "problems" / "b.py").write_text("from . import c\n")
+    (fake / "problems" / "c.py").write_text("def f():\n    from grader.problems.a import x\n")
+    (fake / "problems" / "d.py").write_text("import grader.problems.a\n")
+    monkeypatch.setattr(__import__(__name__), "PKG", fake)
+    assert _circles(_graph()) == [["grader.problems.a", "grader.problems.b", "grader.problems.c",
+                                   "grader.problems.a"]]
+    (fake / "problems" / "c.py").write_text("def f():\n    return 1\n")
+    assert _circles(_graph()) == []
 
 
 @pytest.mark.parametrize("face", ["check", "grade"])

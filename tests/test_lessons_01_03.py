@@ -15,7 +15,7 @@ import pytest
 matplotlib.use("Agg")
 
 from grader.lessons import cuda_gemm, layout, precision
-from grader.problems import gemm
+from grader.problems import gemm, gemm_launch
 from grader.runtime import kernels
 from grader.runtime.compile import nvrtc_compile
 
@@ -116,7 +116,7 @@ def test_regblock_correct_on_emulator(file, M, N, K):
     from grader.runtime import backend
 
     mod = backend.load(kernels.source(file), "emu")
-    spec = gemm.regblock_spec()
+    spec = gemm_launch.sgemm_regblock()
     A, B = gemm.random_inputs(M, N, K, "float32", seed=M * N + K)
     C = np.full((M + 2, N), np.nan, dtype=np.float32)  # one canary row each side
     mod.launch("sgemm", spec.grid(M, N, K), spec.block, [A, B, C[1:-1], M, N, K], race_check=True)
@@ -169,7 +169,7 @@ def test_regblock_correct_on_gpu(file):
 
     mod = backend.load(kernels.source(file), "gpu")
     for (M, N, K) in [(1000, 777, 333), (1024, 1024, 1024), (129, 4099, 17), (4096, 4096, 4096)]:
-        r = gemm.run_once(mod, gemm.regblock_spec(), M, N, K, seed=M + K, xp=cupy)
+        r = gemm.run_once(mod, gemm_launch.sgemm_regblock(), M, N, K, seed=M + K, xp=cupy)
         assert r.comparison.ok, (M, N, K, r.comparison)
 
 

@@ -5,8 +5,10 @@ CPU tests run the new demo kernels on the emulator (or the GPU when there is one
 import numpy as np
 import pytest
 
+from grader.lessons import bank_conflicts as B
 from grader.lessons import fast_gemm as F
 from grader.lessons import precisions as P
+from grader.lessons import records
 
 
 def test_bank_model_matches_the_padded_rung_header():
@@ -124,7 +126,7 @@ def test_recorded_sweep_parses_the_tuning_sweep():
     swizzle = next(r for r in F._ladder_rows(run, 4096) if r["name"] == "wmma_gemm_swizzle")
     assert rows[0]["defines"] == {} and rows[0]["tflops"] == swizzle["tflops"]  # the ladder's row, same run
     # every swizzle[...] row at 4096^3 of that run's sweep whose defines the live sweep sets, in order
-    part = F._section(run, "### Tuning sweep")
+    part = records.section(run, "### Tuning sweep")
     recorded = re.findall(r"^\| swizzle\[([\w=,]+)\] \| 4096\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%",
                           part, re.M)
     plain = [(d, float(t), float(lib), float(pct)) for d, t, lib, pct in recorded
@@ -137,7 +139,7 @@ def test_recorded_sweep_parses_the_tuning_sweep():
     assert rows[1]["defines"] == {"GROUP_M": 8} and "GROUP_M 8" in rows[1]["label"]
     assert "16 warps" in rows[2]["label"]
     assert not any("FRAG_DB" in r["defines"] or "LEAN_ADDR" in r["defines"] for r in rows)
-    assert F.recorded_sweep_label() == F._label_of(run, F.WMMA_RECORD)
+    assert F.recorded_sweep_label() == records.label_of(run, F.WMMA_RECORD)
 
 
 def test_cublas_spread_covers_every_recorded_run():
@@ -161,8 +163,9 @@ def test_recorded_plots_and_limits_without_a_gpu(monkeypatch):
     F.plot_bank_conflicts(rows, source)
     F.plot_bank_conflicts(None)
     F.plot_sweep(F.recorded_sweep(), 4096, source=F.recorded_label())
-    monkeypatch.setattr(F, "device_info", lambda: None)  # as on a machine without a GPU
-    monkeypatch.setattr(F, "has_gpu", lambda: False)
+    for module in (F, B):  # as on a machine without a GPU
+        monkeypatch.setattr(module, "device_info", lambda: None)
+        monkeypatch.setattr(module, "has_gpu", lambda: False)
     assert "an H100/H200 (sm_90) allows 232448 B" in F.config_problem(256, 256, 64, 4, 4, 4)
     bank_rows, bank_source = F.bank_conflicts()
     assert bank_rows == rows and bank_source.startswith(source)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import secrets
 import sys
 import time
@@ -85,7 +86,7 @@ def config_for(C: int, K: int, M: int | None = None,
         if not cfg.supports(C, K):
             continue
         chosen = cfg
-        if M is None or (K // cfg.block_n) * conv.cdiv(M, cfg.block_m) >= sms:
+        if M is None or math.prod(cfg.spec.grid(M, K)) >= sms:
             return cfg
     if chosen is None:
         raise ValueError(f"no configuration supports C={C}, K={K}")

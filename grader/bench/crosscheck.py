@@ -23,8 +23,8 @@ from typing import Callable
 import numpy as np
 
 from grader.checking import exercises
-from grader.problems import gemm, numerics
-from grader.problems.gemm import GemmSpec, cdiv
+from grader.problems import numerics
+from grader.problems.gemm_launch import GemmSpec, sgemm_regblock, wmma_colmajor
 from grader.problems.kinds import Case, Expected, poisoned
 from grader.runtime import kernels
 
@@ -136,7 +136,7 @@ def _precision_items() -> list[Item]:
 
 
 def _regblock_items() -> list[Item]:
-    return [_gemm_item(f, f, gemm.regblock_spec(), [(128, 256, 40), (130, 129, 33)])
+    return [_gemm_item(f, f, sgemm_regblock(), [(128, 256, 40), (130, 129, 33)])
             for f in ("sgemm_regblock", "sgemm_regblock_db")]
 
 
@@ -174,7 +174,7 @@ def _colmajor(rng):
         out.append(Case(f"{M}x{N}x{K} col-major", [np.asfortranarray(A).ravel(order="K"),
                                                    np.asfortranarray(B).ravel(order="K"),
                                                    np.asfortranarray(C).ravel(order="K"), M, N, K, alpha, beta],
-                        [2], (cdiv(M, 64), cdiv(N, 64), 1), (128, 4, 1), 0,
+                        [2], wmma_colmajor().grid(M, N, K), wmma_colmajor().block, 0,
                         {2: Expected(ref.T.copy(), bound.T.copy())}))
     return out
 

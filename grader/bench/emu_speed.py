@@ -21,13 +21,13 @@ from grader.problems import numerics
 
 def bench(size: int = 256, repeat: int = 3) -> dict[str, float]:
     """Best launch time of each reference kernel (kernels/*.cu, their one home) at size^3."""
-    from grader.problems import gemm
+    from grader.problems import gemm, gemm_launch
     from grader.runtime import kernels
 
     M = N = K = size
     results: dict[str, float] = {}
-    cases = [("naive WMMA GEMM (block 32, grid M/16 x N/16)", "wmma_gemm_naive", gemm.wmma_naive()),
-             ("32x32 tiled SGEMM (block 32x32, 2 syncs/tile)", "sgemm_tiled", gemm.sgemm_tiled(32))]
+    cases = [("naive WMMA GEMM (block 32, grid M/16 x N/16)", "wmma_gemm_naive", gemm_launch.wmma_naive()),
+             ("32x32 tiled SGEMM (block 32x32, 2 syncs/tile)", "sgemm_tiled", gemm_launch.sgemm_tiled(32))]
     for label, name, spec in cases:
         t0 = time.perf_counter()
         mod = compile_module(kernels.source(name), options=list(spec.options), name=f"bench_{name}")

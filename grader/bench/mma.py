@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.bench import wmma as bench_wmma
-from grader.problems import gemm, numerics
+from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.mma import ldmatrix_passes, ldsm_layout_reference, peak_reference
 from grader.runtime import kernels
 from grader.runtime.device import device_info
@@ -75,16 +75,9 @@ class Rung:
     def options(self) -> tuple[str, ...]:
         return tuple(f"-D{k}={v}" for k, v in sorted(self.defines.items()))
 
-    def spec(self) -> gemm.GemmSpec:
-        bm, bn, bk = self.value("BLOCK_M"), self.value("BLOCK_N"), self.value("BLOCK_K")
-        grid = lambda M, N, K: (N // bn, M // bm, 1)  # noqa: E731  x along the columns of C
-        if self.kind == "dmma":
-            return gemm.GemmSpec("dmma_gemm", "float64", "float64", (self.threads, 1, 1), grid,
-                                 accumulate="fp64", library="fp64", options=self.options,
-                                 multiple=(bm, bn, bk), shared_mem=self.shared_mem)
-        kernel = "hgemm_wgmma" if self.kind == "wgmma" else "mma_gemm"
-        return gemm.GemmSpec(kernel, "float16", "float32", (self.threads, 1, 1), grid, library="fp16",
-                             options=self.options, multiple=(bm, bn, bk), shared_mem=self.shared_mem)
+    def spec(self) -> gemm_launch.GemmSpec:
+        kernel = {"dmma": "dmma_gemm", "wgmma": "hgemm_wgmma"}.get(self.kind, "mma_gemm")
+        return bench_wmma.rung_spec(self, kernel, self.kind == "dmma")
 
 
 # Defaults exactly as the #ifndef blocks of each file (a CPU test compares them).

@@ -11,15 +11,15 @@ import argparse
 import datetime
 import sys
 
-from grader.problems import gemm
+from grader.problems import gemm, gemm_launch
 from grader.runtime import kernels
 from grader.runtime.device import device_info
 from grader.runtime.gpu import GpuModule
 
 LADDER = (
-    ("sgemm_naive", gemm.sgemm_naive()),
-    ("sgemm_tiled", gemm.sgemm_tiled(32)),
-    ("wmma_gemm_naive", gemm.wmma_naive()),
+    ("sgemm_naive", gemm_launch.sgemm_naive()),
+    ("sgemm_tiled", gemm_launch.sgemm_tiled(32)),
+    ("wmma_gemm_naive", gemm_launch.wmma_naive()),
 )
 
 

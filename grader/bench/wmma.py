@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.problems import gemm, numerics
+from grader.problems import gemm, gemm_launch, numerics
+from grader.problems.gemm_launch import dmma_naive, wmma_any_size
 from grader.runtime import kernels
 from grader.runtime.device import device_info
 
@@ -72,16 +73,18 @@ class Rung:
     def options(self) -> tuple[str, ...]:
         return tuple(f"-D{k}={v}" for k, v in sorted(self.defines.items()))
 
-    def spec(self) -> gemm.GemmSpec:
-        bm, bn, bk = self.value("BLOCK_M"), self.value("BLOCK_N"), self.value("BLOCK_K")
-        grid = lambda M, N, K: (N // bn, M // bm, 1)  # noqa: E731  x along the columns of C
-        if self.kind == "dmma":
-            return gemm.GemmSpec("dmma_gemm", "float64", "float64", (self.threads, 1, 1), grid,
-                                 accumulate="fp64", library="fp64", options=self.options,
-                                 multiple=(bm, bn, bk), shared_mem=self.shared_mem)
-        return gemm.GemmSpec("wmma_gemm", "float16", "float32", (self.threads, 1, 1), grid,
-                             library="fp16", options=self.options, multiple=(bm, bn, bk),
-                             shared_mem=self.shared_mem)
+    def spec(self) -> gemm_launch.GemmSpec:
+        return rung_spec(self, "dmma_gemm" if self.kind == "dmma" else "wmma_gemm", self.kind == "dmma")
+
+
+def rung_spec(rung, kernel: str, fp64: bool) -> gemm_launch.GemmSpec:
+    """A rung's launch (this ladder's and notebook 10's): `threads` per BLOCK_M x BLOCK_N tile,
+    built with the rung's defines; fp16 in / fp32 out, or fp64 throughout."""
+    bm, bn, bk = rung.value("BLOCK_M"), rung.value("BLOCK_N"), rung.value("BLOCK_K")
+    dtypes = ("float64", "float64") if fp64 else ("float16", "float32")
+    return gemm_launch.block_tiles(kernel, *dtypes, bm, bn, rung.threads, accumulate="fp64" if fp64 else "fp32",
+                                   library="fp64" if fp64 else "fp16", options=rung.options,
+                                   multiple=(bm, bn, bk), shared_mem=rung.shared_mem)
 
 
 # Defaults exactly as the #ifndef blocks of each file (a CPU test compares them).
@@ -124,17 +127,6 @@ SWEEP = [
     _v("dmma_gemm_fast", FRAG_LDS=0),
     _v("dmma_gemm_fast", BLOCK_N=128, WARP_N=8),
 ]
-
-
-def wmma_any_size() -> gemm.GemmSpec:
-    return gemm.GemmSpec("wmma_gemm", "float16", "float32", (32, 1, 1),
-                         lambda M, N, K: (gemm.cdiv(M, 16), gemm.cdiv(N, 16), 1), library="fp16")
-
-
-def dmma_naive() -> gemm.GemmSpec:
-    return gemm.GemmSpec("dmma_gemm", "float64", "float64", (32, 1, 1),
-                         lambda M, N, K: (gemm.cdiv(M, 8), gemm.cdiv(N, 8), 1),
-                         accumulate="fp64", library="fp64", multiple=(8, 8, 4))
 
 
 # ---------------------------------------------------------------- checks
@@ -196,7 +188,8 @@ def check_epilogue(module, sizes=(16, 256, 1024), alpha=1.5, beta=-0.75):
         C = cupy.asarray(np.random.default_rng(secrets.randbits(32)).uniform(-1, 1, (M, N)),
                          dtype=cupy.float32)
         D = cupy.full((M, N), np.nan, dtype=cupy.float32)
-        module.launch("wmma_gemm_epilogue", (M // 16, N // 16, 1), (32, 1, 1),
+        spec = gemm_launch.wmma_epilogue()
+        module.launch(spec.kernel, spec.grid(M, N, K), spec.block,
                       [A, B, C, D, M, N, K, np.float32(alpha), np.float32(beta)])
         ab, abs_ab = numerics.gemm_reference(A, B)
         c = C.get().astype(np.float64)
@@ -279,7 +272,7 @@ def ladder_table(sizes, only=None, out=print) -> list[dict]:
     out(f"Correctness checked at {', '.join(map(str, CHECK_SIZES))} (n^3) before timing.\n")
     out(HEAD)
     if not only or "naive" in only:
-        spec = gemm.wmma_naive()
+        spec = gemm_launch.wmma_naive()
         rows += measure_gemm("wmma_gemm_naive", "wmma_gemm_naive", spec, sizes,
                              lambda m, s: check_sizes(m, s, CHECK_SIZES), out=out)
     for rung in LADDER:

@@ -60,9 +60,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
+from grader.classroom.standing import LOGS
 from grader.classroom.workflow import ROOT
-
-LOGS = ".cohort-logs"  # under autograded/: hidden in every sandbox, skipped by nbgrader's globs
 DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 s (RESULTS-grader.md)
 TICK = 1.0  # seconds between progress redraws
 # Jobs per GPU at a time (--jobs-per-gpu). A submission's grading is mostly CPU work (nbgrader,

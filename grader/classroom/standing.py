@@ -26,6 +26,9 @@ from pathlib import Path
 
 from grader.classroom import handin_time
 
+# under autograded/: the cohort's job logs and its pending list (grader.classroom.cohort writes them,
+# a hand-in's standing reads the list); hidden in every sandbox, skipped by nbgrader's globs
+LOGS = ".cohort-logs"
 TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule)
 PERCENT_PER_DAY = [10.0]  # the course config's LATE_PERCENT_PER_DAY (install), one value per process
 
@@ -127,8 +130,6 @@ def ungraded_reason(coursedir, submission) -> str | None:
 
 def _cohort_failed(coursedir, assignment: str, student: str) -> bool:
     """A cohort job for this hand-in was run and did not finish (grader.classroom.cohort's pending list)."""
-    from grader.classroom.cohort import LOGS
-
     f = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")) / LOGS / assignment / "pending.json"
     try:
         return student in json.loads(f.read_text())

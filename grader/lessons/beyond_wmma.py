@@ -19,7 +19,7 @@ import numpy as np
 from grader.bench import mma as bench_mma
 from grader.bench import wmma as bench_wmma
 from grader.lessons.fast_gemm import code, diff, what_changed  # noqa: F401 - the notebook uses them too
-from grader.problems import gemm, numerics
+from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.mma import banks_of_read, ldmatrix_passes, ldsm_layout_reference, peak_reference
 from grader.runtime import backend, kernels
 from grader.runtime.device import device_info, has_gpu
@@ -477,11 +477,9 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=256, block_k=6
     beside cuBLAS fp16 (GPU only). Raises when it is not correct."""
     from grader.runtime.gpu import GpuModule
 
-    opts = (f"-DBLOCK_M={block_m}", f"-DBLOCK_N={block_n}", f"-DBLOCK_K={block_k}", f"-DTHREADS={threads}")
-    spec = gemm.GemmSpec("mma_gemm", "float16", "float32", (threads, 1, 1),
-                         lambda M, N, K: (N // block_n, M // block_m, 1), library="fp16",
-                         options=opts, multiple=(block_m, block_n, block_k), shared_mem=shared_mem)
-    module = GpuModule(source, opts)
+    launch = dict(block_m=block_m, block_n=block_n, block_k=block_k, threads=threads, shared_mem=shared_mem)
+    spec = gemm_launch.student("block", launch, "mma_gemm", library="fp16", multiple=(block_m, block_n, block_k))
+    module = GpuModule(source, spec.options)
     ok, _, detail = bench_wmma.check_sizes(module, spec, (512,))
     if not ok:
         raise ValueError(f"not correct yet: {detail}")

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.lessons import seeds
-from grader.problems import conv, gemm, numerics
+from grader.problems import conv, gemm, gemm_launch, numerics
 from grader.runtime import kernels
 
 KERNELS_DIR = kernels.KERNELS_DIR
@@ -180,18 +180,17 @@ def _module(name, options=()):
 
 def sgemm_specs() -> dict:
     """CUDA-core SGEMM kernels of the course present in kernels/ (name -> GemmSpec)."""
-    specs = {"sgemm_naive": gemm.sgemm_naive(), "sgemm_tiled": gemm.sgemm_tiled(32)}
+    specs = {"sgemm_naive": gemm_launch.sgemm_naive(), "sgemm_tiled": gemm_launch.sgemm_tiled(32)}
     for name in ("sgemm_regblock", "sgemm_regblock_db"):  # 128x128 tiles, 256 threads
         if (KERNELS_DIR / f"{name}.cu").is_file():
-            specs[name] = gemm.GemmSpec("sgemm", "float32", "float32", (256, 1, 1),
-                                        lambda M, N, K: (gemm.cdiv(N, 128), gemm.cdiv(M, 128), 1))
+            specs[name] = gemm_launch.sgemm_regblock()
     return specs
 
 
 def wmma_specs() -> dict:
     from grader.bench.wmma import DMMA_FAST, LADDER, dmma_naive
 
-    out = {"wmma_gemm_naive": (gemm.wmma_naive(), ())}
+    out = {"wmma_gemm_naive": (gemm_launch.wmma_naive(), ())}
     for r in LADDER:
         out[r.file] = (r.spec(), r.options)
     out["dmma_gemm_naive"] = (dmma_naive(), ())

@@ -11,7 +11,7 @@ import secrets
 
 import numpy as np
 
-from grader.problems import conv, numerics
+from grader.problems import conv, gemm_launch, numerics
 from grader.runtime import kernels
 
 TVM_SHAPE = (256, 256, 14, 14, 512, 3, 3, 1)  # N, C, H, W, K, R, S, pad (TVM RFC layer)
@@ -262,8 +262,8 @@ def conv_by_im2col_wmma(im2col_source: str, N=2, C=8, H=8, W=8, K=16, R=3, pad=1
     wmat = np.ascontiguousarray(w.reshape(K, C * R * R).T)  # (c*R + r)*S + s  x  k
     M, Kg = col.shape
     y = xp.full((M, K), np.nan, dtype=xp.float32)
-    grid = (conv.cdiv(M, 16), conv.cdiv(K, 16), 1)
-    gemm_mod.launch("wmma_gemm", grid, (32, 1, 1), [xp.asarray(col), xp.asarray(wmat), y, M, K, Kg])
+    spec = gemm_launch.wmma_any_size()  # the GEMM y (M x K) = col (M x Kg) wmat (Kg x K)
+    gemm_mod.launch(spec.kernel, spec.grid(M, K, Kg), spec.block, [xp.asarray(col), xp.asarray(wmat), y, M, K, Kg])
     P, Q = conv.out_size(H, R, pad), conv.out_size(W, R, pad)
     y_nchw = _host(y).reshape(N, P, Q, K).transpose(0, 3, 1, 2)
     ref = conv.conv2d_nchw_direct(x, w, pad)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.problems import gemm
+from grader.problems import gemm, gemm_launch
 from grader.runtime import kernels
 
 
@@ -16,16 +16,16 @@ from grader.runtime import kernels
 class Rung:
     label: str
     file: str  # kernels/FILE.cu
-    spec: gemm.GemmSpec
+    spec: gemm_launch.GemmSpec
     idea: str
 
 
 LADDER = (
-    Rung("naive", "sgemm_naive", gemm.sgemm_naive(), "one thread per element of C, operands from global memory"),
-    Rung("tiled 16", "sgemm_tiled", gemm.sgemm_tiled(16), "16x16 tiles of A and B staged in shared memory"),
-    Rung("tiled 32", "sgemm_tiled", gemm.sgemm_tiled(32), "32x32 tiles (the Salerno paper's listing 3)"),
-    Rung("regblock", "sgemm_regblock", gemm.regblock_spec(), "128x128 block tile, 8x8 outputs per thread in registers, float4"),
-    Rung("regblock+db", "sgemm_regblock_db", gemm.regblock_spec(), "plus double-buffered shared memory"),
+    Rung("naive", "sgemm_naive", gemm_launch.sgemm_naive(), "one thread per element of C, operands from global memory"),
+    Rung("tiled 16", "sgemm_tiled", gemm_launch.sgemm_tiled(16), "16x16 tiles of A and B staged in shared memory"),
+    Rung("tiled 32", "sgemm_tiled", gemm_launch.sgemm_tiled(32), "32x32 tiles (the Salerno paper's listing 3)"),
+    Rung("regblock", "sgemm_regblock", gemm_launch.sgemm_regblock(), "128x128 block tile, 8x8 outputs per thread in registers, float4"),
+    Rung("regblock+db", "sgemm_regblock_db", gemm_launch.sgemm_regblock(), "plus double-buffered shared memory"),
 )
 
 

@@ -1,11 +1,11 @@
-"""Notebook 06 (fast WMMA GEMM): the ladder, the niter sweep, bank conflicts, the live sweep.
+"""Notebook 06 (fast WMMA GEMM): the ladder, the niter sweep, the live sweep, the student's kernel.
 
 Every function either measures on the GPU (in the calling process, beside cuBLAS in the same
 run) or, without a GPU, runs the kernel on the CPU emulator for correctness and falls back
-to the numbers recorded in kernels/RESULTS-wmma.md (ladder, niter, tuning sweep) and
-kernels/RESULTS-notebooks-06-07.md (bank-conflict padding table), always labelled as recorded;
-cublas_spread() says how far cuBLAS itself moved between the recorded runs.
-The kernels, their defaults and launch rules come from grader.bench.wmma (Rung, LADDER).
+to the numbers recorded in kernels/RESULTS-wmma.md (ladder, niter, tuning sweep), always
+labelled as recorded; cublas_spread() says how far cuBLAS itself moved between the recorded runs.
+The kernels, their defaults and launch rules come from grader.bench.wmma (Rung, LADDER); the
+bank-conflict section lives in grader.lessons.bank_conflicts.
 """
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ import json
 import re
 import secrets
 import textwrap
-from pathlib import Path
 
 import numpy as np
 
 from grader.bench import wmma as bench_wmma
-from grader.problems import gemm, numerics
-from grader.problems.demos import bank_kernel_reference, niter_kernel_reference
+from grader.lessons.bank_conflicts import (  # noqa: F401 - notebook 06 reads its bank-conflict section here too
+    NOTEBOOK_RECORD, PADS, bank_conflicts, check_bank_kernel, conflict_ways, ldmatrix_banks, measure_bank_conflicts,
+    plot_bank_conflicts, plot_banks, recorded_banks)
+from grader.lessons.records import KERNELS, label_of, record, section
+from grader.problems import gemm, gemm_launch, numerics
+from grader.problems.demos import niter_kernel_reference
 from grader.runtime import backend, kernels
 from grader.runtime.device import device_info, has_gpu
 
@@ -73,8 +76,8 @@ def rung(name: str, **defines) -> bench_wmma.Rung:
     return bench_wmma.Rung(name, name, {k: v for k, v in defines.items()})
 
 
-def spec_of(name: str, **defines) -> gemm.GemmSpec:
-    return gemm.wmma_naive() if name == NAIVE else rung(name, **defines).spec()
+def spec_of(name: str, **defines) -> gemm_launch.GemmSpec:
+    return gemm_launch.wmma_naive() if name == NAIVE else rung(name, **defines).spec()
 
 
 def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto", **defines):
@@ -85,42 +88,20 @@ def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto"
 
 
 # ---------------------------------------------------------------- recorded numbers (no GPU)
-KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 WMMA_RECORD = "RESULTS-wmma.md"  # bench_wmma's final run: ladder, niter, tuning sweep
-NOTEBOOK_RECORD = "RESULTS-notebooks-06-07.md"  # this notebook run on a GPU: the padding table
-
-
-def _record(name: str = WMMA_RECORD) -> str:
-    return (KERNELS / name).read_text()
 
 
 def _results() -> str:
-    return _record(WMMA_RECORD)
-
-
-def _section(text: str, heading: str) -> str:
-    """The part of `text` from the line starting with `heading` to the next heading of any level."""
-    start = text.find(heading)
-    if start < 0:
-        return ""
-    nxt = re.search(r"^#", text[start + len(heading):], flags=re.M)
-    return text[start:start + len(heading) + nxt.start()] if nxt else text[start:]
+    return record(WMMA_RECORD)
 
 
 RUN_HEADING = "## WMMA / DMMA kernels vs cuBLAS — "  # bench_wmma.header(): one per recorded run
 
 
-def _label_of(text: str, name: str) -> str:
-    gpu = re.search(r"NVIDIA [A-Z]\d+\w*", text)
-    date = re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", text)
-    return (f"recorded on {gpu.group(0) if gpu else 'a GPU'}"
-            f"{', ' + date.group(0) if date else ''} (kernels/{name})")
-
-
 def recorded_label(name: str = WMMA_RECORD) -> str:
     """'recorded on <GPU>, <date> (kernels/<file>)' for a record file: for RESULTS-wmma.md the
     run recorded_ladder() shows, for the others the first GPU and date in the file."""
-    return _label_of(_recorded_run()[0] if name == WMMA_RECORD else _record(name), name)
+    return label_of(_recorded_run()[0] if name == WMMA_RECORD else record(name), name)
 
 
 def _runs() -> list[str]:
@@ -136,7 +117,7 @@ def _ladder_rows(run: str, n: int) -> list[dict]:
     rows, seen = [], set()
     pat = re.compile(r"^\| (wmma_gemm_\w+) \| %d\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%%" % n,
                      flags=re.M)
-    for m in pat.finditer(_section(run, "### fp16 in, fp32 out: the fast-GEMM ladder")):
+    for m in pat.finditer(section(run, "### fp16 in, fp32 out: the fast-GEMM ladder")):
         if m.group(1) in seen or m.group(1) not in RUNGS:
             continue
         seen.add(m.group(1))
@@ -174,15 +155,6 @@ def recorded_niter() -> list[tuple[int, float]]:
     return [(int(a), float(b)) for a, b in re.findall(r"^\| (\d+) \| [\d.]+ us \| ([\d.]+) \|", part, re.M)]
 
 
-def recorded_banks() -> list[dict]:
-    """The padding table of kernels/RESULTS-notebooks-06-07.md (ldsm_pad measured on a GPU):
-    dict(pad, ld, ways, ms, tbps) per row, `ways` being the bank model's passes."""
-    part = _section(_record(NOTEBOOK_RECORD), "Bank conflicts (")
-    pat = r"^\| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) ms \| ([\d.]+) TB/s \|"
-    return [dict(pad=int(a), ld=int(b), ways=int(c), ms=float(d), tbps=float(e))
-            for a, b, c, d, e in re.findall(pat, part, flags=re.M)]
-
-
 SWIZZLE_DEFAULTS = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, WARP_M=4, WARP_N=4, STAGES=3, GROUP_M=16)
 
 
@@ -202,7 +174,7 @@ def _sweep_rows(run: str, n: int) -> list[dict]:
     rows = []
     pat = re.compile(r"^\| swizzle\[([\w=,]+)\] \| %d\^3 \| yes[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+)%%" % n,
                      flags=re.M)
-    for m in pat.finditer(_section(run, "### Tuning sweep")):
+    for m in pat.finditer(section(run, "### Tuning sweep")):
         defines = {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split(","))}
         if set(defines) <= set(SWIZZLE_DEFAULTS):
             rows.append(dict(label=sweep_label(defines), defines=defines, ok=True, tflops=float(m.group(2)),
@@ -221,7 +193,7 @@ def _sweep_run(n: int = 4096) -> str:
 
 def recorded_sweep_label(n: int = 4096) -> str:
     """recorded_label() of the run recorded_sweep() shows."""
-    return _label_of(_sweep_run(n), WMMA_RECORD)
+    return label_of(_sweep_run(n), WMMA_RECORD)
 
 
 def recorded_sweep(n: int = 4096) -> list[dict]:
@@ -246,22 +218,22 @@ def _cublas_fp16_4096_records() -> list[tuple[float, str]]:
 
     # RESULTS.md: grader.bench, GFLOP/s
     add("RESULTS.md", [int(g) / 1000 for g in
-                       re.findall(r"^\| \w+ \| 4096\^3 \|[^\n]*cuBLAS fp16: (\d+)", _record("RESULTS.md"), re.M)])
+                       re.findall(r"^\| \w+ \| 4096\^3 \|[^\n]*cuBLAS fp16: (\d+)", record("RESULTS.md"), re.M)])
     # RESULTS-wmma.md: every fp16 row at 4096^3 of every run (ladder and tuning sweep; each
     # row's own cuBLAS when the run paired them), then the tuning history's "cuBLAS a / b"
     text = _results()
     fp16_row = r"^\| (?:wmma_gemm_\w+|swizzle\[[\w=,]+\]|fragdb\[[\w=,]+\]) \| 4096\^3 \| yes[^|]*\| [\d.]+ \| ([\d.]+) \|"
     add(WMMA_RECORD, [v for run in _runs() for v in re.findall(fp16_row, run, re.M)]
-        + re.findall(r"cuBLAS ([\d.]+) / [\d.]+\)", _section(text, "## Tuning history")))
+        + re.findall(r"cuBLAS ([\d.]+) / [\d.]+\)", section(text, "## Tuning history")))
     # RESULTS-notebooks-04-05.md: the 4096 row of the sizes table (last column) and run 2's prose
-    text = _record("RESULTS-notebooks-04-05.md")
+    text = record("RESULTS-notebooks-04-05.md")
     add("RESULTS-notebooks-04-05.md", re.findall(r"^\| 4096 \|(?: [\d.]+ \|){4} ([\d.]+) \|", text, re.M)
         + re.findall(r"cuBLAS fp16 ([\d.]+) TFLOP/s", text))
     # RESULTS-notebooks-06-07.md: 06's "(cuBLAS x)", 07's fp16 column, the second run's "of x"
-    text = _record(NOTEBOOK_RECORD)
-    add(NOTEBOOK_RECORD, re.findall(r"\(cuBLAS ([\d.]+)\)", _section(text, "## 06"))
-        + re.findall(r"\| fp16 ([\d.]+) \|", _section(text, "## 07"))
-        + re.findall(r"fp16 naive [\d.]+ \([\d.]+% of ([\d.]+)\)", _section(text, "## Second run")))
+    text = record(NOTEBOOK_RECORD)
+    add(NOTEBOOK_RECORD, re.findall(r"\(cuBLAS ([\d.]+)\)", section(text, "## 06"))
+        + re.findall(r"\| fp16 ([\d.]+) \|", section(text, "## 07"))
+        + re.findall(r"fp16 naive [\d.]+ \([\d.]+% of ([\d.]+)\)", section(text, "## Second run")))
     # the capstone's saved runs (notebook 09)
     for f in sorted(KERNELS.glob("capstone-results-*.json")):
         ms = json.loads(f.read_text()).get("salerno", {}).get("ms", {}).get("4096", {}).get("cublas_fp16")
@@ -409,108 +381,6 @@ def plot_niter(points, source: str, cublas: float | None = None):
     return fig
 
 
-# ---------------------------------------------------------------- bank conflicts
-PADS = (0, 8, 16, 24, 32, 40, 48, 56, 64)
-
-
-def ldmatrix_banks(ld_halves: int, rows: int = 8) -> np.ndarray:
-    """banks[r, j]: bank of the j-th 4-byte word of row r of one ldmatrix 8x8 read
-    (8 rows of 16 bytes, rows ld_halves halves apart)."""
-    start = np.arange(rows)[:, None] * ld_halves * 2  # byte address of each row
-    words = (start + 4 * np.arange(4)[None, :]) // 4
-    return words % 32
-
-
-def conflict_ways(ld_halves: int) -> int:
-    """Passes one 8x8 ldmatrix read needs: the most rows that share one bank."""
-    banks = ldmatrix_banks(ld_halves)
-    return int(np.bincount(banks.ravel(), minlength=32).max())
-
-
-def plot_banks(pads=(0, 8)):
-    """Which banks the 8 rows of one 8x8 fragment read touch, for each padding."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(pads), figsize=(4.5 * len(pads), 2.6))
-    for ax, pad in zip(np.atleast_1d(axes), pads):
-        grid = np.full((8, 32), np.nan)
-        for r, banks in enumerate(ldmatrix_banks(64 + pad)):
-            grid[r, banks] = r
-        ax.imshow(grid, cmap="tab10", aspect="auto", vmin=0, vmax=9)
-        ax.set_xticks(range(0, 32, 4))
-        ax.set_yticks(range(8))
-        ax.set_xlabel("bank")
-        ax.set_ylabel("row of the 8x8 read")
-        ax.set_title(f"row = {64 + pad} halves (pad {pad}): {conflict_ways(64 + pad)}-way", fontsize=9)
-    plt.tight_layout()
-    plt.show()
-
-
-def check_bank_kernel(pad: int = 8, backend_name: str = "auto", warps: int = 2, iters: int = 7):
-    """ldsm_pad on the backend: out must equal the sum of its sub-tile products."""
-    module = backend.load(kernels.source("smem_bank_conflicts"), backend_name, (f"-DPAD={pad}",))
-    xp = module.xp
-    rng = np.random.default_rng(secrets.randbits(32))
-    M = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
-    out = xp.full(warps * 256, np.nan, dtype=np.float32)
-    module.launch("ldsm_pad", (1, 1, 1), (32 * warps, 1, 1), [xp.asarray(M.ravel()), out, iters])
-    host = (out.get() if hasattr(out, "get") else out).reshape(warps, 16, 16)
-    return numerics.compare(host, *bank_kernel_reference(M, warps, iters))
-
-
-def measure_bank_conflicts(pads=PADS, iters: int = 4096, threads: int = 256) -> list[dict]:
-    """GPU: shared-memory fragment-load rate of ldsm_pad for each padding."""
-    import cupy
-
-    from grader.runtime.gpu import GpuModule
-    from grader.runtime.timing import benchmark
-
-    blocks = 8 * device_info().sm_count
-    M = cupy.asarray(np.random.default_rng(0).uniform(-1, 1, 4096).astype(np.float16))
-    out = cupy.empty(blocks * threads // 32 * 256, dtype=cupy.float32)
-    rows = []
-    for pad in pads:
-        m = GpuModule(kernels.source("smem_bank_conflicts"), (f"-DPAD={pad}",))
-        t = benchmark(m.bind("ldsm_pad", (blocks, 1, 1), (threads, 1, 1), [M, out, iters]), max_seconds=0.5)
-        nbytes = blocks * threads / 32 * iters * 1024.0
-        rows.append(dict(pad=pad, ld=64 + pad, ways=conflict_ways(64 + pad), ms=t.median_ms,
-                         tbps=nbytes / (t.median_ms * 1e-3) / 1e12))
-    return rows
-
-
-def bank_conflicts(pads=PADS) -> tuple[list[dict], str]:
-    """(rows, source): ldsm_pad measured now on a GPU, else the run recorded in
-    kernels/RESULTS-notebooks-06-07.md."""
-    if has_gpu():
-        return measure_bank_conflicts(pads), f"measured now on {device_info().name}"
-    return recorded_banks(), recorded_label(NOTEBOOK_RECORD) + "; no GPU here"
-
-
-def plot_bank_conflicts(rows: list[dict] | None, source: str = "measured now"):
-    """Predicted passes per 8x8 read (all pads) and, with rows (measured now or recorded),
-    the time of ldsm_pad relative to the best padding."""
-    import matplotlib.pyplot as plt
-
-    pads = [r["pad"] for r in rows] if rows else list(PADS)
-    ways = [conflict_ways(64 + p) for p in pads]
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    x = np.arange(len(pads))
-    w = 0.38 if rows else 0.6
-    ax.bar(x - (w / 2 if rows else 0), ways, w, color="#8c959f", label="predicted passes (bank model)")
-    if rows:
-        best = min(r["ms"] for r in rows)
-        ax.bar(x + w / 2, [r["ms"] / best for r in rows], w, color="#0969da",
-               label="measured time / best (ldsm_pad)")
-    ax.set_xticks(x, [f"{p}\n({64 + p})" for p in pads])
-    ax.set_xlabel("SMEM_PAD in halves (row length)")
-    ax.set_ylabel("x slower than conflict-free")
-    title = "Bank conflicts of 16x16 fp16 fragment loads from shared memory"
-    ax.set_title(textwrap.fill(title + (f" — time {source}" if rows else " (model only)"), 80), fontsize=10)
-    ax.legend(fontsize=9)
-    plt.tight_layout()
-    plt.show()
-
-
 # ---------------------------------------------------------------- live sweep
 SM90_MAX_SHARED = 232448  # bytes of shared memory one block may opt in to on sm_90 (H100, H200)
 
@@ -644,11 +514,9 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=128, block_k=6
     time it at n^3 beside cuBLAS fp16 (GPU only). Raises on failure."""
     from grader.runtime.gpu import GpuModule
 
-    opts = (f"-DBLOCK_M={block_m}", f"-DBLOCK_N={block_n}", f"-DBLOCK_K={block_k}", f"-DTHREADS={threads}")
-    spec = gemm.GemmSpec("wmma_gemm", "float16", "float32", (threads, 1, 1),
-                         lambda M, N, K: (N // block_n, M // block_m, 1), library="fp16",
-                         options=opts, multiple=(block_m, block_n, block_k), shared_mem=shared_mem)
-    module = GpuModule(source, opts)
+    launch = dict(block_m=block_m, block_n=block_n, block_k=block_k, threads=threads, shared_mem=shared_mem)
+    spec = gemm_launch.student("block", launch, "wmma_gemm", library="fp16", multiple=(block_m, block_n, block_k))
+    module = GpuModule(source, spec.options)
     ok, worst, detail = bench_wmma.check_sizes(module, spec, (512,))
     if not ok:
         raise ValueError(f"not correct yet: {detail}")

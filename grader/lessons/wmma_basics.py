@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from grader.problems import gemm, numerics
+from grader.problems import gemm, gemm_launch, numerics
 from grader.runtime import kernels
 
 
@@ -142,8 +142,8 @@ def colmajor(M: int, N: int, K: int, alpha: float, beta: float, backend: str = "
     C = rng.uniform(-1, 1, (M, N)).astype(np.float32)
     col = lambda X: xp.asarray(np.ascontiguousarray(X.T))  # noqa: E731  column-major storage
     a, b, c = col(A), col(B), col(C)
-    grid = (-(-M // 64), -(-N // 64), 1)
-    m.launch("wmma_gemm_colmajor", grid, (128, 4, 1), [a, b, c, M, N, K, alpha, beta])
+    spec = gemm_launch.wmma_colmajor()
+    m.launch(spec.kernel, spec.grid(M, N, K), spec.block, [a, b, c, M, N, K, alpha, beta])
     out = _host(c).T  # back to the logical M x N matrix
     ref = alpha * (A.astype(np.float64) @ B.astype(np.float64)) + beta * C
     bound = numerics.gemm_bound(np.abs(alpha) * (np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))),
@@ -176,9 +176,9 @@ def sweep(sizes=(256, 512, 1024, 2048, 4096), student_source: str | None = None,
     from grader.runtime.backend import load
     from grader.runtime.timing import benchmark
 
-    entries = [("CUDA cores: naive fp32 (03)", "sgemm_naive", gemm.sgemm_naive()),
-               ("CUDA cores: tiled fp32 (03)", "sgemm_tiled", gemm.sgemm_tiled(32)),
-               ("tensor cores: naive WMMA (04)", "wmma_gemm_naive", gemm.wmma_naive())]
+    entries = [("CUDA cores: naive fp32 (03)", "sgemm_naive", gemm_launch.sgemm_naive()),
+               ("CUDA cores: tiled fp32 (03)", "sgemm_tiled", gemm_launch.sgemm_tiled(32)),
+               ("tensor cores: naive WMMA (04)", "wmma_gemm_naive", gemm_launch.wmma_naive())]
     runs = []
     for label, name, spec in entries:
         m = module(name, "gpu", spec.options)
@@ -186,7 +186,7 @@ def sweep(sizes=(256, 512, 1024, 2048, 4096), student_source: str | None = None,
             raise RuntimeError(f"{name} gave a wrong result: not timed")
         runs.append((label, m, spec))
     if student_source is not None and _student_ok(student_source):
-        runs.append(("your WMMA kernel", load(student_source, "gpu"), gemm.wmma_naive()))
+        runs.append(("your WMMA kernel", load(student_source, "gpu"), gemm_launch.wmma_naive()))
     out = {"sizes": list(sizes), "tflops": {}}
     for label, m, spec in runs:
         out["tflops"][label] = []

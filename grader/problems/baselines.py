@@ -28,7 +28,7 @@ def make(kind: str, args: list, dims: dict):
     if kind == "sgemm-naive":
         # the course's own naive SGEMM (kernels/sgemm_naive.cu) on the same inputs: how much a
         # tiled kernel gains over it is steadier than its share of cuBLAS (RESULTS-grader.md)
-        from grader.problems.gemm import sgemm_naive
+        from grader.problems.gemm_launch import sgemm_naive
         from grader.runtime import kernels
         from grader.runtime.gpu import GpuModule
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.problems import numerics
-from grader.problems.gemm import cdiv
+from grader.problems import gemm_launch, numerics
+from grader.problems.gemm_launch import cdiv
 
 
 def out_size(h: int, r: int, pad: int, stride: int = 1) -> int:
@@ -188,9 +188,15 @@ class WmmaConfig:
     def supports(self, C: int, K: int) -> bool:
         return C % self.block_k == 0 and K % self.block_n == 0
 
+    @property
+    def spec(self) -> gemm_launch.GemmSpec:
+        """The implicit GEMM's launch: `threads` per block_m x block_n tile of y (N*P*Q x K)."""
+        return gemm_launch.block_tiles("conv2d", "float16", "float32", self.block_m, self.block_n, self.threads,
+                                       options=self.options, multiple=(1, self.block_n, self.block_k),
+                                       shared_mem=self.shared_bytes)
+
     def grid(self, N, H, W, K, R, S, pad):
-        M = N * out_size(H, R, pad) * out_size(W, S, pad)
-        return (K // self.block_n, cdiv(M, self.block_m), 1)
+        return self.spec.grid(N * out_size(H, R, pad) * out_size(W, S, pad), K)
 
     def __str__(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}, {self.threads} threads, "

@@ -1,56 +1,16 @@
 """Run, check and time a GEMM kernel of the course's contract on any backend.
 
 Contract (issue #3): row-major contiguous A (M x K), B (K x N), C (M x N);
-`kernel(A, B, C, M, N, K)`; the grid follows from the block tile.
+`kernel(A, B, C, M, N, K)`; how each kernel is launched is its GemmSpec (grader.problems.gemm_launch).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from grader.problems import numerics
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-@dataclass(frozen=True)
-class GemmSpec:
-    kernel: str  # entry point name
-    in_dtype: str  # "float16" | "float32" | "float64"
-    out_dtype: str
-    block: tuple[int, int, int]
-    grid: Callable[[int, int, int], tuple[int, int, int]]  # (M, N, K) -> grid
-    accumulate: str = "fp32"
-    library: str = "fp32"  # which cuBLAS routine it is compared with
-    options: tuple[str, ...] = ()
-    multiple: tuple[int, int, int] = (1, 1, 1)  # M, N, K must be multiples of these
-    shared_mem: int = 0
-
-
-def _rows_along_y(tile: int):
-    return lambda M, N, K: (cdiv(N, tile), cdiv(M, tile), 1)
-
-
-def _rows_along_x(tm: int, tn: int):
-    return lambda M, N, K: (cdiv(M, tm), cdiv(N, tn), 1)
-
-
-def sgemm_naive() -> GemmSpec:
-    return GemmSpec("sgemm", "float32", "float32", (16, 16, 1), _rows_along_y(16))
-
-
-def sgemm_tiled(tile: int = 32) -> GemmSpec:
-    return GemmSpec("sgemm", "float32", "float32", (tile, tile, 1), _rows_along_y(tile),
-                    options=(f"-DTILE={tile}",))
-
-
-def wmma_naive() -> GemmSpec:
-    return GemmSpec("wmma_gemm", "float16", "float32", (32, 1, 1), _rows_along_x(16, 16),
-                    library="fp16", multiple=(16, 16, 16))
+from grader.problems import baselines, numerics
+from grader.problems.gemm_launch import GemmSpec
 
 
 def random_inputs(M: int, N: int, K: int, dtype: str, seed: int, xp=np):
@@ -91,7 +51,6 @@ def time_gemm(module, spec: GemmSpec, M: int, N: int, K: int, seed: int = 0, max
     library_gflops, ratio)."""
     import cupy
 
-    from grader.problems import baselines
     from grader.runtime.timing import paired
 
     A, B = inputs if inputs is not None else random_inputs(M, N, K, spec.in_dtype, seed, cupy)
@@ -105,8 +64,3 @@ def time_gemm(module, spec: GemmSpec, M: int, N: int, K: int, seed: int = 0, max
     return dict(kernel=p.kernel, library=p.baseline, gflops=p.kernel.gflops(flops),
                 library_gflops=p.baseline.gflops(flops), ratio=p.ratio)
 
-
-def regblock_spec() -> GemmSpec:
-    """Launch of kernels/sgemm_regblock*.cu: 256 threads per 128 x 128 tile of C."""
-    return GemmSpec("sgemm", "float32", "float32", (256, 1, 1),
-                    lambda M, N, K: (cdiv(N, 128), cdiv(M, 128), 1))

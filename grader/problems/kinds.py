@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.problems import numerics
-from grader.problems.conv import out_size
-from grader.problems.gemm import cdiv
+from grader.problems import gemm_launch, numerics
+from grader.problems.conv import im2col_launch, out_size, transpose_launch
 
 # Poison (what outputs hold before launch) per dtype: NaNs with a recognisable payload, so
 # "never written" can be told apart from "computed NaN". Integers get an unlikely value.
@@ -109,35 +108,25 @@ class Gemm(Problem):
             self.params = (("A", f"const {a}*"), ("B", f"const {a}*"), ("C", f"{o}*"),
                            ("M", "int"), ("N", "int"), ("K", "int"))
 
+    def launch(self, launch: dict, kernel: str = "") -> gemm_launch.GemmSpec:
+        """How the student's kernel is launched with these launch keywords (one description,
+        grader.problems.gemm_launch, shared with the bench ladders and the lessons)."""
+        return gemm_launch.student(self.launch_rule, launch, kernel, self.in_dtype, self.out_dtype,
+                                   accumulate=self.accumulate)
+
     def options(self, launch):
-        if self.launch_rule == "tile":
-            return (f"-DTILE={launch['tile']}",)
-        if self.launch_rule == "block":
-            return tuple(f"-D{k.upper()}={v}" for k, v in launch.items() if k != "shared_mem")
-        return ()
+        return self.launch(launch).options
 
     def geometry(self, M, N, K, launch):
-        rule = self.launch_rule
-        if rule == "naive16":
-            return (cdiv(N, 16), cdiv(M, 16), 1), (16, 16, 1), 0
-        if rule == "tile":
-            t = launch["tile"]
-            return (cdiv(N, t), cdiv(M, t), 1), (t, t, 1), 0
-        if rule == "warp16":
-            return (cdiv(M, 16), cdiv(N, 16), 1), (32, 1, 1), 0
-        if rule == "warp8":
-            return (cdiv(M, 8), cdiv(N, 8), 1), (32, 1, 1), 0
-        if rule == "block":
-            return ((cdiv(N, launch["block_n"]), cdiv(M, launch["block_m"]), 1),
-                    (launch["threads"], 1, 1), launch.get("shared_mem", 0))
-        raise ValueError(rule)
+        spec = self.launch(launch)
+        return spec.grid(M, N, K), spec.block, spec.shared_mem
 
     def make(self, dims, rng, launch, reference=True):
         M, N, K = dims["M"], dims["N"], dims["K"]
         A = _uniform(rng, (M, K), self.in_dtype)
         B = _uniform(rng, (K, N), self.in_dtype)
         ref, abs_ab = numerics.gemm_reference(A, B) if reference else (None, None)
-        grid, block, smem = self.geometry(M, N, K, launch)
+        spec = self.launch(launch)
         if self.epilogue:
             alpha, beta = float(np.float32(rng.uniform(0.5, 2))), float(np.float32(rng.uniform(-2, -0.5)))
             C = _uniform(rng, (M, N), self.out_dtype)
@@ -152,11 +141,12 @@ class Gemm(Problem):
             if reference:
                 bound = numerics.gemm_bound(abs_ab, K, accumulate=self.accumulate)
             args, outputs = [A, B, C, M, N, K], [2]
-        # the feedback map groups errors by what one block (or warp) computes
-        t = launch.get("tile", 16) if self.launch_rule == "tile" else 8 if self.launch_rule == "warp8" else 16
-        tile = (t, t)
+        # the feedback map groups errors by what one block (or warp) computes; a block of the
+        # "block" rule is many warps, so there by one warp's 16x16 fragment
+        tile = (16, 16) if self.launch_rule == "block" else spec.tile
         expected = {outputs[0]: Expected(ref, bound, tile)} if reference else {}
-        return Case(f"M={M} N={N} K={K}", args, outputs, grid, block, smem, expected)
+        return Case(f"M={M} N={N} K={K}", args, outputs, spec.grid(M, N, K), spec.block, spec.shared_mem,
+                    expected)
 
     def flops(self, dims):
         return 2.0 * dims["M"] * dims["N"] * dims["K"]
@@ -184,8 +174,7 @@ class Transpose(Problem):
         rows, cols = dims["rows"], dims["cols"]
         x = _uniform(rng, (rows, cols), np.float32)
         out = poisoned((cols, rows), np.float32)
-        return Case(f"rows={rows} cols={cols}", [x, out, rows, cols], [1],
-                    (cdiv(cols, 32), cdiv(rows, 32), 1), (32, 8, 1), 0,
+        return Case(f"rows={rows} cols={cols}", [x, out, rows, cols], [1], *transpose_launch(rows, cols), 0,
                     {1: Expected(x.T.astype(np.float64), 0.0, (32, 32), exact=True)})
 
     def bytes(self, dims):
@@ -228,9 +217,8 @@ class Im2col(Problem):
         x = _uniform(rng, (N, C, H, W), np.float16)
         ref = im2col_nchw(x, R, S, pad, stride).astype(np.float64)
         col = poisoned(ref.shape, np.float16)
-        total = ref.size
         return Case(f"N={N} C={C} H={H} W={W} R={R} S={S} pad={pad} stride={stride}",
-                    [x, col, N, C, H, W, R, S, pad, stride], [1], (cdiv(total, 256), 1, 1), (256, 1, 1), 0,
+                    [x, col, N, C, H, W, R, S, pad, stride], [1], *im2col_launch(N, C, H, W, R, S, pad, stride), 0,
                     {1: Expected(ref, 0.0, (16, 16), exact=True)})
 
 
@@ -240,8 +228,12 @@ class Conv2dWmma(Problem):
               ("H", "int"), ("W", "int"), ("K", "int"), ("R", "int"), ("S", "int"), ("pad", "int"))
     baseline = "im2col-cublas"
 
+    def launch(self, launch: dict, kernel: str = "conv2d") -> gemm_launch.GemmSpec:
+        """The implicit GEMM's launch (M = N*P*Q rows, N = K columns): the "block" rule."""
+        return gemm_launch.student("block", launch, kernel)
+
     def options(self, launch):
-        return tuple(f"-D{k.upper()}={v}" for k, v in launch.items() if k != "shared_mem")
+        return self.launch(launch).options
 
     def make(self, dims, rng, launch, reference=True):
         N, C, H, W, K, R, S, pad = (dims[k] for k in ("N", "C", "H", "W", "K", "R", "S", "pad"))
@@ -256,10 +248,10 @@ class Conv2dWmma(Problem):
             ref, abs_ref = conv2d_nhwc_reference(x, w, pad)  # float64 y and (|x| * |w|)
             bound = numerics.gemm_bound(abs_ref, R * S * C)
             expected = {2: Expected(ref.reshape(N * P * Q, K), bound.reshape(N * P * Q, K), (16, 16))}
-        grid = (cdiv(K, launch["block_n"]), cdiv(N * P * Q, launch["block_m"]), 1)
+        spec = self.launch(launch)
         return Case(f"N={N} C={C} H={H} W={W} K={K} {R}x{S} pad={pad}",
-                    [x, w, y, N, C, H, W, K, R, S, pad], [2], grid, (launch["threads"], 1, 1),
-                    launch.get("shared_mem", 0), expected)
+                    [x, w, y, N, C, H, W, K, R, S, pad], [2], spec.grid(N * P * Q, K), spec.block,
+                    spec.shared_mem, expected)
 
     def flops(self, dims):
         P, Q = out_size(dims["H"], dims["R"], dims["pad"]), out_size(dims["W"], dims["S"], dims["pad"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.problems import gemm
+from grader.problems import gemm_launch
 
 
 # ---------------------------------------------------------------- rounding NumPy lacks
@@ -54,14 +54,13 @@ class Kernel:
     options: tuple = ()
     color: str = "#0969da"
 
-    def spec(self) -> gemm.GemmSpec:
+    def spec(self) -> gemm_launch.GemmSpec:
         if self.entry == "sgemm":
-            return gemm.sgemm_naive()
+            return gemm_launch.sgemm_naive()
         out = "float64" if self.prepare == "fp64" else "float32"
         acc = "fp64" if self.prepare == "fp64" else "fp32"
-        return gemm.GemmSpec(self.entry, "", out, (32, 1, 1),
-                             lambda M, N, K, t=self.tile: (gemm.cdiv(M, t), gemm.cdiv(N, t), 1),
-                             accumulate=acc, library=self.library, options=self.options)
+        return gemm_launch.warp_per_tile(self.entry, "", out, self.tile, accumulate=acc, library=self.library,
+                                         options=self.options)
 
 
 KERNELS = [
