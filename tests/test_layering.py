@@ -108,22 +108,12 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
                              "(runtime may not import checking)"]
 
 
-# Pairs of modules whose imports of each other are not counted as a circle, while another branch
-# of issue #34 removes it: h-derived owns these two files and is taking this circle apart (the
-# lead deletes this entry when that branch is merged). Nothing else belongs here.
-CIRCLES_BEING_FIXED = {frozenset({"grader.classroom.nbgrader_ext", "grader.classroom.notebooks"})}
-
-
 def _graph() -> dict[str, set[str]]:
     """module -> the grader modules it imports anywhere in its text (functions included)."""
     graph = {}
     for name, path in _modules():
         here = f"grader.{name}" if name else "grader"
         graph[here] = {t for t in _imports(name, path) if t != here}
-    for pair in CIRCLES_BEING_FIXED:
-        a, b = sorted(pair)
-        graph.get(a, set()).discard(b)
-        graph.get(b, set()).discard(a)
     return graph
 
 
