@@ -9,6 +9,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.classroom.cohort import Course
 
 def _hms(s: float) -> str:
     s = int(round(s))
