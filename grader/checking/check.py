@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from grader.checking import exercises
-from grader.checking.scoring import NO_SPEED, STRICT, score, speed_graded  # noqa: F401 (imported from here)
+from grader.checking.scoring import NO_SPEED, STRICT, score, speed_graded, worth  # noqa: F401 (imported from here)
 from grader.checking.steps import (cases, coach, compile, gate, lesson, signature, speed, static_checks,
                                    strict, tensor, timed, unfilled)
 from grader.checking.steps.context import Stop, Submission, handed_in  # noqa: F401 (imported from here)
@@ -52,8 +52,9 @@ def check(exercise_id: str, source: str, *, backend: str = "auto", case_timeout:
     A correct kernel of a speed-graded exercise gets the coach's panel, "where the time goes"
     (grader.coach); `explain=True` adds its details and, on a GPU where Nsight Compute can read
     the counters, the measured part (one profiled launch at the timed size)."""
-    sub = Submission(exercises.get(exercise_id), source, backend, launch, speed=speed, explain=explain,
-                     case_timeout=case_timeout)
+    ex = exercises.get(exercise_id)
+    sub = Submission(ex, source, backend, launch, speed=speed, explain=explain, case_timeout=case_timeout,
+                     verdict=Verdict(ex.id, backend, max_score=worth(ex)))
     for step in STEPS:
         items = step(sub)
         sub.verdict.items.extend(items)

@@ -24,7 +24,7 @@ class Submission:
     speed: bool = True
     explain: bool = False
     case_timeout: float | None = None
-    verdict: Verdict | None = None
+    verdict: Verdict = None  # the verdict being built (check makes it)
     cell: SourceCell | None = None  # inside a notebook: the cell the kernel was written in
     chosen: str = ""
     arch: int = 90

@@ -5,16 +5,14 @@ from __future__ import annotations
 import os
 
 from grader.checking.cells import find_cell
-from grader.checking.scoring import worth
 from grader.checking.steps.context import Stop, Submission
-from grader.checking.verdict import FAIL, SKIP, Item, Verdict
+from grader.checking.verdict import FAIL, SKIP, Item
 from grader.runtime.compile import SUPPORTED_ARCHS
 from grader.runtime.errors import CourseError
 
 
 def autograding(sub: Submission) -> list[Item]:
     """Nobody reads this verdict under `nbgrader autograde`; the trusted pass grades."""
-    sub.verdict = Verdict(sub.ex.id, sub.backend, max_score=worth(sub.ex))
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return Stop([Item("check", SKIP, "not run while autograding; the graded cell below shows the "
                           "course's verdict")])
