@@ -182,9 +182,9 @@ def test_compiler_warnings_are_listed():
 def test_many_warnings_are_capped():
     decls = "".join(f"    int unused{i} = {i};\n" for i in range(8))
     src = f'extern "C" __global__ void k(float* x)\n{{\n{decls}    x[0] = 1.0f;\n}}\n'
-    from grader.checking.check import _compiled_item
+    from grader.checking.steps.compile import compiled_item
 
-    item = _compiled_item(nvrtc_compile(src, arch=90, resources=False).warnings)
+    item = compiled_item(nvrtc_compile(src, arch=90, resources=False).warnings)
     assert "8 warnings:" in item.message and "and 3 more" in item.message
     assert item.message.count("never referenced") == 5
     assert len(item.where["warnings"]) == 8

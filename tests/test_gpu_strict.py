@@ -9,6 +9,7 @@ import pytest
 
 from grader.checking import check as C
 from grader.checking import isolate
+from grader.checking.steps import gate
 from grader.checking.verdict import FAIL, PASS, SKIP
 
 if shutil.which("g++") is None:  # pragma: no cover
@@ -51,7 +52,7 @@ def fake_gpu(monkeypatch):
 
     monkeypatch.setattr(backend, "pick", lambda b: "gpu")
     monkeypatch.setattr(device, "needs", lambda arch: "")
-    monkeypatch.setattr(C, "_arch_here", lambda b: 90)
+    monkeypatch.setattr(gate, "arch_here", lambda b: 90)
     monkeypatch.setattr(isolate, "run", run)
 
 

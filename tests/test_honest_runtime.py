@@ -260,14 +260,14 @@ def test_every_timed_launch_is_framed_by_a_check(monkeypatch):
 def test_on_a_gpu_both_counts_must_hold(monkeypatch, src, gpu, want):
     """The GPU path of the tensor-core item, on this CPU: the emulator runs the CPU sizes (as it
     does on a GPU machine) and ncu's verdict is stood in for."""
-    from grader.checking import check as C
     from grader.checking import exercises
+    from grader.checking.steps import tensor
     from grader.checking.verdict import Item
 
     ex = exercises.get("wmma-gemm")
     monkeypatch.setattr(tensor_work, "gpu_item", lambda *a: None if gpu is None else Item(
         "tensor cores", gpu, "counted on the GPU by ncu"))
-    item = C._tensor_item(ex, src, {}, "gpu", [], {}, 20.0, 90, [])
+    item = tensor.tensor_item(ex, src, {}, "gpu", [], {}, 20.0, 90, [])
     assert item.status == want, item.message
     if gpu is None and want == "pass":
         assert "ncu is not available" in item.message

@@ -136,7 +136,7 @@ def test_exercise_above_the_gpus_arch_is_skipped_not_crashed(monkeypatch):
     """On a GPU below an exercise's minimum arch (a T4 for an sm_80 exercise) the check says
     'needs sm_80' and awards nothing, before compiling anything."""
     from grader import check
-    from grader.checking import check as C
+    from grader.checking.steps import compile as C
     from grader.runtime import backend, device
     from grader.runtime.kernels import source
 

@@ -264,31 +264,31 @@ def test_timed_output_is_judged(exercise):
     float64 reference (at a smaller size here: the rule does not depend on it)."""
     import dataclasses
 
-    from grader.checking import check as C
+    from grader.checking.steps import timed as C
     from grader.checking import exercises
 
     ex = exercises.get(exercise)
     small = {k: (v // 32 if isinstance(v, int) and v >= 1024 else v) for k, v in ex.perf_size.items()}
     ex = dataclasses.replace(ex, perf_size=small)
     launch = ex.launch_defaults
-    flat = C._perf_samples(ex, launch, 7)
-    assert C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat)).status == "pass"
+    flat = C.perf_samples(ex, launch, 7)
+    assert C.timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat)).status == "pass"
     wrong = _perf(ex, launch, 7, flat, lambda r: r * 0.875)
-    item = C._timed_output_item(ex, launch, 7, flat, wrong)
+    item = C.timed_output_item(ex, launch, 7, flat, wrong)
     assert item.status == "fail" and item.kind == "wrong-when-timed"
     # one launch of eight wrong (a kernel that does less in some timed launches): caught
-    one = C._timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat, lambda r: r * 0.875, wrong_launch=5))
+    one = C.timed_output_item(ex, launch, 7, flat, _perf(ex, launch, 7, flat, lambda r: r * 0.875, wrong_launch=5))
     assert one.status == "fail" and "launch 6 of 8" in one.message
     # the previous launch's answer kept (memoised): wrong wherever the scale changed
     stale = _perf(ex, launch, 7, flat)
     stale["launch_samples"] = np.roll(stale["launch_samples"], 1, axis=0)
-    assert C._timed_output_item(ex, launch, 7, flat, stale).kind == "wrong-when-timed"
+    assert C.timed_output_item(ex, launch, 7, flat, stale).kind == "wrong-when-timed"
     holes = _perf(ex, launch, 7, flat, launch_unwritten=[0, 0, 0, 5, 0, 0, 0, 0])
-    assert C._timed_output_item(ex, launch, 7, flat, holes).kind == "unwritten"
+    assert C.timed_output_item(ex, launch, 7, flat, holes).kind == "unwritten"
     changed = _perf(ex, launch, 7, flat, changed_inputs=[0])
-    assert C._timed_output_item(ex, launch, 7, flat, changed).kind == "changed-input"
+    assert C.timed_output_item(ex, launch, 7, flat, changed).kind == "changed-input"
     fast = _perf(ex, launch, 7, flat, ratio=ex.ceiling * 1.1)
-    assert C._timed_output_item(ex, launch, 7, flat, fast).kind == "impossible-speed"
+    assert C.timed_output_item(ex, launch, 7, flat, fast).kind == "impossible-speed"
 
 
 @needs_bwrap
