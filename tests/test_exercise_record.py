@@ -209,11 +209,6 @@ def test_consumers_iterate_the_registry():
     assert set(calibrate.PREVIOUS) == {e.id for e in exercises.EXERCISES.values() if e.previous}
 
 
-# grader/checking/check.py belongs to the pipeline's rework (issue 34 item 5): its coach step is to
-# pass sections=ex.coach_sections too; until then its panels point to notebook 06's sections.
-PENDING_SECTIONS = {"grader/checking/check.py"}
-
-
 def test_every_coach_panel_is_told_where_its_exercise_is_taught():
     """panel.build's findings point to the record's notebook sections only if the caller passes them."""
     missing = set()
@@ -223,6 +218,4 @@ def test_every_coach_panel_is_told_where_its_exercise_is_taught():
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "panel"
                     and not any(k.arg == "sections" for k in node.keywords)):
                 missing.add(str(path.relative_to(ROOT)))
-    assert missing - PENDING_SECTIONS == set(), f"panel.build without sections=ex.coach_sections: {missing}"
-    assert PENDING_SECTIONS <= missing, (f"{PENDING_SECTIONS - missing} builds no panel without sections now: "
-                                         "take it out of PENDING_SECTIONS")
+    assert not missing, f"panel.build without sections=ex.coach_sections: {missing}"

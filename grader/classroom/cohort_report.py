@@ -9,10 +9,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from grader.classroom.cohort import Course
 
 def _hms(s: float) -> str:
     s = int(round(s))
@@ -62,7 +58,7 @@ class Progress:
             print(file=self.out, flush=True)
 
 
-def load_baseline(spec: str | None, course: Course, assignment: str, gpu_name: str | None) -> dict | None:
+def load_baseline(spec: str | None, course, assignment: str, gpu_name: str | None) -> dict | None:
     """Plain `nbgrader autograde`'s seconds per submission on one GPU, to state beside this run's:
     a number (--baseline-seconds), or the value recorded for this assignment (and GPU model) in a
     JSON file (--baseline FILE; default autograded/.cohort-logs/ASSIGNMENT/baseline.json), as

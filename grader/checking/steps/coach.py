@@ -64,7 +64,7 @@ def coach_panel(ex, source, launch, arch, built, lesson, job, cases, chosen, exp
                            arch=arch, threads=threads, smem_dynamic=cases[-1].shared_mem if cases else 0,
                            problem=ex.problem, traffic=traffic, traffic_dims=dims, perf_dims=ex.perf_size,
                            built=built, measure=explain, launch=launch, detail=explain,
-                           reference=ex.reference, traffic_why=why)
+                           reference=ex.reference, traffic_why=why, sections=ex.coach_sections)
     except Exception as e:  # the coach explains; it never costs a verdict
         from grader.coach.panel import Panel
 
