@@ -225,3 +225,20 @@ def test_the_face_for_notebooks(face):
     from grader.checking import check as check_module
 
     assert getattr(grader, face) is getattr(check_module, face)
+
+
+# What spans the project is tested at the top of tests/; everything else in the folder of the room
+# it tests (tests/<room>/ for grader/<room>/), so a contributor finds a module's tests by its room.
+PROJECT_WIDE = {"test_layering.py", "test_packaging.py", "test_readme_commands.py", "test_add_exercise.py"}
+SHARED = {"adversarial", "coach_kernels", "__pycache__"}  # data and helpers several rooms use
+
+
+def test_tests_mirror_the_rooms():
+    tests = Path(__file__).resolve().parent
+    rooms = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(LEVEL), f"grader's rooms {sorted(rooms)} and LEVEL {sorted(LEVEL)} differ"
+    folders = {p.name for p in tests.iterdir() if p.is_dir()} - SHARED
+    assert folders <= rooms, f"tests/{sorted(folders - rooms)} is no room of grader/ (tests/<room>/ tests grader/<room>/)"
+    top = {p.name for p in tests.glob("test_*.py")}
+    assert top <= PROJECT_WIDE, (f"{sorted(top - PROJECT_WIDE)}: a test of one room goes in tests/<room>/; only what "
+                                 "spans the project stays at the top of tests/")

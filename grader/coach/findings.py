@@ -10,7 +10,7 @@ from grader.coach.machine import H100
 from grader.coach.model import Result
 from grader.coach.static import Static
 
-# Section titles as the notebooks spell them (tests/test_coach.py checks they exist).
+# Section titles as the notebooks spell them (tests/coach/test_coach.py checks they exist).
 SECTIONS = {
     "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
            "coalesced-tile": "8. Do: a coalesced transpose through shared memory (2 points)"},

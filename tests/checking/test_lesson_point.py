@@ -14,7 +14,7 @@ from grader.emu.traffic import measure
 if shutil.which("g++") is None:  # pragma: no cover
     pytest.skip("the CPU emulator needs g++", allow_module_level=True)
 
-KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 
 def _src(name):

@@ -1,7 +1,7 @@
 """The formgrader and the feedback page of a hostile hand-in, in a real headless browser (issue 32,
 item 1): the formgrader runs as `./course.sh grade` starts it (on the red team's course,
 tests/redteam.py), and no script of the student's runs there or in the feedback page, whichever
-way the notebook tried (tests/test_outputs.py's hand-ins); an honest student's plot still shows.
+way the notebook tried (tests/classroom/test_outputs.py's hand-ins); an honest student's plot still shows.
 A notebook written into autograded/ unsanitized (by an older autograde, by hand) is rendered safe
 by the formgrader too. The server has no terminals and sends a Content-Security-Policy that
 allows no inline script but its own."""
@@ -24,7 +24,7 @@ from test_outputs import ASSIGNMENT, _hostile_executed, feedback  # noqa: F401 (
 pytestmark = pytest.mark.slow
 require_sandbox()
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = "() => ({pwned: window.__pwned === undefined ? null : String(window.__pwned), title: document.title})"
 
 

@@ -17,7 +17,7 @@ from grader.checking.verdict import FAIL
 if shutil.which("g++") is None:  # pragma: no cover
     pytest.skip("the CPU emulator needs g++", allow_module_level=True)
 
-KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 # names of the reference kernels a student never sees in the notebooks' templates or text
 UNSEEN = ("orow", "oc <", "a_direct_ok", "rows_full", "c_tile", "k0 + tx")
 

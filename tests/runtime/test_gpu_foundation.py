@@ -65,7 +65,7 @@ def test_timing_is_stable(name):
     grader.runtime.timing.paired). Two medians taken one after the other are NOT compared: the
     GPU's clock follows its temperature and power, and this test's former form failed on an H100
     with 4.97 vs 4.72 ms (5.2% apart) for one kernel. The grader never compares such numbers;
-    tests/test_timing.py shows on the CPU that pairing cancels that drift.
+    tests/runtime/test_timing.py shows on the CPU that pairing cancels that drift.
 
     1. The same launch timed as kernel and as baseline in alternating rounds gives a ratio of 1,
        within a bound from the rounds' own scatter (a median of R rounds moves by about

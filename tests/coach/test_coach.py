@@ -21,7 +21,7 @@ from grader.checking import exercises
 from grader.coach import findings, measured, occupancy, panel, sass, static
 from grader.coach.model import run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "coach_kernels"
 HAVE_NVDISASM = sass.nvdisasm() is not None
 needs_sass = pytest.mark.skipif(not HAVE_NVDISASM and os.environ.get("TC_REQUIRE_NVDISASM") != "1",

@@ -1,5 +1,5 @@
 """On a GPU: the kernels the emulator now faults on really are wrong there (issue 25). Skipped
-without a GPU; the lead runs it on an H100:  ./course.sh test tests/test_gpu_strict_evidence.py -s"""
+without a GPU; the lead runs it on an H100:  ./course.sh test tests/checking/test_gpu_strict_evidence.py -s"""
 import numpy as np
 import pytest
 

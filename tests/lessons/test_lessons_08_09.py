@@ -1,6 +1,6 @@
 """Notebooks 08-09 helpers (grader.lessons.convolution / capstone) on the CPU: the emulator
 runs the convolution kernels, and the capstone's save / load / plots work on a results file
-without a GPU. GPU runs of the notebooks themselves: tests/test_notebooks.py."""
+without a GPU. GPU runs of the notebooks themselves: tests/classroom/test_notebooks.py."""
 import json
 
 import matplotlib

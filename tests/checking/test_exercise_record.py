@@ -24,7 +24,7 @@ import pytest
 from grader.checking import exercises, hints
 from grader.coach import findings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "grader"
 REGISTRY = PKG / "checking" / "exercises.py"
 IDS = set(exercises.EXERCISES)

@@ -1,7 +1,7 @@
 """The pieces of an instructor's term (issue 27) one by one, without running nbgrader's commands:
 late penalty, the schedule command, manual scores against a regrade (both choices), grades.csv
 statuses and order, feedback pages, and a cohort that never removes an earlier result.
-tests/test_term.py runs them together through real nbgrader."""
+tests/classroom/test_term.py runs them together through real nbgrader."""
 import csv
 import json
 from pathlib import Path

@@ -3,7 +3,7 @@ put script in front of the instructor (the formgrader) or a student (the feedbac
 handed in and graded by real nbgrader with the course's config (the red team's shared course,
 tests/redteam.py), and the autograded notebook and feedback page hold nothing that runs; a
 huge output is cut with a note; an honest student's plot, table and verdicts still show and
-score right. The unit tests at the top run SafeOutputs alone; tests/test_browser_outputs.py
+score right. The unit tests at the top run SafeOutputs alone; tests/classroom/test_browser_outputs.py
 opens the same pages in a real browser.
 """
 from __future__ import annotations
@@ -110,7 +110,7 @@ def make_honest_plot(nb):
 
 
 # The red team's course (tests/redteam.py) hands these in as students out-NAME. "legacy" is the
-# release: tests/test_browser_outputs.py overwrites its autograded notebook with an unsanitized one.
+# release: tests/classroom/test_browser_outputs.py overwrites its autograded notebook with an unsanitized one.
 HANDINS = {"hostile": make_hostile, "huge": make_huge, "many": make_many, "honest-plot": make_honest_plot,
            "legacy": lambda nb: nb}
 
@@ -401,7 +401,7 @@ def test_honest_plot_table_and_verdicts_still_show(redteam, feedback):
 @pytest.mark.slow
 def test_as_an_ordinary_user_outputs_are_data_too(tmp_path_factory):
     """The hostile and the huge hand-ins beside alice's solution, autograded and made into
-    feedback by real nbgrader run as an ordinary uid (tests/test_machine_safety.py's way)."""
+    feedback by real nbgrader run as an ordinary uid (tests/classroom/test_machine_safety.py's way)."""
     import os
     import shutil
     import subprocess

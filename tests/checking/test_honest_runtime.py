@@ -1,6 +1,6 @@
 """Issue #23, unit level: what a grade rests on is what ran (tensor-core instructions counted
 per launch), one preprocessor for every backend, every timed launch checked, no answer key in
-reach. The red team through nbgrader is tests/test_cheats_runtime.py."""
+reach. The red team through nbgrader is tests/checking/test_cheats_runtime.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -183,7 +183,7 @@ def test_a_kernel_a_macro_makes_differ_is_refused(name):
     assert bad.name == "same on every backend" and "line" in bad.message, v.text()
 
 
-REPO = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+REPO = str(__import__("pathlib").Path(__file__).resolve().parents[2])
 INCLUDES = {
     "absolute": f'#include "{REPO}/kernels/wmma_gemm_naive.cu"\n',
     "absolute-with-declaration": f'#include <cuda_fp16.h>\n#include "{REPO}/kernels/wmma_gemm_naive.cu"\n'

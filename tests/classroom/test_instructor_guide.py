@@ -4,7 +4,7 @@ folder laid out like the repository's (course/ beside solutions/, no environment
 
 One student hands in the reference solution, another the untouched release; the test checks
 the scores the guide promises, the feedback pages, grades.csv, and that no command prints a
-traceback or SQLAlchemy's warnings. tests/test_class_workflow.py covers every assignment and
+traceback or SQLAlchemy's warnings. tests/classroom/test_class_workflow.py covers every assignment and
 adversarial submissions through grader.classroom; this one covers the guide's own words.
 """
 import csv
@@ -190,7 +190,7 @@ def test_cpu_only_switch_worth_matches_cpu_max_score(monkeypatch):
 def test_the_guides_counts_are_true():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("cheats", classroom.ROOT / "tests" / "test_cheats.py")
+    spec = importlib.util.spec_from_file_location("cheats", classroom.ROOT / "tests" / "checking" / "test_cheats.py")
     cheats = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cheats)
     n = len(cheats.CHEATS)

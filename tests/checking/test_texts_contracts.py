@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.checking import exercises
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _md(nb: str) -> str:

@@ -1,4 +1,4 @@
-"""The pieces of trusted grading, one by one (the whole pipeline: tests/test_cheats.py)."""
+"""The pieces of trusted grading, one by one (the whole pipeline: tests/checking/test_cheats.py)."""
 from __future__ import annotations
 
 import io
@@ -164,7 +164,7 @@ def test_score_is_capped_and_must_be_a_number():
 def test_kernel_read_statically_and_unreadable_one_explained():
     rel = [dict(kind="locked", grade_id="imp", points=0, source="from grader import check, grade"),
            dict(kind="test", grade_id="k", points=1, source='grade("sgemm-naive", SRC_NAIVE, points=1)')]
-    ref = (Path(__file__).resolve().parents[1] / "kernels" / "sgemm_naive.cu").read_text()
+    ref = (Path(__file__).resolve().parents[2] / "kernels" / "sgemm_naive.cu").read_text()
     ok = grade_notebook(dict(release=rel, submission=[f'SRC_NAIVE = r"""{ref}"""']))["grades"][0]
     assert ok["score"] == 1.0, ok
     bad = grade_notebook(dict(release=rel, submission=[f'SRC_NAIVE = open("sgemm_naive.cu").read()']))["grades"][0]

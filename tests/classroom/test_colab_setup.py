@@ -14,9 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_stack import fake_smi
+from fake_driver import fake_smi
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def first_cell(notebook: str = "notebooks/00-setup/00-setup.ipynb") -> str:

@@ -2,7 +2,6 @@
 what ./course.sh and the stand-alone script answer with a stand-in nvidia-smi on PATH, and
 the doctor's one-line diagnosis of a wrong stack."""
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +10,9 @@ import pytest
 
 from grader.runtime import stack
 
-ROOT = Path(__file__).resolve().parents[1]
+from fake_driver import fake_smi, smi_header
 
-
-def smi_header(driver: str, cuda: str | None) -> str:
-    cu = f"   CUDA Version: {cuda}     " if cuda else ""
-    return ("+-----------------------------------------------------------------------------+\n"
-            f"| NVIDIA-SMI {driver}    Driver Version: {driver}  {cu}|\n")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # (driver, nvidia-smi's CUDA Version, GPU, compute capability) -> the stack and extras
@@ -86,16 +81,6 @@ def test_doctor_reports_the_stack_and_why():
 
 
 # ------------------------------------------------------- the scripts, with a stand-in nvidia-smi
-def fake_smi(bin_dir: Path, driver: str, cuda: str, gpu: str, cc: str) -> None:
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    p = bin_dir / "nvidia-smi"
-    p.write_text("#!/bin/sh\n"
-                 f'case "$1" in\n  -L) echo "GPU 0: {gpu} (UUID: GPU-0)" ;;\n'
-                 f'  --query-gpu=compute_cap) echo "{cc}" ;;\n'
-                 f"  *) printf '%s' '{smi_header(driver, cuda)}' ;;\nesac\n")
-    p.chmod(p.stat().st_mode | stat.S_IEXEC)
-
-
 def run_with_path(cmd, path_dirs, **env):
     e = {k: v for k, v in os.environ.items() if k != "TC_STACK"}
     base = [d for d in e.get("PATH", "").split(os.pathsep) if not (Path(d) / "nvidia-smi").exists()]

@@ -15,7 +15,7 @@ import pytest
 from grader.classroom import similarity
 
 A = "04-wmma-basics"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # written from scratch, the same job as the reference (one warp per tile), another shape of code
 INDEPENDENT = r'''

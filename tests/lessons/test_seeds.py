@@ -10,7 +10,7 @@ import pytest
 
 from grader.lessons import capstone, seeds
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parent / "shared" / "seeds"  # the source texts, beside the repository when present
 PAPER_TXT = SEEDS / "002_ef8bb49a7cdfaf17.txt"
 RFC_TXT = SEEDS / "001_8a88ca31571c4613.txt"

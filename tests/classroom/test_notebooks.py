@@ -159,7 +159,7 @@ def test_the_notebook_tools_import_no_circle():
     """notebooks, nbgrader_ext, colab and the derived tables: imports one way only."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("layering", Path(__file__).with_name("test_layering.py"))
+    spec = importlib.util.spec_from_file_location("layering", Path(__file__).parents[1] / "test_layering.py")
     layering = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(layering)
     mine = {"classroom.notebooks", "classroom.nbgrader_ext", "classroom.colab", "classroom.course_tables",

@@ -27,7 +27,7 @@ from redteam import path_digest as digest
 pytestmark = pytest.mark.slow
 
 A = "01-memory-layout"  # Python answers (index functions) and a kernel
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # planted in every file no submission may read; the cheats spell every word the checks look for
 # in two pieces, so that their own source (in the notebook and its feedback) never matches
 MARK = "TC-SECRET-7f3a"
