@@ -155,7 +155,8 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         p.model = res.to_dict()
         t = res.terms
         p.lines.append(f"model, cycles per main-loop iteration per SM: math {t['math']:.0f}, shared {t['shared']:.0f}, "
-                       f"L2 {t['L2']:.0f}, load latency {t['latency']:.0f} ("
+                       f"L2 {t['L2']:.0f}, load latency {t['latency']:.0f}"
+                       + (f", L1 for uncoalesced sectors {t['L1']:.0f}" if t.get("L1") else "") + " ("
                        + ("overlapped: the largest sets the pace" if not res.serial else "not overlapped: they add up")
                        + f") -> at most ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s")
         p.point = dict(intensity=res.intensity, tflops=res.tflops,
