@@ -226,16 +226,22 @@ def main(argv=None) -> int:
         opts = [*ex.problem.options(launch), *extra]
         entry = dict(name=name, exercise=ex_id, launch=launch, options=opts)
         ts = time.time()
+        gemm = hasattr(ex.problem, "geometry")  # else a transpose fixture: 2n x 2n floats, no FLOPs
+        dims_x, flops_x = (dims, flops) if gemm else (dict(rows=2 * n, cols=2 * n), 0.0)
         got = (dict(ok=False, why="not measured (--no-measure)") if a.no_measure else
-               measured.measure(src, ex.kernel, opts, ex.problem, dims, launch, flops=flops))
+               measured.measure(src, ex.kernel, opts, ex.problem, dims_x, launch, flops=flops_x or None))
         entry["measured"] = {k: v for k, v in got.items() if k not in ("csv", "command")}
         entry["measured_csv"] = got.get("csv", "")
-        case_grid, case_block, _ = ex.problem.geometry(n, n, n, launch)
+        if gemm:
+            case_grid, case_block, _ = ex.problem.geometry(n, n, n, launch)
+        elif got["ok"]:
+            case = ex.problem.make(dims_x, np.random.default_rng(0), launch, reference=False)
+            case_grid, case_block = case.grid, case.block
         if got["ok"]:
-            raw = raw_ncu(dict(source=src, kernel=ex.kernel, options=opts, problem=ex.problem, dims=dims, launch=launch),
+            raw = raw_ncu(dict(source=src, kernel=ex.kernel, options=opts, problem=ex.problem, dims=dims_x, launch=launch),
                           ex.kernel)
             entry["raw"] = raw
-            entry["agree"] = compare(got["summary"], raw, case_grid, case_block, flops / 4096)
+            entry["agree"] = compare(got["summary"], raw, case_grid, case_block, flops_x / 4096)
         if name in statics:
             try:
                 p = statics[name].result(timeout=max(a.deadline + 60 - (time.time() - t0), 5))

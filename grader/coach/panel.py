@@ -180,8 +180,21 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         got = measured.measure(source, kernel, options, problem, dims, launch or {},
                                flops=problem.flops(dims) if hasattr(problem, "flops") else None)
         if got["ok"]:
-            p.measured = {k: v for k, v in got["summary"].items()}
-            p.measured_lines = measured.lines(got["summary"])
+            add_measured(p, got["summary"])
         else:
             p.not_measured = got["why"]
     return p
+
+
+def add_measured(p: Panel, summary: dict) -> None:
+    """Nsight Compute's numbers into the panel; a coalescing finding quotes the sectors per request measured."""
+    from grader.coach import measured
+
+    p.measured = dict(summary)
+    p.measured_lines = measured.lines(summary)
+    spr = {w: summary[f"{d}_sectors_per_request"] for d, w in (("gld", "loads"), ("gcp", "cp.async copies"),
+                                                              ("gst", "stores")) if f"{d}_sectors_per_request" in summary}
+    for f in p.findings:
+        if f.key == "coalescing" and spr:
+            f.sentence += (" Nsight Compute measured " + ", ".join(f"{w} {v:.1f}" for w, v in spr.items())
+                           + " sectors per request in one launch on the GPU.")
