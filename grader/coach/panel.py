@@ -135,9 +135,11 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
     if tr:
         size = " ".join(f"{k}={v}" for k, v in (traffic_dims or {}).items())
         reads = ", ".join(f"{k} {v:.1f}x" for k, v in tr["reads"].items())
-        inten = (f"{1 / tr['global_per_flop']:.0f} FLOP per global byte at the timed size; " if tr["global_per_flop"]
-                 else f"global loads {100 * tr['efficiency_load']:.0f}% / stores {100 * tr['efficiency_store']:.0f}% "
-                      "of the bytes moved used (coalescing); ")
+        used = (f"global loads {100 * tr['efficiency_load']:.0f}% / stores {100 * tr['efficiency_store']:.0f}% "
+                "of the bytes moved used (coalescing); ")
+        inten = (f"{1 / tr['global_per_flop']:.0f} FLOP per global byte at the timed size; "
+                 + (used if min(tr["efficiency_load"], tr["efficiency_store"]) < 1 / F.BOTTLENECK else "")
+                 if tr["global_per_flop"] else used)
         p.lines.append(f"memory (emulator, {size}): {inten}inputs loaded {reads}; shared memory "
                        + (f"loads {tr['ways_load']:.1f}-way, stores {tr['ways_store']:.1f}-way"
                           if tr["uses_shared"] else "not used"))
