@@ -244,7 +244,7 @@ def test_the_coalescing_gain_is_the_models_not_a_rule():
     assert "coalescing" not in none.gains
     assert small.gains["coalescing"] < findings.BOTTLENECK < big.gains["coalescing"]
     assert big.gains["coalescing"] == pytest.approx(big.cycles / none.cycles)
-    assert big.terms["L1"] == pytest.approx(2 * 128 * 128 * 64 * 0.2 / 128)
+    assert big.terms["L1"] == pytest.approx(2 * 128 * 128 * 64 * 0.2 / 32)  # one clock per wasted sector
 
 
 @needs_sass

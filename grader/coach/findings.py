@@ -72,7 +72,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
             out.append(Finding("global-low", g["global"],
                                f"Global memory: {inten:.0f} FLOP per byte requested (each input element loaded "
                                f"{reads or 'many times'} at the emulator's size); a 128x128 block tile in shared memory "
-                               f"gives {ev.good_intensity:.0f}. At this intensity L2 alone caps the kernel near "
+                               f"gives {ev.good_intensity:.0f}. At this intensity the model caps the kernel near "
                                f"{res.tflops:.0f} TFLOP/s.",
                                "stage block tiles of A and B in shared memory and let each warp reuse them for "
                                "several accumulator tiles", section(sections, "global-low")))

@@ -6,9 +6,10 @@ Per SM, per iteration of the main loop (B resident blocks, each doing F FLOPs an
 bytes and W shared-memory wavefronts per iteration):
     math      B*F / (tensor-core or FMA FLOP per clock)
     shared    B*W wavefronts (one per clock; a k-way bank conflict costs k) + spilled bytes / 128
-    L1        B*X / 128: X the global sector bytes moved beyond the fewest that hold the bytes used
-              (uncoalesced loads and stores); L1 moves 128 bytes per clock through the same data
-              path as shared memory, so `shared + L1` is what that path is busy
+    L1        B*X / 32: X the global sector bytes moved beyond the fewest that hold the bytes used
+              (uncoalesced loads and stores), each such sector one L1 wavefront (a clock,
+              Rates.scattered_sectors_per_clk); L1 and shared memory share one data path, so
+              `shared + L1` is what that path is busy
     L2        B*S / (L2 bytes per clock per SM)
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
@@ -94,7 +95,7 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
         "shared": B * (F * w + spill / r.smem_bytes_per_clk),
         "L2": B * F * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
-        "L1": B * F * x / r.smem_bytes_per_clk,
+        "L1": B * F * x / 32 / r.scattered_sectors_per_clk,
     }
     pipe = terms["shared"] + terms["L1"]  # shared memory and L1 share one data path
     if ov:
