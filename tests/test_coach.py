@@ -1,9 +1,10 @@
 """The performance coach (grader/coach, issue #21): where a correct kernel's time goes.
 
 On the CPU: occupancy from the arch limits, the SASS reader on a format fixture, Nsight Compute's CSV
-on a format fixture, the first finding of four kernels that are slow for ONE reason each
-(tests/coach_kernels/*.cu: the model ranks by numbers, never by the kernel's text), the static panel
-for every speed-graded exercise's reference, and check() showing it. GPU-only: the measured path.
+on a format fixture, the first finding of kernels that are slow for ONE reason each (tests/coach_kernels:
+the model ranks by numbers, never by the kernel's text; coalescing first exactly where it is the
+bottleneck, issue #35), the static panel for every speed-graded exercise's reference, and check()
+showing it. GPU-only: the measured path, and ncu's sectors per request beside each fixture's first finding.
 """
 from __future__ import annotations
 
