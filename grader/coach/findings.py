@@ -173,7 +173,7 @@ def coalescing_step(tr: dict) -> str:
         return "make consecutive lanes touch consecutive addresses (through a shared-memory tile for a transpose)"
     s, w = worst["sectors_per_request"], max(worst["lane_bytes"], 1.0)
     lanes = "consecutive threadIdx.x" if s < 24 else "each lane of a warp"
-    apart = (f"{lanes} land ~{max(s * 32 / 32 / w, 2):.0f} elements apart" if s < 24
+    apart = (f"{lanes} land ~{max(s / w, 2):.0f} elements apart" if s < 24  # s sectors: lanes ~s bytes apart
              else f"{lanes} touches its own 32-byte sector (neighbouring lanes a row or more apart)")
     step = (f"{apart}: let threadIdx.x run along the index that is contiguous in memory (the column of a row-major "
             "array, e.g. col = c % COLS, row = c / COLS for a copy index c = threadIdx.x + i * THREADS), so a warp "
