@@ -1,9 +1,10 @@
 """The performance coach (grader/coach, issue #21): where a correct kernel's time goes.
 
 On the CPU: occupancy from the arch limits, the SASS reader on a format fixture, Nsight Compute's CSV
-on a format fixture, the first finding of four kernels that are slow for ONE reason each
-(tests/coach_kernels/*.cu: the model ranks by numbers, never by the kernel's text), the static panel
-for every speed-graded exercise's reference, and check() showing it. GPU-only: the measured path.
+on a format fixture, the first finding of kernels that are slow for ONE reason each (tests/coach_kernels:
+the model ranks by numbers, never by the kernel's text; coalescing first exactly where it is the
+bottleneck, issue #35), the static panel for every speed-graded exercise's reference, and check()
+showing it. GPU-only: the measured path, and ncu's sectors per request beside each fixture's first finding.
 """
 from __future__ import annotations
 
@@ -124,6 +125,13 @@ def test_ncu_csv_format_fixture_parses_to_the_panel_numbers():
     assert s["tflops"] == pytest.approx(2.0 * 2048 ** 3 / 54e-6 / 1e12)
     text_lines = "\n".join(measured.lines(s))
     assert "tensor pipe busy 49%" in text_lines and "long_scoreboard" in text_lines
+    # coalescing: sectors per warp request of global loads and stores (no cp.async ran: none shown)
+    assert s["gld_sectors_per_request"] == pytest.approx(524288 / 16384) and s["gst_sectors_per_request"] == 16
+    assert "gcp_sectors_per_request" not in s
+    assert "sectors per warp request: loads 32.0, stores 16.0" in text_lines, text_lines
+    for key, metric in {**measured.CORE, **measured.ASYNC}.items():  # every name asked for is in the fixture
+        if key.startswith(("gld", "gst", "gcp")):
+            assert metric in launches[0]["metrics"], metric
 
 
 def test_no_counters_here_says_why(monkeypatch):
@@ -168,20 +176,76 @@ def _launch(src: str) -> dict:
     return json.loads(re.search(r"LAUNCH (\{.*\})", src).group(1))
 
 
+def _fixture_panel(fixture: str):
+    """A fixture's static panel on the emulator, for the exercise its header names (WMMA GEMMs at SMALL)."""
+    from grader.bench import coach as bench_coach
+
+    src = fixture_source(fixture)
+    ex = bench_coach.fixture_exercise(src)
+    launch = _launch(src) or dict(ex.launch_defaults)
+    if ex.kernel == "wmma_gemm":
+        return _panel_for(src, launch)
+    return bench_coach.static_panel(ex, src, launch, list(ex.problem.options(launch)))
+
+
 @needs_sass
 @pytest.mark.parametrize("fixture, bottleneck", [
     ("global_only.cu", "global-low"),      # (a) no shared-memory reuse: 8 FLOP per byte
     ("bank_conflicts.cu", "conflicts"),    # (b) unpadded tiles: 8-way ldmatrix phases
     ("register_spills.cu", "spills"),      # (c) 128 registers for a 64x64 accumulator tile
     ("single_stage.cu", "pipeline"),       # (d) copy, wait for all, compute
+    # coalescing (issue #35): the finding comes first exactly where it is the bottleneck
+    ("uncoalesced_copy.cu", "coalescing"),  # (e) cp.async in 8-byte pieces, lanes down the rows
+    ("uncoalesced_2byte.cu", "coalescing"),  # (f) 2-byte loads, lanes down the rows, one stage
+    ("transpose_strided_stores.cu", "coalescing"),  # (g) the naive transpose's column writes
+    ("transpose_unpadded_tile.cu", "conflicts"),  # (h) coalesced, but a 32-way conflicted tile
+    ("sgemm_coalesced_global_only.cu", "global-low"),  # (i) coalesced, every operand from global memory
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
-    src = fixture_source(fixture)
-    p = _panel_for(src, _launch(src))
+    p = _fixture_panel(fixture)
     assert p.findings, p.text()
     assert p.first.key == bottleneck, p.text()
     assert p.first.gain >= findings.BOTTLENECK
     assert "notebook" in p.first.section and p.first.next_step
+    if bottleneck != "coalescing":  # coalesced kernels get no coalescing finding at all, or a minor one
+        assert all(f.key != "coalescing" or f.gain < p.first.gain / 2 for f in p.findings), p.text()
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, line_has, fix_has", [
+    ("uncoalesced_copy.cu", "__pipeline_memcpy_async(as", "threadIdx.x run along the index that is contiguous"),
+    ("uncoalesced_2byte.cu", "As[r * LDA + col] = A_blk", "int4/float4"),
+    ("transpose_strided_stores.cu", "out[(size_t)c * rows + r]", "shared-memory tile"),
+])
+def test_the_coalescing_finding_names_the_line_and_the_fix(fixture, line_has, fix_has):
+    """The line the emulator saw waste the most sectors (its text, and its number in the fixture's source),
+    its sectors per request, and what fixes it: the lane order, a vector width, or a shared tile; pointing
+    to the notebook section that teaches coalescing."""
+    p = _fixture_panel(fixture)
+    f = p.first
+    assert f.key == "coalescing", p.text()
+    m = re.search(r"line (\d+) \(", f.sentence)
+    assert m and line_has in f.sentence, f.sentence
+    assert line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+    assert "sectors of 32 bytes per warp request" in f.sentence and fix_has in f.next_step, f.text()
+    assert findings.SECTIONS["01"]["coalescing"] in f.section
+
+
+def test_the_coalescing_gain_is_the_models_not_a_rule():
+    """The same wasted sectors rank first where they dominate the iteration and not where the math does:
+    the finding's gain is the model's speed-up for removing them."""
+    from grader.coach.model import Evidence
+
+    base = dict(flops_iter=2 * 128 * 128 * 64, blocks=1, warps=4, global_per_flop=1 / 62, shared_per_flop=1e-4,
+                shared_per_flop_ideal=1e-4, spill_bytes_iter=0.0, overlapped=True, depth=2, math="f16",
+                good_intensity=64)
+    small = run(Evidence(**base, global_excess_per_flop=0.002))
+    big = run(Evidence(**base, global_excess_per_flop=0.2))
+    none = run(Evidence(**base))
+    assert "coalescing" not in none.gains
+    assert small.gains["coalescing"] < findings.BOTTLENECK < big.gains["coalescing"]
+    assert big.gains["coalescing"] == pytest.approx(big.cycles / none.cycles)
+    assert big.terms["L1"] == pytest.approx(2 * 128 * 128 * 64 * 0.2 / 32)  # one clock per wasted sector
 
 
 @needs_sass
@@ -278,6 +342,43 @@ def test_measured_path_reads_the_right_kernel():
     # what the kernel issues: each HMMA.16816 does 2*16*8*16 = 4096 FLOPs (a WMMA m16n16k16 mma_sync is
     # two of them), and the GEMM does 2*M*N*K FLOPs: 524,288 at 1024^3 (the H100 read exactly that)
     assert s["hmma_inst"] == 2 * 1024 ** 3 / (2 * 16 * 8 * 16)
+
+
+FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.cu", "coalescing"),
+                    ("transpose_strided_stores.cu", "coalescing"), ("transpose_unpadded_tile.cu", "conflicts"),
+                    ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fixture, bottleneck", FIXTURE_FINDINGS)
+def test_on_the_gpu_ncu_agrees_with_the_first_finding(fixture, bottleneck):
+    """For the next GPU session (H100): the same fixtures under ncu. The panel built with the measured
+    part keeps the first finding the emulator gave, and Nsight Compute's sectors per request agree with it:
+    where coalescing comes first the worst direction moves >= 16 sectors per request and the finding quotes
+    the measurement; where it does not, no direction moves more than 16 (a WMMA fragment load straight
+    from global memory reads 16 rows of 16-32 bytes per request)."""
+    from grader.bench import coach as bench_coach
+    from grader.coach import measured as measured_mod
+
+    src = fixture_source(fixture)
+    ex = bench_coach.fixture_exercise(src)
+    launch = _launch(src) or dict(ex.launch_defaults)
+    dims = dict(M=2048, N=2048, K=2048) if "M" in ex.cpu_sizes[0] else dict(rows=4096, cols=4096)
+    got = measured_mod.measure(src, ex.kernel, ex.problem.options(launch), ex.problem, dims, launch,
+                               flops=ex.problem.flops(dims) or None)
+    if not got["ok"] and ("ncu" in got["why"] or "ERR_NVGPUCTRPERM" in got["why"]):
+        pytest.skip(got["why"])
+    assert got["ok"], got
+    s = got["summary"]
+    p = _fixture_panel(fixture)
+    panel.add_measured(p, s)
+    assert p.first.key == bottleneck, p.text()
+    worst = max(s.get(f"{d}_sectors_per_request", 0.0) for d in ("gld", "gst", "gcp"))
+    if bottleneck == "coalescing":
+        assert worst >= 16, s
+        assert "Nsight Compute measured" in p.first.sentence, p.first.sentence
+    else:
+        assert worst <= 16, s
 
 
 def test_the_feedback_page_carries_the_panel():
