@@ -500,12 +500,22 @@ def test_fp8_and_sparse_probes_compile_with_nvrtc(arch, nvrtc_of):
     from grader.runtime.compile import nvrtc_compile
 
     nvrtc_of("cuda13")
-    for src in [CONVERT, _mma_fp8_source(E4M3, E5M2, "f32"), _mma_fp8_source(E5M2, E4M3, "f16"),
-                _mma_sp_source(32, 1), _mma_sp_source(16, 3, ordered=False)]:
-        out = nvrtc_compile(src, arch=arch, stack="cuda13")
-        assert out.kernels
-        ptx = out.ptx
-        assert ("mma" not in src) or ("mma.sync.aligned.m16n8k32" in ptx or "mma.sp" in ptx), ptx[-2000:]
+    for src, instr in [(CONVERT, "cvt.rn.satfinite.e4m3x2.f32"),
+                       (_mma_fp8_source(E4M3, E5M2, "f32"), "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"),
+                       (_mma_fp8_source(E5M2, E4M3, "f16"), "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16"),
+                       (_mma_sp_source(32, 1), "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"),
+                       (_mma_sp_source(16, 3, ordered=False), "mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")]:
+        out = nvrtc_compile(src, arch=arch, stack="cuda13")  # to a cubin: ptxas accepts the instruction
+        assert out.kernels and instr in out.ptx, instr
+
+
+def test_fp8_mma_is_refused_below_sm_89(nvrtc_of):
+    from grader.runtime.compile import nvrtc_compile
+    from grader.runtime.errors import CompileError
+
+    nvrtc_of("cuda13")
+    with pytest.raises(CompileError):
+        nvrtc_compile(_mma_fp8_source(E4M3, E4M3, "f32"), arch=80, stack="cuda13")
 
 
 # ---------------------------------------------------------------- the same probes on a GPU: bit for bit
