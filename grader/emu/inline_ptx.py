@@ -248,13 +248,22 @@ class Program:
         b = self.vector(args[2], regs(K * N, bt), f"the B operand of '{opcode}'")
         c = self.vector(args[3], regs(M * N, ct), f"the C operand of '{opcode}'")
         extra = f", {self.atom(args[4])}, {self.atom(args[5])}" if sparse else ""
+        if fp8:  # as ptxas refuses them below (built for an older arch: EmuModule(src, arch=80))
+            self.arch_at_least(890, f"mma.sync m16n8k32 with .{at}/.{bt} inputs needs sm_89 or newer")
+        elif sparse:
+            self.arch_at_least(800, "mma.sp needs sm_80 or newer")
         self.calls.append(f"::emu::ptx::mma<{M}, {N}, {K}, {_TYPE[dt]}, {_TYPE[at]}, {_TYPE[bt]}, {_TYPE[ct]}, "
                           f"{'true' if sparse else 'false'}, {'true' if ordered else 'false'}>"
                           f"(__LINE__, {d}, {a}, {b}, {c}{extra});")
 
+    def arch_at_least(self, arch: int, why: str) -> None:
+        """The build's arch (__CUDA_ARCH__) must be `arch` or newer: a compile error at the asm's line."""
+        self.calls.append(f'static_assert(__CUDA_ARCH__ >= {arch}, "{why}");')
+
     def cvt_fp8(self, opcode, parts, args):
         """cvt.rn.satfinite{.relu}.e4m3x2|e5m2x2.f32|f16x2 and cvt.rn.f16x2.e4m3x2|e5m2x2 (sm_89+)."""
         mods = parts[1:]
+        self.arch_at_least(890, f"'{opcode}' needs sm_89 or newer")
         if mods[:2] == ["rn", "satfinite"]:
             rest = mods[3:] if mods[2:3] == ["relu"] else mods[2:]
             relu = "true" if mods[2:3] == ["relu"] else "false"

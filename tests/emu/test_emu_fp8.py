@@ -518,6 +518,19 @@ def test_fp8_mma_is_refused_below_sm_89(nvrtc_of):
         nvrtc_compile(_mma_fp8_source(E4M3, E4M3, "f32"), arch=80, stack="cuda13")
 
 
+@pytest.mark.parametrize("src,arch,need", [
+    (lambda: _mma_fp8_source(E4M3, E5M2, "f32"), 86, "sm_89"), (lambda: _mma_sp_source(32, 0), 75, "sm_80"),
+    (lambda: CONVERT, 80, "sm_89")], ids=["fp8-mma", "mma.sp", "fp8-cvt"])
+def test_emulator_built_for_an_older_arch_refuses_them_as_ptxas_does(src, arch, need):
+    from grader.runtime.errors import CompileError
+
+    text = src()
+    with pytest.raises(CompileError) as e:
+        backends.load(text, "emu", arch=arch)
+    assert need in str(e.value)
+    assert "asm" in text.splitlines()[e.value.line - 1]  # at the instruction's own line
+
+
 # ---------------------------------------------------------------- the same probes on a GPU: bit for bit
 @pytest.mark.gpu
 def test_gpu_conversions_equal_the_emulator_bit_for_bit(emu_convert):
