@@ -119,13 +119,13 @@ extern "C" __global__ void decode(float* f4, float* f5, unsigned short* h4, unsi
     x2[2 * c + 1] = r5;
 }
 
-// x[i] to a code, ten ways: out[10 * i + k]
+// x[i] to a code, twelve ways: out[12 * i + k]
 extern "C" __global__ void encode(const float* x, unsigned char* out, int n)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float v = x[i], w = x[(i + 1) % n];
-    unsigned char* o = out + 10 * i;
+    unsigned char* o = out + 12 * i;
     o[0] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
     o[1] = __nv_cvt_float_to_fp8(v, __NV_NOSAT, __NV_E4M3);
     o[2] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2);
@@ -141,6 +141,9 @@ extern "C" __global__ void encode(const float* x, unsigned char* out, int n)
     o[8] = (unsigned char)(r4 & 0xFF);
     // the high byte is w's: checked against o[6] of element i + 1 by the test
     o[9] = (unsigned char)(p4 >> 8);
+    // the double path keeps a NaN's sign (e4m3) and top mantissa bits (e5m2): cuda_fp8.hpp
+    o[10] = __nv_cvt_double_to_fp8((double)v, __NV_NOSAT, __NV_E4M3);
+    o[11] = __nv_cvt_double_to_fp8((double)v, __NV_SATFINITE, __NV_E5M2);
 }
 
 // the vector types: float4 -> x4 -> float4, float2 -> x2 (storage bits)
@@ -172,12 +175,12 @@ def convert_outputs(which: str) -> dict:
     f4, f5, h4, h5, x2 = _run(mod, "decode", (8, 1, 1), (32, 1, 1), [f4, f5, h4, h5, x2])
     x = _floats()
     n = x.size
-    enc = _run(mod, "encode", ((n + 127) // 128, 1, 1), (128, 1, 1), [x, np.zeros(10 * n, np.uint8), n])[1]
+    enc = _run(mod, "encode", ((n + 127) // 128, 1, 1), (128, 1, 1), [x, np.zeros(12 * n, np.uint8), n])[1]
     v = x[: (n // 4) * 4]
     _, back4, bits4, bits2, _ = _run(mod, "vectors", ((v.size // 4 + 127) // 128, 1, 1), (128, 1, 1),
                                      [v, np.zeros(v.size, np.float32), np.zeros(v.size // 4, np.uint32),
                                       np.zeros(v.size // 4, np.uint16), v.size])
-    return dict(f4=f4, f5=f5, h4=h4, h5=h5, x2=x2, x=x, enc=enc.reshape(n, 10), back4=back4, bits4=bits4,
+    return dict(f4=f4, f5=f5, h4=h4, h5=h5, x2=x2, x=x, enc=enc.reshape(n, 12), back4=back4, bits4=bits4,
                 bits2=bits2)
 
 
@@ -234,6 +237,18 @@ def test_encoding_rounds_to_nearest_even_and_saturates_as_documented(emu_convert
     want = np.array([encode(float(v), fmt, sat) for v in o["x"]], np.uint8)
     bad = np.nonzero(got != want)[0]
     assert not bad.size, [(float(o["x"][i]), hex(got[i]), hex(want[i])) for i in bad[:8]]
+
+
+def test_double_conversion_keeps_what_a_nan_carries(emu_convert):
+    o = emu_convert
+    x = o["x"]
+    bits = x.view(np.uint32)
+    nan = np.isnan(x)
+    sign = np.where(bits >> 31, 0x80, 0)
+    want4 = np.where(nan, 0x7F | sign, [encode(float(v), E4M3, False) for v in x])
+    want5 = np.where(nan, 0x7E | ((bits >> 21) & 3) | sign, [encode(float(v), E5M2, True) for v in x])
+    assert nan.sum() >= 2 and (sign[nan] == 0x80).any()  # both signs of NaN are among the inputs
+    assert (o["enc"][:, 10] == want4).all() and (o["enc"][:, 11] == want5).all()
 
 
 def test_ptx_pair_order_and_relu(emu_convert):
@@ -388,7 +403,7 @@ def test_mma_fp8_matches_float64_on_any_codes(form):
 
 
 # ---------------------------------------------------------------- mma.sp m16n8k16 / m16n8k32 f16
-def sparse_case(K, sel, rng, ordered=True, ints=False):
+def sparse_case(K, sel, rng, ordered=True, ints=False, typ="f16"):
     """A 16 x K 2:4-sparse A (two non-zeros in each 4 columns of a row), its fragments, metadata, B, C.
     Layouts written from the PTX ISA: the non-zeros form a dense 16 x K/2 A in the layout of the dense
     f16 shape with K/2 columns (m16n8k8 for k16, m16n8k16 for k32); each 4-bit metadata field holds the
@@ -396,6 +411,9 @@ def sparse_case(K, sel, rng, ordered=True, ints=False):
     lanes (4g + T*sel + h, h < T) hold the metadata: bits 4j..4j+3 for row g, columns 16h + 4j .. + 3,
     bits 16 + 4j .. for row g + 8. `ints`: small integers (every sum exact, in any order)."""
     draw = (lambda n: rng.integers(-4, 5, n).astype(np.float64)) if ints else (lambda n: rng.uniform(-1, 1, n))
+    if typ == "bf16":  # values bf16 holds exactly (8 significant bits)
+        draw0 = draw
+        draw = lambda n: np.round(np.asarray(draw0(n)) * 128) / 128
     T = K // 16
     A = np.zeros((16, K))
     comp = np.zeros((16, K // 2))
@@ -425,13 +443,15 @@ def sparse_case(K, sel, rng, ordered=True, ints=False):
     b_rc = lambda lane, i: (2 * (lane & 3) + (i & 1) + 8 * (i >> 1), lane >> 2)
     B = draw(K * 8).reshape(K, 8).astype(np.float16).astype(np.float64)
     C = draw(16 * 8).reshape(16, 8).astype(np.float32).astype(np.float64)
-    RA = pack(fragment(comp.astype(np.float16).view(np.uint16), a_rc, K // 4), 16)
-    RB = pack(fragment(B.astype(np.float16).view(np.uint16), b_rc, K // 4), 16)
+    bits16 = (lambda m: m.astype(np.float16).view(np.uint16)) if typ == "f16" else \
+        (lambda m: (m.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16))
+    RA = pack(fragment(bits16(comp), a_rc, K // 4), 16)
+    RB = pack(fragment(bits16(B), b_rc, K // 4), 16)
     RC = fragment(C.astype(np.float32), c_rc, 4)
     return RA, RB, RC, meta.astype(np.uint32), (A, B, C)
 
 
-def _mma_sp_source(K, sel, ordered=True):
+def _mma_sp_source(K, sel, ordered=True, typ="f16"):
     ra = rb = K // 8
     sp = "sp::ordered_metadata" if ordered else "sp"
     regs = lambda start, n: "{" + ", ".join(f"%{start + i}" for i in range(n)) + "}"
@@ -445,7 +465,7 @@ extern "C" __global__ void mma_sp(const unsigned* RA, const unsigned* RB, const 
     for (int i = 0; i < {rb}; ++i) b[i] = RB[{rb} * l + i];
     for (int i = 0; i < 4; ++i) d[i] = RC[4 * l + i];
     const unsigned e = E[l];
-    asm volatile("mma.{sp}.sync.aligned.m16n8k{K}.row.col.f32.f16.f16.f32 "
+    asm volatile("mma.{sp}.sync.aligned.m16n8k{K}.row.col.f32.{typ}.{typ}.f32 "
                  "{regs(0, 4)}, {regs(4, ra)}, {regs(4 + ra, rb)}, {regs(0, 4)}, %{4 + ra + rb}, {sel};\\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : {", ".join([f'"r"(a[{i}])' for i in range(ra)] + [f'"r"(b[{i}])' for i in range(rb)])}, "r"(e));
@@ -457,8 +477,8 @@ extern "C" __global__ void mma_sp(const unsigned* RA, const unsigned* RB, const 
 SPARSE_FORMS = [(32, 0), (32, 1), (16, 0), (16, 3)]
 
 
-def run_mma_sp(which, K, sel, RA, RB, RC, E, ordered=True):
-    mod = backends.load(_mma_sp_source(K, sel, ordered), which)
+def run_mma_sp(which, K, sel, RA, RB, RC, E, ordered=True, typ="f16"):
+    mod = backends.load(_mma_sp_source(K, sel, ordered, typ), which)
     out = _run(mod, "mma_sp", (1, 1, 1), (32, 1, 1),
                [RA.ravel(), RB.ravel(), RC.ravel(), E, np.zeros(128, np.float32)])[4].reshape(32, 4)
     D = np.full((16, 8), np.nan)
@@ -477,6 +497,12 @@ def test_mma_sp_equals_the_dense_product_of_the_decompressed_a(K, sel):
     assert (np.abs(D - ref) <= K * 2.0**-24 * (np.abs(A) @ np.abs(B) + np.abs(C))).all(), np.abs(D - ref).max()
     # and not the product of some other placement: the same values at the wrong columns differ
     assert np.abs(D - (np.roll(A, 1, axis=1) @ B + C)).max() > 1e-3
+
+
+def test_mma_sp_bf16():
+    RA, RB, RC, E, (A, B, C) = sparse_case(32, 1, np.random.default_rng(11), typ="bf16")
+    D, _ = run_mma_sp("emu", 32, 1, RA, RB, RC, E, typ="bf16")
+    assert (np.abs(D - (A @ B + C)) <= 32 * 2.0**-24 * (np.abs(A) @ np.abs(B) + np.abs(C))).all()
 
 
 def test_mma_sp_unordered_form_takes_indices_in_any_order():

@@ -116,3 +116,14 @@ def test_sparse_bound_is_the_course_gemm_bound():
     dense = sparse24.decompress(Av, Am)
     b64 = case.args[2].astype(np.float64)
     assert np.array_equal(case.expected[3].bound, numerics.gemm_bound(np.abs(dense) @ np.abs(b64), 32))
+
+
+@pytest.mark.parametrize("file", ["fp8_gemm_mma", "sparse_gemm_mma_sp"])
+def test_kernels_compile_with_nvrtc_for_sm_89(file, nvrtc_of):
+    """tests/test_compile.py compiles every kernel for sm_75/80/90 (both stacks); Ada is where FP8
+    tensor cores begin, so here too."""
+    from grader.runtime.compile import nvrtc_compile
+
+    nvrtc_of("cuda13")
+    out = nvrtc_compile(kernels.source(file), arch=89, stack="cuda13")
+    assert out.uses_tensor_cores and all(r.spill_stores == 0 for r in out.resources.values())
