@@ -23,7 +23,7 @@ def min_arch(source: str) -> int:
 def is_tensor_core_kernel(source: str) -> bool:
     """Kernels that multiply on tensor cores call mma_sync (some only load/store fragments), or
     issue mma.sync / wgmma.mma_async in inline PTX (notebook 10)."""
-    return "mma_sync(" in source or bool(re.search(r'"(mma\.sync|wgmma\.mma_async)', source))
+    return "mma_sync(" in source or bool(re.search(r'"(mma\.sync|mma\.sp|wgmma\.mma_async)', source))
 
 
 @pytest.mark.parametrize("path", kernels.all_files(), ids=lambda p: p.name)
