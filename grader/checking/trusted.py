@@ -226,7 +226,27 @@ class Grader:
 def _render(obj) -> dict:
     text = obj.text() if hasattr(obj, "text") else str(obj)
     markup = obj._repr_html_() if hasattr(obj, "_repr_html_") else f"<pre>{html.escape(text)}</pre>"
-    return dict(text=text, html=markup)
+    return dict(text=text, html=markup, record=record(obj))
+
+
+def record(v) -> dict | None:
+    """What a class-wide view needs of one kernel's verdict, as plain data (autograde keeps it in
+    the graded cell's metadata; grader.classroom.leaderboard reads it): correctness, the speed
+    measured (None where it was not: no GPU, not correct) and the coach's first finding."""
+    from grader.checking.verdict import Verdict
+
+    if not isinstance(v, Verdict):
+        return None
+    speed = {k: float(v.speed[k]) for k in ("ratio", "floor", "target", "kernel_ms", "baseline_ms")
+             if isinstance((v.speed or {}).get(k), (int, float))} or None
+    first = getattr(v.coach, "first", None)
+    skipped = next((i.message for i in v.items if i.name == "speed" and i.status != "pass" and not speed), "")
+    # correct: every check but speed passed (a correct kernel below its target fails only speed)
+    correct = v.ran and all(i.status != "fail" for i in v.items if i.name != "speed") and \
+        any(i.name.startswith("correct") and i.status == "pass" for i in v.items)
+    return dict(exercise=v.exercise, backend=v.backend, correct=bool(correct), score=float(v.score),
+                max_score=float(v.max_score), speed=speed, speed_note=skipped,
+                coach=getattr(first, "sentence", "") or "")
 
 
 _PHASES: dict[str, float] = {}

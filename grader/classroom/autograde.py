@@ -34,6 +34,7 @@ from grader.classroom import handin_check, phases
 from grader.classroom.sandbox_kernel import private_paths
 from grader.runtime import gpulock, sandbox
 
+VERDICTS = "tc_verdicts"  # a graded cell's metadata: grader.checking.trusted.record of each kernel it graded
 BANNER_UNSANDBOXED = ("WARNING: this notebook was autograded WITHOUT the sandbox (TC_NO_SANDBOX=1): student code "
                       "ran with the grader's rights. Scores still come from the trusted grader.")
 
@@ -272,6 +273,9 @@ class TrustedGrade(NbGraderPreprocessor):
         cell.metadata["nbgrader"] = dict(grade=True, solution=False, locked=True, grade_id=test["grade_id"],
                                          points=test["points"], schema_version=3)
         cell.metadata["editable"], cell.metadata["deletable"] = False, False
+        # the verdicts as data, for the class leaderboard: written here, on the cells this step
+        # fills, so what a student's notebook put in any cell's metadata is never read as one
+        cell.metadata[VERDICTS] = [v["record"] for v in (result or {}).get("verdicts", []) if v.get("record")]
         score, parts, text = 0.0, [], []
         if sandbox_opted_out():
             parts.append(f'<p style="color:#b00;font-weight:bold">{html.escape(BANNER_UNSANDBOXED)}</p>')
