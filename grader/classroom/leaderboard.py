@@ -55,6 +55,11 @@ class Board:
     counted: Counter = field(default_factory=Counter)  # COUNTED -> students
     why_not_timed: Counter = field(default_factory=Counter)
 
+    def counts(self) -> list[tuple[str, int, str]]:
+        """[(what, students, why)] of those counted, not ranked, in COUNTED's order."""
+        why = "; ".join(f"{w} ({n})" for w, n in self.why_not_timed.most_common(3))
+        return [(what, self.counted[what], why if what == NOT_TIMED else "") for what in COUNTED if self.counted[what]]
+
 
 class NoBoard(Exception):
     """Nothing to show, with what to do (the CLI prints it)."""

@@ -53,8 +53,6 @@ def plot(board) -> str:
 
 
 def _board(b, names: bool) -> str:
-    from grader.classroom.leaderboard import COUNTED, NOT_TIMED
-
     e_ = html.escape
     r = b.rungs
     ladder = [f"floor {_pct(r.floor)}, target {_pct(r.target)} (the exercise's speed points)"]
@@ -62,9 +60,7 @@ def _board(b, names: bool) -> str:
         ladder.append(f"the course's solution ({e_(r.reference)}) {_pct(r.reference_ratio)}"
                       + (f", the previous lesson's kernel ({e_(r.previous)}) {_pct(r.previous_ratio)}"
                          if r.previous_ratio is not None else "") + f", recorded on {e_(r.recorded)}")
-    counts = "".join(f"<li>{n} {e_(what)}" + (": " + "; ".join(f"{e_(why)} ({k})" for why, k in b.why_not_timed.most_common(3))
-                                                if what == NOT_TIMED and b.why_not_timed else "") + "</li>"
-                     for what in COUNTED if (n := b.counted.get(what, 0)))
+    counts = "".join(f"<li>{n} {e_(what)}{': ' + e_(why) if why else ''}</li>" for what, n, why in b.counts())
     rows = "".join(
         f"<tr><td class=num>{e.rank}</td><td>{e_(e.shown)}</td><td class=num><b>{_pct(e.ratio)}</b></td>"
         f"<td class=num>{'' if e.kernel_ms is None else f'{e.kernel_ms:.3f}'}</td>"
