@@ -59,6 +59,8 @@ COVERED = {
     "python -m grader.classroom.term refresh": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.cohort autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.similarity": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "python -m grader.classroom.leaderboard":
+        "tests/classroom/test_leaderboard.py::test_the_command_writes_the_page_and_says_what_is_wrong",
     "nbgrader db student add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader db student import": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader db assignment add": f"{THIS}::test_instructor_commands_on_a_tiny_course",

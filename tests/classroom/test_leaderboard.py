@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -196,8 +197,13 @@ def test_the_command_writes_the_page_and_says_what_is_wrong(course, tmp_path, ca
     assert "no assignment '99-nope'" in capsys.readouterr().err
     assert leaderboard.main([A, "--course", str(tmp_path / "empty")]) == 2
     assert "no gradebook.db" in capsys.readouterr().err
-    assert leaderboard.main([A, "--course", str(course)]) == 0
-    assert (course / f"leaderboard-{A}.html").is_file()
+    # as the guide runs it: in the course folder, by its module name
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = subprocess.run([sys.executable, "-m", "grader.classroom.leaderboard", A], cwd=course, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert Path(run.stdout.strip()) == course / f"leaderboard-{A}.html"
+    assert "Leaderboard: " + A in (course / f"leaderboard-{A}.html").read_text()
 
 
 def test_a_notebook_cell_shows_it_in_a_sandboxed_frame(course):
