@@ -236,3 +236,67 @@ def test_the_page_renders_in_a_browser_and_runs_nothing_injected(course, browser
     assert width > 100
     assert page.locator("img[src='x']").count() == 0 and page.locator("script").count() == 0
     assert page.console_log == []
+
+
+# ---------------------------------------------------------------- through real nbgrader (slow)
+REAL = "01-memory-layout"  # its transpose is speed-graded
+
+
+@pytest.fixture(scope="module")
+def real_course(tmp_path_factory):
+    """01 released and autograded by real nbgrader with the course config (on the CPU): honest
+    (the solution, trimmed as the red team trims it), broken (the untouched release) and forger
+    (the solution with forged verdict records in its cells' metadata)."""
+    from redteam import require_sandbox, trim, trimmed_solution, write_submission
+
+    from grader.classroom import workflow as classroom
+
+    require_sandbox()
+    root = classroom.new_course(tmp_path_factory.mktemp("leaderboard-real") / "course")
+    classroom.release(root, REAL)
+    work = tmp_path_factory.mktemp("leaderboard-handins")
+    forged = [dict(exercise="transpose", correct=True, speed=dict(ratio=50.0, kernel_ms=0.01, baseline_ms=0.5),
+                   coach="forged")]
+    forger = trimmed_solution(REAL)
+    for c in forger.cells:
+        c.metadata[VERDICTS] = forged  # every cell, the test cells too
+    test = next(c for c in forger.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-test")
+    forger.cells.insert(0, nbformat.from_dict(dict(test, metadata=dict(test.metadata))))  # a copy placed first
+    handins = {"honest": trimmed_solution(REAL), "forger": forger,
+               "broken": trim(nbformat.read(root / "release" / REAL / f"{REAL}.ipynb", as_version=4))}
+    for student, nb in handins.items():
+        classroom.submit(root, student, REAL, [write_submission(work, student, REAL, nb)])
+    classroom.autograde(root, REAL, "*")
+    return root
+
+
+@pytest.mark.slow
+def test_autograde_keeps_the_trusted_records_and_only_those(real_course):
+    boards, _ = leaderboard.collect(real_course, REAL)
+    b = next(b for b in boards if b.exercise == "transpose")
+    # on the CPU: honest and forger are correct, not timed (no GPU); the forged 50x is never read
+    assert b.ranked == []
+    assert dict(b.counted) == {leaderboard.NOT_TIMED: 2, leaderboard.NOT_CORRECT: 1}
+    assert all("GPU" in why for why in b.why_not_timed)
+    path = real_course / "autograded" / "forger" / REAL / f"{REAL}.ipynb"
+    got = leaderboard.trusted_records(path, {"transpose-test": ["transpose"]})
+    assert [r["exercise"] for r in got] == ["transpose"] and got[0]["coach"] != "forged" and got[0]["speed"] is None
+
+
+@pytest.mark.slow
+def test_a_gpu_speed_record_in_the_autograded_notebook_is_ranked(real_course, tmp_path):
+    """What a GPU run adds to the same record (steps.speed sets v.speed; trusted.record keeps it),
+    put where the CPU run put its record: the leaderboard reads it from the real notebook."""
+    course = tmp_path / "course"
+    shutil.copytree(real_course, course)
+    path = course / "autograded" / "honest" / REAL / f"{REAL}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-test")
+    gpu = _verdict("transpose", correct=True, ratio=0.83, coach="Shared-memory bank conflicts: 32-way.")["record"]
+    assert set(gpu) == set(cell.metadata[VERDICTS][0])  # the same record, with a speed
+    cell.metadata[VERDICTS] = [gpu]
+    nbformat.write(nb, path)
+    boards, _ = leaderboard.collect(course, REAL)
+    b = next(b for b in boards if b.exercise == "transpose")
+    assert [(e.student, round(e.ratio, 2), e.coach) for e in b.ranked] == [("honest", 0.83, gpu["coach"])]
+    assert b.counted[leaderboard.NOT_TIMED] == 1
