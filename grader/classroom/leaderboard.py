@@ -191,7 +191,10 @@ def build(course: Path, assignment: str, *, names: bool = False) -> str:
 
     course = Path(course).resolve()
     boards, students = collect(course, assignment)
-    shown = {s: s for s in students} if names else pseudonyms.names(pseudonyms.course_key(course), students)
+    try:
+        shown = {s: s for s in students} if names else pseudonyms.names(pseudonyms.course_key(course), students)
+    except (OSError, ValueError) as e:
+        raise NoBoard(f"no pseudonyms: {e}") from None
     for b in boards:
         for e in b.ranked:
             e.shown = shown[e.student]

@@ -182,6 +182,23 @@ def test_pseudonyms_are_stable_private_and_per_course(course, tmp_path):
     assert (os.stat(course / pseudonyms.KEY_FILE).st_mode & 0o077) == 0
 
 
+def test_two_students_never_share_a_pseudonym():
+    ids = [f"s{i}" for i in range(3000)]  # ~11 pairs draw the same name among 3000
+    got = pseudonyms.names(b"k" * 64, ids)
+    plain = [pseudonyms.name(b"k" * 64, s) for s in ids]
+    assert len(set(plain)) < len(ids), "no collision drawn: the test proves nothing"
+    assert len(set(got.values())) == len(ids)
+    assert all(got[s] == n for s, n in zip(ids, plain) if plain.count(n) == 1)
+
+
+def test_a_damaged_key_stops_the_page_saying_what_to_do(course, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(course, other, ignore=shutil.ignore_patterns(pseudonyms.KEY_FILE, "leaderboard-*"))
+    (other / pseudonyms.KEY_FILE).write_text("")
+    assert leaderboard.main([A, "--course", str(other)]) == 2
+    assert "holds no pseudonym key" in capsys.readouterr().err and not (other / f"leaderboard-{A}.html").exists()
+
+
 def test_names_when_asked_and_everything_escaped(course):
     page = leaderboard.build(course, A, names=True)
     assert ">ann<" in page and ">carl<" in page
