@@ -8,6 +8,8 @@ notebook files, in Jupyter's style), `headless` (static widgets under autograde)
 `cohort` and `cohort_job` (a whole cohort autograded in parallel, one job per GPU, through Dask),
 and a term's pieces: `term` (due dates), `late` (penalty), `scores` (manual scores vs regrades),
 `feedback` (pages without hidden tests, one score per cell), `export` (grades.csv with statuses),
-`regrade` (a regrade never loses a result).
+`regrade` (a regrade never loses a result); after grading, `similarity` (kernels close to each
+other) and `leaderboard` (the class's kernels against the library, with `leaderboard_page`,
+`ladder` and `pseudonyms`).
 May import grader.checking and everything below it.
 """
