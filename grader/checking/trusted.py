@@ -237,8 +237,10 @@ def record(v) -> dict | None:
 
     if not isinstance(v, Verdict):
         return None
+    import numbers
+
     speed = {k: float(v.speed[k]) for k in ("ratio", "floor", "target", "kernel_ms", "baseline_ms")
-             if isinstance((v.speed or {}).get(k), (int, float))} or None
+             if isinstance((v.speed or {}).get(k), numbers.Real)} or None  # NumPy's scalars too
     first = getattr(v.coach, "first", None)
     skipped = next((i.message for i in v.items if i.name == "speed" and i.status != "pass" and not speed), "")
     # correct: every check but speed passed (a correct kernel below its target fails only speed)

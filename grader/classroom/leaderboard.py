@@ -28,7 +28,7 @@ from pathlib import Path
 NOTHING = "handed in nothing"
 NOT_CORRECT = "not correct (or no kernel the grader could read)"
 NOT_TIMED = "correct, speed not measured"
-NOT_GRADED = "handed in, not graded yet"
+NOT_GRADED = "handed in, not graded (not yet, or refused: grades.csv says why)"
 COUNTED = (NOTHING, NOT_GRADED, NOT_CORRECT, NOT_TIMED)
 READ_MB = 64  # an autograded notebook above this is not read (autograde caps outputs far lower)
 TEXT = 300  # characters kept of any text a record carries
