@@ -317,3 +317,13 @@ def test_a_gpu_speed_record_in_the_autograded_notebook_is_ranked(real_course, tm
     b = next(b for b in boards if b.exercise == "transpose")
     assert [(e.student, round(e.ratio, 2), e.coach) for e in b.ranked] == [("honest", 0.83, gpu["coach"])]
     assert b.counted[leaderboard.NOT_TIMED] == 1
+
+
+def test_the_notebook_view_renders_in_a_browser(course, browser_page):
+    page = browser_page
+    page.set_content("<!doctype html><title>cell</title>" + leaderboard.show(A, course, names=True)._repr_html_())
+    frame = page.frame_locator("iframe")
+    assert frame.locator("table tr").count() == 1 + 4
+    assert frame.locator("table tr").nth(1).locator("td").nth(1).inner_text() == HOSTILE
+    assert frame.locator("img").evaluate("i => i.complete ? i.naturalWidth : 0") > 100
+    assert page.title() == "cell" and page.console_log == []
