@@ -13,7 +13,8 @@ included) in its own namespace:
   plain data comes back; the comparison is the test's own, here;
 - `grade(...)` is the same check path as in the notebook (grader.checking.check), whose
   kernel runs in its own sandboxed child.
-The result per test cell: the points (a plain float, capped), the feedback as text and HTML.
+The result per test cell: the points (a plain float, capped), the feedback as text and HTML,
+and each kernel verdict as plain data (`record`: correctness, speed, the coach's first finding).
 
 Request: {"release": [{"source", "grade_id", "points", "kind"}...], "submission": ["source"...]}
 where kind is "test" (a graded cell), "locked" (a locked course cell) or "answer".
