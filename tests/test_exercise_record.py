@@ -226,3 +226,25 @@ def test_every_coach_panel_is_told_where_its_exercise_is_taught():
     assert missing - PENDING_SECTIONS == set(), f"panel.build without sections=ex.coach_sections: {missing}"
     assert PENDING_SECTIONS <= missing, (f"{PENDING_SECTIONS - missing} builds no panel without sections now: "
                                          "take it out of PENDING_SECTIONS")
+
+
+def test_every_exercise_is_graded_by_one_notebook_cell():
+    """The registry and the solution notebooks' grade() cells name the same exercises, each once:
+    a record without its notebook block, or a block without its record, fails here saying which
+    part of the recipe (CONTRIBUTING.md, "A graded exercise") is missing."""
+    from grader.classroom import graded_cells, notebook_file, notebooks
+
+    cells: dict[str, list[str]] = {}
+    for path in notebooks.sources():
+        for c in notebook_file.read(path).cells:
+            if graded_cells.is_test(c):
+                where = f"{path.relative_to(ROOT)} (cell {c.metadata['nbgrader']['grade_id']})"
+                for ex_id, _var in graded_cells.grade_calls(c.source):
+                    cells.setdefault(ex_id, []).append(where)
+    unknown = [f"{where}: grade(\"{ex_id}\", ...) names no exercise: add its Exercise(...) to "
+               "grader/checking/exercises.py" for ex_id in sorted(set(cells) - IDS) for where in cells[ex_id]]
+    ungraded = [f"{ex_id}: no solution notebook grades it: add its block to solutions/<NN-topic>/ (a `# kernel:` "
+                f"cell, check(\"{ex_id}\", SRC), a locked test cell grade(\"{ex_id}\", SRC, points=P)), then run "
+                "python -m grader.classroom.notebooks sync" for ex_id in sorted(IDS - set(cells))]
+    twice = [f"{ex_id} is graded twice: {', '.join(where)}" for ex_id, where in sorted(cells.items()) if len(where) > 1]
+    assert not (unknown or ungraded or twice), "\n".join(unknown + ungraded + twice)
