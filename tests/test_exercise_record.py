@@ -140,6 +140,7 @@ def test_no_module_outside_the_registry_names_an_exercise():
 @pytest.mark.parametrize("ex", exercises.EXERCISES.values(), ids=lambda e: e.id)
 def test_every_record_has_what_its_consumers_read(ex):
     from grader.bench import ladders
+    from grader.problems import baselines
     from grader.runtime import kernels
 
     assert ex.hint_family in hints.FAMILIES, f"{ex.id}: hint_family must be one of {hints.FAMILIES}"
@@ -150,6 +151,8 @@ def test_every_record_has_what_its_consumers_read(ex):
     if ex.target is not None:  # speed-graded: the feedback's hint and the calibration's previous kernel
         assert ex.perf_size and ex.floor is not None and ex.points_speed > 0, ex.id
         assert ex.slow_hint, f"{ex.id} is speed-graded: its record needs a slow_hint"
+        assert getattr(ex.problem, "baseline", None) in baselines.NAMES, (
+            f"{ex.id} is speed-graded: its problem needs a baseline, one of {sorted(baselines.NAMES)}")
         assert bool(ex.previous) != bool(ex.no_previous), (
             f"{ex.id} is speed-graded: its record names the previous lesson's kernel (previous) or says "
             "why there is none (no_previous)")
