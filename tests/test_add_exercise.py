@@ -215,6 +215,7 @@ def test_the_speed_graded_record_is_accepted_and_its_speed_needs_a_gpu(course):
     assert speed["status"] == "skip" and "needs a GPU" in speed["message"], speed
 
 
+@pytest.mark.slow
 def test_the_guard_tests_pass_in_the_copy(course):
     """What would catch a list still kept by hand (the registry's consumers, the notebooks' tables)."""
     copy, _ = course
@@ -225,9 +226,10 @@ def test_the_guard_tests_pass_in_the_copy(course):
         assert f"test_every_record_has_what_its_consumers_read[{ex.id}] PASSED" in got.stdout, got.stdout[-4000:]
 
 
+@pytest.mark.slow
 def test_leaving_a_part_out_fails_a_guard_that_says_what_to_add(tmp_path_factory):
     copy = new_copy(tmp_path_factory, "add-exercise-part")
-    record_test = "tests/test_exercise_record.py"
+    record_test = "tests/test_exercise_record.py::test_every_exercise_is_graded_by_one_notebook_cell"
     before = {p: p.read_text() for p in (copy / "solutions" / HGEMM.notebook / f"{HGEMM.notebook}.ipynb",
                                          copy / "notebooks" / HGEMM.notebook / f"{HGEMM.notebook}.ipynb",
                                          copy / "README.md", copy / "course" / "README.md")}
