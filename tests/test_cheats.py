@@ -338,7 +338,7 @@ def test_deleted_test_cells_are_graded_all_the_same(course):
     got, max_score = classroom.scores(course["root"], KERNELS_NB)["cheat-honest-no-tests"]
     expected = max_score if has_gpu() else sum(
         classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / KERNELS_NB).glob("*.ipynb"))
-    assert max_score == sum(_test_points(KERNELS_NB).values()) and got == pytest.approx(expected) > 0
+    assert max_score == sum(_test_points(KERNELS_NB).values()) and expected > 0 and got == pytest.approx(expected)
 
 
 def test_no_other_student_touched(course):
