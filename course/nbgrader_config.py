@@ -162,5 +162,5 @@ c.IgnorePattern.pattern = r"(Warning|warn\(|WARNING)"
 # nbgrader 0.9.6 builds a new submission's rows before adding them to its SQLAlchemy 2 session,
 # which prints three "SAWarning: Object of type <Submitted...> not in session" blocks the first
 # time each student is autograded. The rows are added right after (the scores are checked by
-# tests/test_class_workflow.py and tests/test_instructor_guide.py): only this message is hidden.
+# tests/classroom/test_class_workflow.py and tests/classroom/test_instructor_guide.py): only this message is hidden.
 warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")

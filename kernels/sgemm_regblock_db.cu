@@ -14,7 +14,7 @@
  *
  * Launch: block (256, 1, 1), grid (ceil(N / 128), ceil(M / 128)), blockIdx.x along the
  *         columns of C. Any M, N, K >= 1.
- * Check:  python -m pytest tests/test_lessons_01_03.py -k regblock
+ * Check:  python -m pytest tests/lessons/test_lessons_01_03.py -k regblock
  *         (notebook 03 times it beside cuBLAS fp32)
  */
 #define BM 128

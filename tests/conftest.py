@@ -28,8 +28,8 @@ def nvrtc_of():
 
 @pytest.fixture(scope="session")
 def redteam(tmp_path_factory):
-    """ONE course for the red team (tests/test_cheats.py, tests/test_cheats_runtime.py,
-    tests/test_handin_guards.py): every
+    """ONE course for the red team (tests/checking/test_cheats.py, tests/checking/test_cheats_runtime.py,
+    tests/classroom/test_handin_guards.py): every
     cheat handed in and graded by real nbgrader, once a session (tests/redteam.py). Under
     pytest-xdist both files are one work unit (SHARED below), so one worker builds it."""
     import redteam
@@ -98,8 +98,8 @@ def pytest_collection_modifyitems(config, items):
     gpu = has_gpu()
     # On CPU the class-workflow test autogrades every solution and student copy, which
     # executes each notebook top to bottom: running them again here would double CI time.
-    autograding = any(i.nodeid.startswith("tests/test_class_workflow.py") for i in items)
-    covered = pytest.mark.skip(reason="executed by tests/test_class_workflow.py (nbgrader autograde)")
+    autograding = any(i.nodeid.startswith("tests/classroom/test_class_workflow.py") for i in items)
+    covered = pytest.mark.skip(reason="executed by tests/classroom/test_class_workflow.py (nbgrader autograde)")
     no_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (none found by CuPy)")
     for item in items:
         if "gpu" in item.keywords and not gpu:

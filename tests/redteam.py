@@ -1,5 +1,5 @@
-"""What the red-team tests share (tests/test_cheats.py, tests/test_cheats_runtime.py,
-tests/test_machine_safety.py, tests/test_outputs.py): notebook surgery, digests, the sandbox requirement, and ONE
+"""What the red-team tests share (tests/checking/test_cheats.py, tests/checking/test_cheats_runtime.py,
+tests/classroom/test_machine_safety.py, tests/classroom/test_outputs.py): notebook surgery, digests, the sandbox requirement, and ONE
 course into which every cheat of test_cheats and test_cheats_runtime is handed in and graded
 by real `nbgrader autograde` (the `redteam` session fixture, tests/conftest.py).
 
@@ -13,7 +13,7 @@ of g++ per submission. A cheat's notebook keeps the first code cell (the imports
 nbgrader knows (answers, tests, locked cells) and drops the rest. That trimming cannot be what
 makes a cheat score 0: the honest student, alice, hands in her solutions trimmed the same way
 and must keep every point a CPU can award (that the whole notebooks run top to bottom and score
-in full is tests/test_class_workflow.py's proof).
+in full is tests/classroom/test_class_workflow.py's proof).
 """
 from __future__ import annotations
 

@@ -219,8 +219,8 @@ def test_the_speed_graded_record_is_accepted_and_its_speed_needs_a_gpu(course):
 def test_the_guard_tests_pass_in_the_copy(course):
     """What would catch a list still kept by hand (the registry's consumers, the notebooks' tables)."""
     copy, _ = course
-    got = guard_tests(copy, "tests/test_exercise_record.py", "tests/test_layering.py", "tests/test_notebooks.py",
-                      "-v")
+    got = guard_tests(copy, "tests/checking/test_exercise_record.py", "tests/test_layering.py",
+                      "tests/classroom/test_notebooks.py", "-v")
     assert got.returncode == 0, got.stdout[-4000:] + got.stderr[-2000:]
     for ex in (HGEMM, TILED_2):  # the record checks ran on the new records
         assert f"test_every_record_has_what_its_consumers_read[{ex.id}] PASSED" in got.stdout, got.stdout[-4000:]
@@ -229,7 +229,7 @@ def test_the_guard_tests_pass_in_the_copy(course):
 @pytest.mark.slow
 def test_leaving_a_part_out_fails_a_guard_that_says_what_to_add(tmp_path_factory):
     copy = new_copy(tmp_path_factory, "add-exercise-part")
-    record_test = "tests/test_exercise_record.py::test_every_exercise_is_graded_by_one_notebook_cell"
+    record_test = "tests/checking/test_exercise_record.py::test_every_exercise_is_graded_by_one_notebook_cell"
     before = {p: p.read_text() for p in (copy / "solutions" / HGEMM.notebook / f"{HGEMM.notebook}.ipynb",
                                          copy / "notebooks" / HGEMM.notebook / f"{HGEMM.notebook}.ipynb",
                                          copy / "README.md", copy / "course" / "README.md")}

@@ -7,6 +7,7 @@ same level. The one sanctioned arrow out of runtime is backend.load's lazy impor
 backend (grader.emu), asked for by name. Every import statement counts, also those inside
 functions: a lazy upward import is still an upward import. Within a room, no module imports
 itself back through others (no import circles, lazy imports included).
+And no module is over 600 lines.
 """
 from __future__ import annotations
 
@@ -61,6 +62,32 @@ def _is_module(dotted: str) -> bool:
 def _room(dotted: str) -> str | None:
     parts = dotted.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in LEVEL else None
+
+
+MAX_LINES = 600  # a module longer than this holds more than one thing: split it by what it holds
+
+
+def _too_long():
+    out = []
+    for _, path in _modules():
+        n = len(path.read_text().splitlines())
+        if n > MAX_LINES:
+            out.append(f"{path.relative_to(PKG.parent)}: {n} lines")
+    return out
+
+
+def test_no_module_is_over_600_lines():
+    long = _too_long()
+    assert not long, f"modules over {MAX_LINES} lines (split each by what it holds):\n  " + "\n  ".join(long)
+
+
+def test_the_length_check_can_fail(tmp_path, monkeypatch):
+    fake = tmp_path / "grader"
+    (fake / "lessons").mkdir(parents=True)
+    (fake / "lessons" / "short.py").write_text("x = 1\n" * MAX_LINES)
+    (fake / "lessons" / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    monkeypatch.setattr(__import__(__name__), "PKG", fake)
+    assert _too_long() == [f"grader/lessons/long.py: {MAX_LINES + 1} lines"]
 
 
 def test_every_module_lives_in_a_room():
@@ -198,3 +225,20 @@ def test_the_face_for_notebooks(face):
     from grader.checking import check as check_module
 
     assert getattr(grader, face) is getattr(check_module, face)
+
+
+# What spans the project is tested at the top of tests/; everything else in the folder of the room
+# it tests (tests/<room>/ for grader/<room>/), so a contributor finds a module's tests by its room.
+PROJECT_WIDE = {"test_layering.py", "test_packaging.py", "test_readme_commands.py", "test_add_exercise.py"}
+SHARED = {"adversarial", "coach_kernels", "__pycache__"}  # data and helpers several rooms use
+
+
+def test_tests_mirror_the_rooms():
+    tests = Path(__file__).resolve().parent
+    rooms = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(LEVEL), f"grader's rooms {sorted(rooms)} and LEVEL {sorted(LEVEL)} differ"
+    folders = {p.name for p in tests.iterdir() if p.is_dir()} - SHARED
+    assert folders <= rooms, f"tests/{sorted(folders - rooms)} is no room of grader/ (tests/<room>/ tests grader/<room>/)"
+    top = {p.name for p in tests.glob("test_*.py")}
+    assert top <= PROJECT_WIDE, (f"{sorted(top - PROJECT_WIDE)}: a test of one room goes in tests/<room>/; only what "
+                                 "spans the project stays at the top of tests/")

@@ -51,9 +51,9 @@ COVERED = {
     "python -m grader.classroom.notebooks sync": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "python -m grader.classroom.notebooks check": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "python -m grader.bench.wmma": f"{THIS}::test_cli_commands_on_the_fresh_clone",
-    "python -m grader.bench.verdicts": "tests/test_verdicts_table.py::test_one_pair_runs_and_compare_names_a_changed_verdict",
+    "python -m grader.bench.verdicts": "tests/bench/test_verdicts_table.py::test_one_pair_runs_and_compare_names_a_changed_verdict",
     "python -m grader.classroom.colab readme": f"{THIS}::test_cli_commands_on_the_fresh_clone",
-    "python -m grader.classroom.handout": "tests/test_handout.py::test_the_copy_holds_no_answer_key",
+    "python -m grader.classroom.handout": "tests/classroom/test_handout.py::test_the_copy_holds_no_answer_key",
     "python -m grader.classroom dry-run": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term schedule": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term refresh": f"{THIS}::test_instructor_commands_on_a_tiny_course",
@@ -66,14 +66,14 @@ COVERED = {
     "nbgrader autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader generate_feedback": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader export": f"{THIS}::test_instructor_commands_on_a_tiny_course",
-    "nbgrader release_assignment": "tests/test_term_exchange.py::test_release_and_fetch_hand_every_student_the_release",
-    "nbgrader fetch_assignment": "tests/test_term_exchange.py::test_release_and_fetch_hand_every_student_the_release",
-    "nbgrader submit": "tests/test_term_exchange.py::test_collect_takes_every_hand_in_and_the_resubmission",
-    "nbgrader collect": "tests/test_term_exchange.py::test_collect_takes_every_hand_in_and_the_resubmission",
-    "nbgrader release_feedback": "tests/test_term_exchange.py::test_release_feedback_releases_every_page",
-    "nbgrader fetch_feedback": "tests/test_term_exchange.py::test_every_student_fetches_their_own_verdicts_and_score",
-    # publishing the handout: git's own commands on the copy tests/test_handout.py builds and checks
-    "git": "tests/test_handout.py::test_the_copy_holds_no_answer_key",
+    "nbgrader release_assignment": "tests/classroom/test_term_exchange.py::test_release_and_fetch_hand_every_student_the_release",
+    "nbgrader fetch_assignment": "tests/classroom/test_term_exchange.py::test_release_and_fetch_hand_every_student_the_release",
+    "nbgrader submit": "tests/classroom/test_term_exchange.py::test_collect_takes_every_hand_in_and_the_resubmission",
+    "nbgrader collect": "tests/classroom/test_term_exchange.py::test_collect_takes_every_hand_in_and_the_resubmission",
+    "nbgrader release_feedback": "tests/classroom/test_term_exchange.py::test_release_feedback_releases_every_page",
+    "nbgrader fetch_feedback": "tests/classroom/test_term_exchange.py::test_every_student_fetches_their_own_verdicts_and_score",
+    # publishing the handout: git's own commands on the copy tests/classroom/test_handout.py builds and checks
+    "git": "tests/classroom/test_handout.py::test_the_copy_holds_no_answer_key",
     "python -m pytest": f"{THIS}::test_cli_commands_on_the_fresh_clone",
     "jupyter lab": f"{THIS}::test_lab_runs_notebook_00_in_a_browser",
     "python -m grader.classroom.lab lab": f"{THIS}::test_lab_runs_notebook_00_in_a_browser",  # what course.sh runs
@@ -390,7 +390,7 @@ def test_cli_commands_on_the_fresh_clone(lab, clone, tmp_path):
         (f"{py} -m grader.classroom.notebooks check", 0, r""),
         (f"{py} -m grader.bench.wmma --only smem", 2, r"needs a GPU"),
         (f"{py} -m grader.classroom.colab readme", 0, r"already point at"),
-        (f"{py} -m pytest -q tests/test_stack.py", 0, r"passed"),
+        (f"{py} -m pytest -q tests/runtime/test_stack.py", 0, r"passed"),
     ]
     for command, status, pattern in expect:
         rc, out = _sh(clone, env, command)

@@ -37,7 +37,9 @@ RAW = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "gpu__time_duration.sum",
        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "sm__warps_active.avg.pct_of_peak_sustained_active",
        "dram__bytes_read.sum"]
 EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "register_spills.cu": "spills",
-          "single_stage.cu": "pipeline"}
+          "single_stage.cu": "pipeline", "uncoalesced_copy.cu": "coalescing", "uncoalesced_2byte.cu": "coalescing",
+          "transpose_strided_stores.cu": "coalescing", "transpose_unpadded_tile.cu": "conflicts",
+          "sgemm_coalesced_global_only.cu": "global-low"}
 TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
 
 
@@ -59,8 +61,16 @@ def fixture_source(name: str) -> str:
     for old, new in v["replace"]:
         assert src.count(old) == 1, (name, old)
         src = src.replace(old, new)
-    return (f"/*\n * {name[:-3]}: {v['why']}.\n * Test fixture of the performance coach: kernels/{v['base']}.cu with one "
-            f"edit (tests/coach_kernels/variants.json).\n * LAUNCH {json.dumps(v['launch'])}\n */\n" + src)
+    edit = f"with {len(v['replace'])} edit(s)" if v["replace"] else "as the course has it"
+    ex = f"\n * EXERCISE {v['exercise']}" if v.get("exercise") else ""
+    return (f"/*\n * {name[:-3]}: {v['why']}.\n * Test fixture of the performance coach: kernels/{v['base']}.cu {edit} "
+            f"(tests/coach_kernels/variants.json).{ex}\n * LAUNCH {json.dumps(v['launch'])}\n */\n" + src)
+
+
+def fixture_exercise(src: str):
+    """The exercise a fixture is slow for: its header's EXERCISE line, else the graded WMMA rung."""
+    m = re.search(r"EXERCISE (\S+)", src)
+    return exercises.get(m.group(1)) if m else exercises.graded_ladder("wmma")
 
 
 def subjects(only=()):
@@ -69,24 +79,28 @@ def subjects(only=()):
     for ex in exercises.EXERCISES.values():
         for r in ladders.rungs(ex):
             out.append((r.name, ex.id, kernels.source(r.file), r.launch, list(r.options)))
-    fast = exercises.graded_ladder("wmma")  # the fixtures are slow WMMA GEMMs, each for one reason
-    for name in fixture_names():
+    for name in fixture_names():  # slow kernels, each for one reason (most of them WMMA GEMMs)
         src = fixture_source(name)
         launch = json.loads(re.search(r"LAUNCH (\{.*\})", src).group(1))
-        out.append((name, fast.id, src, launch, []))
+        out.append((name, fixture_exercise(src).id, src, launch, []))
     return [s for s in out if not only or any(o in s[0] for o in only)]
 
 
-def static_panel(ex, src, launch, opts):
+def traffic_dims(ex) -> dict:
+    """The size the emulator observes a subject at: TRAFFIC for a GEMM, else the exercise's largest CPU size."""
+    return dict(TRAFFIC) if "M" in ex.cpu_sizes[0] else dict(ex.cpu_sizes[-1])
+
+
+def static_panel(ex, src, launch, opts, dims=None):
     from grader.emu.traffic import measure
 
-    M, N, K = TRAFFIC["M"], TRAFFIC["N"], TRAFFIC["K"]
-    case = ex.problem.make(TRAFFIC, np.random.default_rng(0), launch, reference=False)
+    dims = dims or traffic_dims(ex)
+    case = ex.problem.make(dims, np.random.default_rng(0), launch, reference=False)
     built = sass.build(src, ex.kernel, tuple(opts), 90)  # (already in a worker thread)
     tr = measure(src, ex.kernel, case.grid, case.block, case.args, shared_mem=case.shared_mem, options=opts)
     return panel.build(exercise=ex.id, source=src, kernel=ex.kernel, options=opts, arch=90,
                        threads=int(np.prod(case.block)), smem_dynamic=case.shared_mem, problem=ex.problem,
-                       traffic=tr, traffic_dims=dict(M=M, N=N, K=K), perf_dims=ex.perf_size, built=built,
+                       traffic=tr, traffic_dims=dims, perf_dims=ex.perf_size, built=built,
                        sections=ex.coach_sections)
 
 
@@ -212,16 +226,22 @@ def main(argv=None) -> int:
         opts = [*ex.problem.options(launch), *extra]
         entry = dict(name=name, exercise=ex_id, launch=launch, options=opts)
         ts = time.time()
+        gemm = hasattr(ex.problem, "geometry")  # else a transpose fixture: 2n x 2n floats, no FLOPs
+        dims_x, flops_x = (dims, flops) if gemm else (dict(rows=2 * n, cols=2 * n), 0.0)
         got = (dict(ok=False, why="not measured (--no-measure)") if a.no_measure else
-               measured.measure(src, ex.kernel, opts, ex.problem, dims, launch, flops=flops))
+               measured.measure(src, ex.kernel, opts, ex.problem, dims_x, launch, flops=flops_x or None))
         entry["measured"] = {k: v for k, v in got.items() if k not in ("csv", "command")}
         entry["measured_csv"] = got.get("csv", "")
-        case_grid, case_block, _ = ex.problem.geometry(n, n, n, launch)
+        if gemm:
+            case_grid, case_block, _ = ex.problem.geometry(n, n, n, launch)
+        elif got["ok"]:
+            case = ex.problem.make(dims_x, np.random.default_rng(0), launch, reference=False)
+            case_grid, case_block = case.grid, case.block
         if got["ok"]:
-            raw = raw_ncu(dict(source=src, kernel=ex.kernel, options=opts, problem=ex.problem, dims=dims, launch=launch),
+            raw = raw_ncu(dict(source=src, kernel=ex.kernel, options=opts, problem=ex.problem, dims=dims_x, launch=launch),
                           ex.kernel)
             entry["raw"] = raw
-            entry["agree"] = compare(got["summary"], raw, case_grid, case_block, flops / 4096)
+            entry["agree"] = compare(got["summary"], raw, case_grid, case_block, flops_x / 4096)
         if name in statics:
             try:
                 p = statics[name].result(timeout=max(a.deadline + 60 - (time.time() - t0), 5))

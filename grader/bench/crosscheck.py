@@ -309,7 +309,18 @@ def _items() -> list[Item]:
         Item("fragment_probe (all 21 kinds)", "fragment_probe", "", (), _probes),
         Item("fragment_illegal_op", "fragment_illegal_op", "", (), _illegal),
     ]
-    return items
+    return items + _fp8_sparse_items()
+
+
+def _fp8_sparse_items() -> list[Item]:
+    """Notebook 11's foundation (issue #36): the e4m3 mma.sync GEMM and the 2:4 sparse mma.sp GEMM."""
+    from grader.problems import fp8, sparse24
+
+    return [Item("fp8_gemm_mma (e4m3, scaled)", "fp8_gemm_mma", "fp8_gemm", (),
+                 lambda rng: [fp8.gemm_case(*s, rng) for s in ((32, 48, 64), (33, 20, 96))]),
+            Item("sparse_gemm_mma_sp (2:4)", "sparse_gemm_mma_sp", "", (),
+                 lambda rng: [sparse24.compress_case(48, 64, rng)]
+                 + [sparse24.gemm_case(*s, rng) for s in ((32, 48, 64), (40, 24, 80))])]
 
 
 ITEMS = _items()

@@ -12,7 +12,7 @@ The (exercise, kernel source) pairs come from the registry (grader.checking.exer
   - coach/<file> as <id>:  tests/coach_kernels (files and variants.json), for every exercise whose
                             entry point and launch keys fit the fixture's LAUNCH header;
   - adversarial/<name>:    tests/adversarial/cases.py's CASES;
-  - mistake/<id>, correct/<id>[ launch]#<n>: tests/test_student_mistakes.py's MISTAKES and CORRECT.
+  - mistake/<id>, correct/<id>[ launch]#<n>: tests/checking/test_student_mistakes.py's MISTAKES and CORRECT.
 Each pair goes through `check(..., backend="emu")`; the table keeps every item's name, status,
 kind, message and hint, and the coach panel's lines. Inputs are drawn from seeds fixed per pair
 and the emulator runs one worker, so two runs give the same table; what still changes from run to
@@ -126,7 +126,7 @@ def _adversarial_pairs() -> list[Pair]:
 
 
 def _mistake_pairs() -> list[Pair]:
-    mod = _load(TESTS / "test_student_mistakes.py", "_verdicts_student_mistakes")
+    mod = _load(TESTS / "checking" / "test_student_mistakes.py", "_verdicts_student_mistakes")
     if mod is None:
         return []
     out = [Pair(f"mistake/{mid}", ex, (lambda s=src: s), dict(launch))

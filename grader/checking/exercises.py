@@ -4,7 +4,7 @@ nbgrader. `python -m grader list` prints it.
 Every per-exercise fact lives in its entry (thresholds, hints, where the coach points, the
 calibration's previous kernel, the crosscheck's sizes, the adversarial mistakes); every consumer
 iterates the registry or picks an entry by a property, and no other module of grader/ names an
-exercise id (tests/test_exercise_record.py).
+exercise id (tests/checking/test_exercise_record.py).
 
 Speed thresholds are ratios to a library baseline measured in the same process on the same
 GPU (portable across GPUs); each was calibrated on an H100/H200 so the reference solution

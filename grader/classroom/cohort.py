@@ -48,18 +48,18 @@ import os
 import shutil
 import signal
 import sqlite3
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
+from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
+from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
 from grader.classroom.standing import LOGS
 from grader.classroom.workflow import ROOT
 DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 s (RESULTS-grader.md)
@@ -68,7 +68,6 @@ TICK = 1.0  # seconds between progress redraws
 # the kernel's and the trusted grader's start, compiles, references): a second job uses the GPU
 # while the first one does that, and every timed run still holds the GPU alone (gpulock).
 DEFAULT_JOBS_PER_GPU = 2
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 # ------------------------------------------------------------------ the course, as nbgrader sees it
@@ -261,232 +260,6 @@ def forget(course: Course, assignment: str, student: str) -> None:
     """A job that did not finish: whatever result the student had stays in place (its feedback
     too), and the student is pending, so the next run, --force or not, grades it again."""
     _set_pending(course, assignment, pending(course, assignment) | {student})
-
-
-# ------------------------------------------------------------------ where jobs run
-def gpu_ids(spec: str) -> list[str]:
-    """'all' -> every visible GPU (CUDA_VISIBLE_DEVICES if set, else nvidia-smi -L); 'N' -> the
-    first N of those; '0,2' -> exactly those."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() not in ("", "-1"):
-        found = [v.strip() for v in visible.split(",") if v.strip()]
-    elif visible is not None:
-        found = []
-    else:
-        try:
-            r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-            found = [str(i) for i, ln in enumerate(r.stdout.splitlines()) if ln.startswith("GPU ")]
-        except (OSError, subprocess.SubprocessError):
-            found = []
-    if spec == "all":
-        return found
-    if spec.isdigit():
-        n = int(spec)
-        if n > len(found):
-            raise SystemExit(f"cohort: --gpus {n} but {len(found)} GPU(s) found ({', '.join(found) or 'none'})")
-        return found[:n]
-    return [s.strip() for s in spec.split(",") if s.strip()]
-
-
-class LocalEngine:
-    """A Dask cluster on this host: one single-threaded worker per GPU (CUDA_VISIBLE_DEVICES=that
-    GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
-
-    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1):
-        import dask
-        from distributed import Client, Nanny, Scheduler, SpecCluster
-
-        # a task whose worker died (killed, out of memory) is tried once more, elsewhere
-        dask.config.set({"distributed.scheduler.allowed-failures": 1})
-        quiet = {"DASK_LOGGING__DISTRIBUTED": "error", "PYTHONUNBUFFERED": "1"}
-        n = len(gpus) * jobs_per_gpu if gpus else workers
-        if n > 1 and not any(os.environ.get(k) for k in THREAD_VARS):
-            # each job's BLAS and OpenMP threads get their share of the cores, not all of them each
-            quiet.update({k: str(max(1, (os.cpu_count() or 1) // n)) for k in THREAD_VARS})
-        if gpus:
-            # jobs_per_gpu workers per GPU, each one job at a time; their timed runs hold the GPU
-            # alone (grader.runtime.gpulock: a lock file per GPU in this folder)
-            locks = str(Path("/tmp") / f"tc-cohort-{os.getuid()}" / "locks")
-            self.labels = [f"gpu{g}" if jobs_per_gpu == 1 else f"gpu{g}.{j + 1}" for g in gpus
-                           for j in range(jobs_per_gpu)]
-            envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g, TC_GPU_LOCK_DIR=locks) for g in gpus for _ in range(jobs_per_gpu)]
-            self.resources = {"GPU": 1}
-        else:
-            self.labels = [f"cpu{i}" for i in range(workers)]
-            envs = [dict(quiet, CUDA_VISIBLE_DEVICES="") for _ in range(workers)]  # the emulator
-            self.resources = {}
-        spec = {label: {"cls": Nanny, "options": dict(nthreads=1, name=label, env=env, memory_limit=0,
-                                                      resources=dict(self.resources) or None, host="127.0.0.1",
-                                                      dashboard=False, silence_logs=40)}
-                for label, env in zip(self.labels, envs)}
-        self.cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": dict(
-            host="127.0.0.1", dashboard_address=None)}, silence_logs=40)
-        self.client = Client(self.cluster)
-
-    def close(self):
-        self.client.close()
-        self.cluster.close()
-
-
-def _workers(client) -> dict:
-    try:
-        return client.scheduler_info(n_workers=-1)["workers"]  # newer Dask lists only a few by default
-    except TypeError:
-        return client.scheduler_info()["workers"]
-
-
-class RemoteEngine:
-    """An existing Dask scheduler, by address or scheduler file (a Slurm allocation, course/README.md):
-    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`)."""
-
-    def __init__(self, address: str, min_workers: int = 1):
-        from distributed import Client
-
-        self.client = Client(scheduler_file=address) if os.path.isfile(address) else Client(address)
-        self.client.wait_for_workers(min_workers, timeout=600)  # workers of a batch job start late
-        workers = _workers(self.client).values()
-        self.labels = sorted(str(w.get("name")) for w in workers)
-        self.resources = {"GPU": 1} if any("GPU" in (w.get("resources") or {}) for w in workers) else {}
-
-    def close(self):
-        self.client.close()
-
-
-# ------------------------------------------------------------------ progress and summary
-def _hms(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else (
-        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
-
-
-@dataclass
-class Progress:
-    total: int
-    labels: list[str]
-    out: object = sys.stderr
-    t0: float = field(default_factory=time.time)
-    done: int = 0
-    failed: int = 0
-    per: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        self.tty = hasattr(self.out, "isatty") and self.out.isatty()
-        self.per = {label: 0 for label in self.labels}
-
-    def line(self, running: dict[str, str]) -> str:
-        width = 24
-        fill = int(width * self.done / self.total) if self.total else width
-        workers = "  ".join(f"{w}: {n}" + (f" (now {running[w]})" if w in running else "")
-                            for w, n in self.per.items())
-        return (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} done, {self.failed} failed"
-                f" | {workers} | {_hms(time.time() - self.t0)}")
-
-    def finished(self, result: dict, running: dict[str, str]) -> None:
-        self.done += 1
-        self.failed += result["status"] != "graded"
-        w = result.get("worker", "?")
-        self.per[w] = self.per.get(w, 0) + 1
-        if not self.tty:
-            print(f"{self.line(running)}  <- {result['student']}: {result['status']} ({result['seconds']:.1f} s)",
-                  file=self.out, flush=True)
-        else:
-            self.draw(running)
-
-    def draw(self, running: dict[str, str]) -> None:
-        if self.tty:
-            print("\r\033[K" + self.line(running), end="", file=self.out, flush=True)
-
-    def close(self):
-        if self.tty:
-            print(file=self.out, flush=True)
-
-
-def load_baseline(spec: str | None, course: Course, assignment: str, gpu_name: str | None) -> dict | None:
-    """Plain `nbgrader autograde`'s seconds per submission on one GPU, to state beside this run's:
-    a number (--baseline-seconds), or the value recorded for this assignment (and GPU model) in a
-    JSON file (--baseline FILE; default autograded/.cohort-logs/ASSIGNMENT/baseline.json), as
-    .ci/gpu-cohort writes it: {"ASSIGNMENT": {"GPU name": {"seconds_per_submission": s, ...}}}."""
-    if spec is not None:
-        try:
-            return dict(seconds=float(spec), source="--baseline-seconds")
-        except ValueError:
-            path = Path(spec)
-    else:
-        path = course.logs(assignment) / "baseline.json"
-        if not path.exists():
-            return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise SystemExit(f"cohort: cannot read the baseline {path}: {e}") from None
-    per = data.get(assignment, data)
-    rec = per.get(gpu_name) if gpu_name and isinstance(per.get(gpu_name), dict) else None
-    if rec is None and "seconds_per_submission" not in per:
-        rec = next((v for v in per.values() if isinstance(v, dict) and "seconds_per_submission" in v), None)
-    rec = rec or per
-    if "seconds_per_submission" not in rec:
-        return None
-    what = ", ".join(f"{k} {rec[k]}" for k in ("gpu", "measured", "submissions") if k in rec)
-    return dict(seconds=float(rec["seconds_per_submission"]), source=f"{path}" + (f": {what}" if what else ""))
-
-
-def gpu_name() -> str | None:
-    try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=30)
-        names = r.stdout.split("\n")
-        return names[0].strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def summary(assignment: str, results: list[dict], skipped: list[str], wall: float, labels: list[str],
-            gpus: bool, logs: Path, baseline: dict | None = None, command_wall: float | None = None,
-            n_gpus: int | None = None) -> str:
-    ran = [r for r in results if r["status"] != "lost"]  # a lost job's time is not known
-    secs = [r["seconds"] for r in ran]
-    busy = sum(secs)
-    failures = [r for r in results if r["status"] != "graded"]
-    unit = "GPU-hours" if gpus else "worker-hours (emulator)"
-    rows = [("submissions", f"{len(results) + len(skipped)}: {len(results) - len(failures)} graded now, "
-                            f"{len(skipped)} already done (skipped)"),
-            ("failures", str(len(failures)))]
-    if secs:
-        slow = max(ran, key=lambda r: r["seconds"])
-        rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
-                                         f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
-                 ("wall time", f"{_hms(wall)} on {len(labels)} {'GPU' if gpus else 'worker'}(s): {', '.join(labels)}"),
-                 (unit, f"{busy / 3600:.3f} ({_hms(busy)} of jobs)")]
-        total = command_wall if command_wall is not None else wall
-        if command_wall is not None:
-            rows.append(("wall time of the command", f"{_hms(total)} ({total:.0f} s, its start-up included)"))
-        graded = len(ran)
-        rows.append(("this run, per submission", f"{total / graded:.1f} s of wall time ({total:.0f} s / {graded})"))
-        if baseline and gpus:
-            plain = baseline["seconds"] * graded
-            rows.append(("plain `nbgrader autograde`, one GPU",
-                         f"{baseline['seconds']:.1f} s per submission ({baseline['source']}): {graded} take "
-                         f"{_hms(plain)}"))
-            rows.append(("speed-up over plain nbgrader", f"{plain / total:.2f}x" + (
-                f" on {n_gpus} GPU(s)" if n_gpus else "")))
-        elif gpus:
-            rows.append(("speed-up over plain nbgrader", "not stated: no plain `nbgrader autograde` time given "
-                                                         "(--baseline-seconds S, or --baseline FILE)"))
-    text = [f"## Cohort autograde of {assignment}", "", "| | |", "|---|---|"]
-    text += [f"| {k} | {v} |" for k, v in rows]
-    if ran:
-        text += ["", "| worker | CUDA_VISIBLE_DEVICES | graded | failed | busy |", "|---|---|---|---|---|"]
-        for w in sorted({r["worker"] for r in ran}):
-            mine = [r for r in ran if r["worker"] == w]
-            dev = mine[0].get("device")
-            dev = "(unset)" if dev is None else (dev or '"" (no GPU: the emulator)')
-            text.append(f"| {w} | {dev} | {sum(r['status'] == 'graded' for r in mine)} | "
-                        f"{sum(r['status'] != 'graded' for r in mine)} | {_hms(sum(r['seconds'] for r in mine))} |")
-    if failures:
-        text += ["", "Failures (the rest of the cohort is unaffected; a rerun grades these again):"]
-        text += [f"- {r['student']}: {r['status']}: {r.get('why', '')} (log: {logs / (r['student'] + '.log')})"
-                 for r in failures]
-    return "\n".join(text) + "\n"
 
 
 # ------------------------------------------------------------------ the command

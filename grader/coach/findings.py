@@ -10,7 +10,7 @@ from grader.coach.machine import H100
 from grader.coach.model import Result
 from grader.coach.static import Static
 
-# Section titles as the notebooks spell them (tests/test_coach.py checks they exist).
+# Section titles as the notebooks spell them (tests/coach/test_coach.py checks they exist).
 SECTIONS = {
     "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
            "coalesced-tile": "8. Do: a coalesced transpose through shared memory (2 points)"},
@@ -36,7 +36,7 @@ BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called
 
 @dataclass
 class Finding:
-    key: str  # global-low | global-l2 | conflicts | shared | spills | pipeline | occupancy | none
+    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | none
     gain: float  # the model's speed-up for the fix
     sentence: str
     next_step: str
@@ -72,7 +72,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
             out.append(Finding("global-low", g["global"],
                                f"Global memory: {inten:.0f} FLOP per byte requested (each input element loaded "
                                f"{reads or 'many times'} at the emulator's size); a 128x128 block tile in shared memory "
-                               f"gives {ev.good_intensity:.0f}. At this intensity L2 alone caps the kernel near "
+                               f"gives {ev.good_intensity:.0f}. At this intensity the model caps the kernel near "
                                f"{res.tflops:.0f} TFLOP/s.",
                                "stage block tiles of A and B in shared memory and let each warp reuse them for "
                                "several accumulator tiles", section(sections, "global-low")))
@@ -86,6 +86,11 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                                "them" if big else
                                "a larger block tile (e.g. 128x256) or a block order that keeps tiles in L2 raises "
                                "FLOP per byte", section(sections, "none" if big else "global-l2")))
+    if g.get("coalescing", 1) >= BOTTLENECK:
+        out.append(Finding("coalescing", g["coalescing"],
+                           coalescing_sentence(tr) + f" The wasted sectors keep L1 busy {terms['L1']:.0f} cycles per "
+                           f"main-loop iteration against {terms['math']:.0f} of math.",
+                           coalescing_step(tr), section(sections, "coalescing")))
     if g.get("conflicts", 1) >= BOTTLENECK:
         w = tr.get("worst_shared") or {}
         where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""
@@ -147,6 +152,40 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
     return out
 
 
+def coalescing_sentence(tr: dict) -> str:
+    """What the emulator saw of the global accesses that move more sectors than they use, worst line first."""
+    worst = (tr.get("uncoalesced") or [None])[0]
+    what = "stores" if worst and worst["write"] else "loads"
+    if worst is None:  # no line named (an older traffic record): the whole kernel's numbers
+        eff = min(tr.get("efficiency_load", 1.0), tr.get("efficiency_store", 1.0))
+        return f"Global accesses are not coalesced: {100 * eff:.0f}% of the bytes each warp moves are used."
+    where = f"line {worst['line']} ({worst['source'][:60]})" if worst.get("line") else "a line the emulator could not name"
+    return (f"Global {what} are not coalesced: {where} moves {worst['sectors_per_request']:.1f} sectors of 32 bytes "
+            f"per warp request and uses {100 * worst['used']:.0f}% of the bytes it moves "
+            f"(the kernel's global loads: {tr.get('sectors_per_request_load', 0):.1f}, stores: "
+            f"{tr.get('sectors_per_request_store', 0):.1f} sectors per request).")
+
+
+def coalescing_step(tr: dict) -> str:
+    """The fix for the worst line, from how far apart its lanes' addresses fall and how wide each lane's access is."""
+    worst = (tr.get("uncoalesced") or [None])[0]
+    if worst is None:
+        return "make consecutive lanes touch consecutive addresses (through a shared-memory tile for a transpose)"
+    s, w = worst["sectors_per_request"], max(worst["lane_bytes"], 1.0)
+    lanes = "consecutive threadIdx.x" if s < 24 else "each lane of a warp"
+    apart = (f"{lanes} land ~{max(s / w, 2):.0f} elements apart" if s < 24  # s sectors: lanes ~s bytes apart
+             else f"{lanes} touches its own 32-byte sector (neighbouring lanes a row or more apart)")
+    step = (f"{apart}: let threadIdx.x run along the index that is contiguous in memory (the column of a row-major "
+            "array, e.g. col = c % COLS, row = c / COLS for a copy index c = threadIdx.x + i * THREADS), so a warp "
+            "covers consecutive addresses")
+    if w < 8:
+        step += ("; then widen each lane's access to 16 bytes (int4/float4: 8 halves or 4 floats; half2 at least) "
+                 "so a warp moves 512 contiguous bytes per request")
+    if worst["write"]:
+        step += "; if the reads must run the other way (a transpose), go through a shared-memory tile"
+    return step
+
+
 def _without_model(st: Static, sections: dict | None) -> list[Finding]:
     """Findings from raw evidence when the model lacks an input (no SASS, no traffic)."""
     out = []
@@ -156,12 +195,11 @@ def _without_model(st: Static, sections: dict | None) -> list[Finding]:
                            f"{r.get('spill_loads', 0)} bytes per thread.", "hold fewer values per thread",
                            section(sections, "spills")))
     tr = st.traffic or {}
-    for what in ("load", "store"):
-        eff = tr.get(f"efficiency_{what}", 1.0)
-        if eff < 0.5:
-            out.append(Finding("coalescing", 1 / eff, f"Global {what}s are not coalesced: {100 * eff:.0f}% of the bytes "
-                               "each warp moves are used.", "make consecutive lanes touch consecutive addresses "
-                               "(through a shared-memory tile for a transpose)", section(sections, "coalescing")))
+    # without a model: the share of the bytes moved that is used, worst of loads and stores, as the gain
+    eff = min(tr.get("efficiency_load", 1.0), tr.get("efficiency_store", 1.0))
+    if eff < 1 / BOTTLENECK:
+        out.append(Finding("coalescing", 1 / eff, coalescing_sentence(tr), coalescing_step(tr),
+                           section(sections, "coalescing")))
     if tr.get("ways", 1) >= 1.5:
         out.append(Finding("conflicts", tr["ways"], f"Shared-memory bank conflicts: {tr['ways']:.1f}-way on average.",
                            "pad or swizzle the shared rows", section(sections, "conflicts")))

@@ -73,6 +73,12 @@ class Rates:
     # most w / this of its rate. H100, 2026-11-26 (kernels/RESULTS-mma.md): mma_gemm_tuned at 2 warps per
     # scheduler kept the pipe 75-80% busy with `wait` (dependent-issue latency) its top stall.
     tensor_warps: float = 2.5
+    # L1 passes one wavefront per clock; a warp request's sectors beyond the fewest that hold its bytes
+    # (uncoalesced) mostly lie in cache lines of their own, one wavefront each (NVIDIA's L1TEX model:
+    # requests:wavefronts 1:N). Against issue #35's H100 run: a WMMA GEMM with 2-byte loads at 32 sectors
+    # per request ran at 3.5% of cuBLAS (~23 TFLOP/s); tests/coach_kernels/uncoalesced_2byte.cu, the same
+    # defect, is modelled at ~30 with this rate and ~80 at four sectors (128 bytes) per clock.
+    scattered_sectors_per_clk: float = 1.0
 
     def per_clk(self, per_s: float) -> float:
         return per_s / (self.sms * self.clock_hz)
@@ -99,4 +105,5 @@ H100 = Rates(
 RATES_SOURCE = ("model of an H100 SXM: tensor cores 625 TFLOP/s for mma.sync/WMMA fp16 (measured, "
                 "registers only), fp64 62.5 and fp32 51 TFLOP/s (cuBLAS, measured), L2 9.8 TB/s (the median peak "
                 "Nsight Compute implied on the course's H100), HBM 3.0 TB/s (measured copy), shared memory 128 B per clock per SM "
-                "(CUDA guide), a global load ~600 cycles (assumed)")
+                "(CUDA guide), uncoalesced global sectors one per clock per SM (L1 wavefronts), a global load "
+                "~600 cycles (assumed)")

@@ -36,12 +36,21 @@ CORE = {
     "dram_write_bytes": "dram__bytes_write.sum",
     "l2_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "l2_sectors": "lts__t_sectors.sum",
+    # coalescing: 32-byte sectors per warp request of global loads and stores (Volta on; the Memory
+    # Workload Analysis table's "Sectors/Req": 4 for 128 contiguous bytes, 32 when every lane has its own)
+    "gld_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "gld_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "gst_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "gst_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
 }
+# cp.async (LDGSTS, Ampere on): its global side, asked for only in the first try (an older ncu lacks it)
+ASYNC = {"gcp_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
+         "gcp_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"}
 STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "math_pipe_throttle", "wait",
                  "not_selected", "lg_throttle", "dispatch_stall", "no_instruction", "membar", "branch_resolving",
                  "drain", "imc_miss", "sleeping", "tex_throttle", "misc")
 STALLS = {f"stall_{r}": f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS}
-METRICS = {**CORE, **STALLS}
+METRICS = {**CORE, **ASYNC, **STALLS}
 # the last try when this ncu does not know one of CORE's names
 MINIMAL = {k: CORE[k] for k in ("duration_ns", "hmma_inst", "occupancy_pct", "smem_ld_conflicts", "smem_st_conflicts",
                                 "dram_pct")}
@@ -73,6 +82,9 @@ def summarise(launch: dict, flops: float | None = None) -> dict:
         wf = out.get(f"smem_{d}_wavefronts")
         if wf:
             out[f"smem_{d}_ways"] = wf / max(wf - out.get(f"smem_{d}_conflicts", 0.0), 1.0)
+    for d in ("gld", "gst", "gcp"):  # sectors per warp request (0 requests: none of that kind ran)
+        if out.get(f"{d}_requests"):
+            out[f"{d}_sectors_per_request"] = out.get(f"{d}_sectors", 0.0) / out[f"{d}_requests"]
     stalls = sorted(((k[6:], v) for k, v in out.items() if k.startswith("stall_")), key=lambda x: -x[1])
     out["top_stalls"] = [(r, v) for r, v in stalls[:3] if v > 0]
     dur = out.get("duration_ns")
@@ -102,6 +114,11 @@ def lines(s: dict) -> list[str]:
     if "smem_ld_ways" in s or "smem_st_ways" in s:
         out.append(f"shared memory: loads {s.get('smem_ld_ways', 1):.1f}-way, stores {s.get('smem_st_ways', 1):.1f}-way "
                    f"({s.get('smem_ld_conflicts', 0):.0f} / {s.get('smem_st_conflicts', 0):.0f} bank-conflict wavefronts)")
+    spr = [(w, s[f"{d}_sectors_per_request"]) for d, w in (("gld", "loads"), ("gcp", "cp.async copies"),
+                                                           ("gst", "stores")) if f"{d}_sectors_per_request" in s]
+    if spr:
+        out.append("global memory, 32-byte sectors per warp request: " + ", ".join(f"{w} {v:.1f}" for w, v in spr)
+                   + " (4 per 128 contiguous bytes; 32: every lane its own sector, uncoalesced)")
     if "dram_pct" in s or "l2_pct" in s:
         out.append(f"DRAM throughput {s.get('dram_pct', 0):.0f}% of peak, L2 {s.get('l2_pct', 0):.0f}%"
                    + (f"; {s['dram_intensity']:.0f} FLOP per DRAM byte" if "dram_intensity" in s else ""))

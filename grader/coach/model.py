@@ -6,14 +6,20 @@ Per SM, per iteration of the main loop (B resident blocks, each doing F FLOPs an
 bytes and W shared-memory wavefronts per iteration):
     math      B*F / (tensor-core or FMA FLOP per clock)
     shared    B*W wavefronts (one per clock; a k-way bank conflict costs k) + spilled bytes / 128
+    L1        B*X / 32: X the global sector bytes moved beyond the fewest that hold the bytes used
+              (uncoalesced loads and stores), each such sector one L1 wavefront (a clock,
+              Rates.scattered_sectors_per_clk); L1 and shared memory share one data path, so
+              `shared + L1` is what that path is busy
     L2        B*S / (L2 bytes per clock per SM)
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
     the pipe fed, Rates.tensor_warps)
 Loads overlapped with math (cp.async with groups left in flight, or register prefetch):
-    t = max(math, shared, L2, latency)
+    t = max(math, shared + L1, L2, latency)
 Not overlapped (load, wait, compute, in one stage):
-    t = L + L2 + max(math, shared)
+    t = L + L2 + max(math, shared + L1)
+L2 counts the bytes requested (L1 is assumed to catch a sector's other bytes when a later
+request of the same warp uses them); an uncoalesced kernel pays in L1's sectors instead.
 bound = B*F / t. A fix is scored by how much it shortens t; the largest speed-up is the first finding.
 """
 from __future__ import annotations
@@ -38,6 +44,9 @@ class Evidence:
     depth: int  # iterations in flight (cp.async groups; 1 for register prefetch)
     math: str  # "f16" | "f64" | "fp32"
     good_intensity: float  # FLOP/byte of a 128x128 block tile at this precision
+    # global sector bytes moved per FLOP beyond the fewest sectors holding the bytes used (emulator:
+    # 32-byte sectors per warp request against the ideal; 0 when every request is coalesced)
+    global_excess_per_flop: float = 0.0
 
 
 @dataclass
@@ -66,8 +75,11 @@ def _per_scheduler(ev: Evidence, blocks: int) -> float:
 
 
 def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None,
-          fed=None):
+          fed=None, excess=None):
     B = ev.blocks if blocks is None else blocks
+    x = ev.global_excess_per_flop if excess is None else excess
+    if g is not None and ev.global_per_flop:  # fewer bytes requested: fewer wasted sectors too
+        x *= g / ev.global_per_flop
     g = ev.global_per_flop if g is None else g
     w = ev.shared_per_flop if w is None else w
     spill = ev.spill_bytes_iter if spill is None else spill
@@ -83,11 +95,13 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
         "shared": B * (F * w + spill / r.smem_bytes_per_clk),
         "L2": B * F * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
+        "L1": B * F * x / 32 / r.scattered_sectors_per_clk,
     }
+    pipe = terms["shared"] + terms["L1"]  # shared memory and L1 share one data path
     if ov:
-        t = max(terms.values())
+        t = max(terms["math"], pipe, terms["L2"], terms["latency"])
     else:
-        t = terms["latency"] + terms["L2"] + max(terms["math"], terms["shared"])
+        t = terms["latency"] + terms["L2"] + max(terms["math"], pipe)
     return t, terms
 
 
@@ -109,6 +123,9 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
         if target >= ev.global_per_flop / 1.1:  # already near a 128x128 tile: a quarter less traffic
             target = ev.global_per_flop * 0.75
         res.gains["global"] = gain(g=target)
+    # coalesced: every global request moves only the sectors that hold the bytes it uses
+    if ev.global_excess_per_flop:
+        res.gains["coalescing"] = gain(excess=0.0)
     res.gains["conflicts"] = gain(w=ev.shared_per_flop_ideal)
     # half the shared traffic per FLOP (a warp tile twice as large), beyond removing the conflicts
     res.gains["shared"] = gain(w=ev.shared_per_flop_ideal / 2) / res.gains["conflicts"]

@@ -135,9 +135,11 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
     if tr:
         size = " ".join(f"{k}={v}" for k, v in (traffic_dims or {}).items())
         reads = ", ".join(f"{k} {v:.1f}x" for k, v in tr["reads"].items())
-        inten = (f"{1 / tr['global_per_flop']:.0f} FLOP per global byte at the timed size; " if tr["global_per_flop"]
-                 else f"global loads {100 * tr['efficiency_load']:.0f}% / stores {100 * tr['efficiency_store']:.0f}% "
-                      "of the bytes moved used (coalescing); ")
+        used = (f"global loads {100 * tr['efficiency_load']:.0f}% / stores {100 * tr['efficiency_store']:.0f}% "
+                "of the bytes moved used (coalescing); ")
+        inten = (f"{1 / tr['global_per_flop']:.0f} FLOP per global byte at the timed size; "
+                 + (used if min(tr["efficiency_load"], tr["efficiency_store"]) < 1 / F.BOTTLENECK else "")
+                 if tr["global_per_flop"] else used)
         p.lines.append(f"memory (emulator, {size}): {inten}inputs loaded {reads}; shared memory "
                        + (f"loads {tr['ways_load']:.1f}-way, stores {tr['ways_store']:.1f}-way"
                           if tr["uses_shared"] else "not used"))
@@ -155,7 +157,8 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         p.model = res.to_dict()
         t = res.terms
         p.lines.append(f"model, cycles per main-loop iteration per SM: math {t['math']:.0f}, shared {t['shared']:.0f}, "
-                       f"L2 {t['L2']:.0f}, load latency {t['latency']:.0f} ("
+                       f"L2 {t['L2']:.0f}, load latency {t['latency']:.0f}"
+                       + (f", L1 for uncoalesced sectors {t['L1']:.0f}" if t.get("L1") else "") + " ("
                        + ("overlapped: the largest sets the pace" if not res.serial else "not overlapped: they add up")
                        + f") -> at most ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s")
         p.point = dict(intensity=res.intensity, tflops=res.tflops,
@@ -179,8 +182,21 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         got = measured.measure(source, kernel, options, problem, dims, launch or {},
                                flops=problem.flops(dims) if hasattr(problem, "flops") else None)
         if got["ok"]:
-            p.measured = {k: v for k, v in got["summary"].items()}
-            p.measured_lines = measured.lines(got["summary"])
+            add_measured(p, got["summary"])
         else:
             p.not_measured = got["why"]
     return p
+
+
+def add_measured(p: Panel, summary: dict) -> None:
+    """Nsight Compute's numbers into the panel; a coalescing finding quotes the sectors per request measured."""
+    from grader.coach import measured
+
+    p.measured = dict(summary)
+    p.measured_lines = measured.lines(summary)
+    spr = {w: summary[f"{d}_sectors_per_request"] for d, w in (("gld", "loads"), ("gcp", "cp.async copies"),
+                                                              ("gst", "stores")) if f"{d}_sectors_per_request" in summary}
+    for f in p.findings:
+        if f.key == "coalescing" and spr:
+            f.sentence += (" Nsight Compute measured " + ", ".join(f"{w} {v:.1f}" for w, v in spr.items())
+                           + " sectors per request in one launch on the GPU.")

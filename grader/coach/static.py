@@ -52,6 +52,9 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         scale = dims["K"] / perf_dims["K"]  # output stores per FLOP shrink as K grows
     sh = [a for a in t.accesses if a.space == "shared"]
     st_bytes = sum(a.bytes for a in sh if a.write)
+    gl = [a for a in t.accesses if a.space == "global"]
+    # sector bytes moved beyond the fewest sectors that hold the bytes used (stores scaled as above)
+    excess = sum((a.units - a.ideal) * 32 * (scale if a.write else 1.0) for a in gl)
     worst = t.worst("shared")
     worst_ld = t.worst("shared", False)
     return dict(
@@ -68,8 +71,21 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         conflicted=[dict(line=a.line, source=a.source[:80], ratio=round(a.ratio, 2), write=a.write)
                     for a in sorted(sh, key=lambda a: -(a.units - a.ideal)) if a.ratio > 1.01][:5],
         efficiency_load=t.efficiency(False), efficiency_store=t.efficiency(True),
+        global_excess_per_flop=excess / flops if flops else 0.0,
+        sectors_per_request_load=t.sectors_per_request(False), sectors_per_request_store=t.sectors_per_request(True),
+        uncoalesced=[_line(a) for a in sorted(gl, key=lambda a: -(a.units - a.ideal)) if a.units > 1.1 * a.ideal][:3],
         uses_shared=t.uses_shared(),
     )
+
+
+def _line(a) -> dict:
+    """One global load or store line that moves more sectors than the bytes it uses need."""
+    return dict(line=a.line, source=a.source[:80], write=a.write, requests=a.requests,
+                sectors_per_request=a.units / a.requests if a.requests else 0.0,
+                used=a.ideal / a.units if a.units else 1.0,
+                # bytes each lane moves per request, for a full warp (2: half, 4: float, 16: int4/float4)
+                lane_bytes=a.bytes / a.requests / 32 if a.requests else 0.0,
+                wasted_sectors=a.units - a.ideal)
 
 
 def _math(loop) -> str:
@@ -129,4 +145,4 @@ def _evidence(st: Static, problem) -> Evidence | None:
     return Evidence(flops_iter=F, blocks=occ.blocks, warps=warps, global_per_flop=tr["global_per_flop"],
                     shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
                     overlapped=loop.overlapped, depth=depth, math=_math(loop),
-                    good_intensity=128 / _elem(problem))
+                    good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"])

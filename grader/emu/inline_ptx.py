@@ -13,12 +13,15 @@ from dataclasses import dataclass
 
 from grader.runtime.errors import CompileError, Diagnostic, Unsupported
 
-SUPPORTED = ("mma.sync m16n8k16 / m16n8k8 (f16 or bf16 in, f32 or f16 out) and f64 m8n8k4 / m16n8k4 / "
-             "m16n8k8 / m16n8k16; ldmatrix m8n8 x1/x2/x4 (.trans); cp.async.ca/cg with "
-             "commit_group/wait_group/wait_all; cvta(.to).shared, cvt.u32.u64, mov")
+SUPPORTED = ("mma.sync m16n8k16 / m16n8k8 (f16 or bf16 in, f32 or f16 out), f64 m8n8k4 / m16n8k4 / "
+             "m16n8k8 / m16n8k16, and m16n8k32 e4m3/e5m2 (f32 or f16 accumulate); mma.sp (2:4 sparse A) "
+             "m16n8k16 / m16n8k32 f16 or bf16; ldmatrix m8n8 x1/x2/x4 (.trans); cp.async.ca/cg with "
+             "commit_group/wait_group/wait_all; cvt.rn.satfinite.e4m3x2/e5m2x2 (.f32, .f16x2), "
+             "cvt.rn.f16x2.e4m3x2/e5m2x2; cvta(.to).shared, cvt.u32.u64, mov")
 
 HOPPER = ("wgmma", "mbarrier", "setmaxnreg", "elect", "tensormap")
-_TYPE = {"f16": "::emu::ptx::F16", "bf16": "::emu::ptx::BF16", "f32": "::emu::ptx::F32", "f64": "::emu::ptx::F64"}
+_TYPE = {"f16": "::emu::ptx::F16", "bf16": "::emu::ptx::BF16", "f32": "::emu::ptx::F32", "f64": "::emu::ptx::F64",
+         "e4m3": "::emu::ptx::E4M3", "e5m2": "::emu::ptx::E5M2"}
 
 
 @dataclass
@@ -192,6 +195,8 @@ class Program:
             return self.ldmatrix(opcode, parts, args)
         if opcode.startswith("cp.async.") and not opcode.startswith("cp.async.bulk"):
             return self.cp_async(opcode, parts, args)
+        if head == "cvt" and ("e4m3x2" in parts or "e5m2x2" in parts):
+            return self.cvt_fp8(opcode, parts, args)
         if head in ("cvta", "cvt", "mov"):
             return self.scalar(opcode, parts, args)
         raise _unsupported(f"the inline PTX instruction '{opcode}'", self.line)
@@ -202,6 +207,10 @@ class Program:
 
     def mma(self, opcode, parts, args):
         mods = parts[1:]
+        sparse = mods[0] in ("sp", "sp::ordered_metadata")
+        ordered = mods[0] == "sp::ordered_metadata"
+        if sparse:
+            mods = mods[1:]
         shape = next((p for p in mods if re.fullmatch(r"m\d+n\d+k\d+", p)), "")
         types = [p for p in mods if p in ("f16", "bf16", "f32", "f64", "tf32", "s8", "u8", "s4", "u4", "b1",
                                           "e4m3", "e5m2", "s32")]
@@ -211,28 +220,70 @@ class Program:
             raise _unsupported(f"the inline PTX instruction '{opcode}'", self.line)
         dt, at, bt, ct = types
         M, N, K = map(int, re.findall(r"\d+", shape))
-        f16ish = at in ("f16", "bf16") and at == bt and dt in ("f16", "f32") and ct in ("f16", "f32") \
-            and (M, N, K) in ((16, 8, 16), (16, 8, 8))
-        f64 = (dt, at, bt, ct) == ("f64",) * 4 and (M, N, K) in ((8, 8, 4), (16, 8, 4), (16, 8, 8), (16, 8, 16))
-        if not (f16ish or f64):
+        f16ish = at in ("f16", "bf16") and at == bt and dt in ("f16", "f32") and ct in ("f16", "f32")
+        fp8 = at in ("e4m3", "e5m2") and bt in ("e4m3", "e5m2") and dt == ct and dt in ("f16", "f32") \
+            and (M, N, K) == (16, 8, 32)
+        if sparse:
+            ok = f16ish and (M, N, K) in ((16, 8, 16), (16, 8, 32))
+        else:
+            ok = (f16ish and (M, N, K) in ((16, 8, 16), (16, 8, 8))) or fp8 or \
+                ((dt, at, bt, ct) == ("f64",) * 4 and (M, N, K) in ((8, 8, 4), (16, 8, 4), (16, 8, 8), (16, 8, 16)))
+        if not ok:
             raise _unsupported(f"the inline PTX instruction '{opcode}'", self.line)
-        if (M, N, K) == (16, 8, 16) and ct == "f16" and dt != "f16":
+        if (M, N, K) == (16, 8, 16) and ct == "f16" and dt != "f16" and not sparse:
             # what ptxas says of this form on the GPU (CUDA 13, sm_90; H100 run of 2026-11-26): the
             # grammar lists .dtype and .ctype separately, but this shape takes an f16 C only into an f16 D
             why = ".dtype must be '.f16' when .ctype is '.f16' for 'mma' instruction with shape '.m16n8k16'"
             raise CompileError(f"Compilation failed (line {self.line}): {why} (ptxas refuses '{opcode}' on a GPU too)",
                                log=why, diagnostics=[Diagnostic("error", f"{why} ('{opcode}')", line=self.line)],
                                hint="Accumulate in the type you write: .f32.f16.f16.f32, or .f16.f16.f16.f16.")
-        self.need(args, 4, opcode)
-        per = 1 if f64 else 2
-        nd = M * N // 32 // (2 if dt == "f16" else 1)
-        nc = M * N // 32 // (2 if ct == "f16" else 1)
-        d = self.vector(args[0], nd, f"the D operand of '{opcode}'")
-        a = self.vector(args[1], M * K // 32 // per, f"the A operand of '{opcode}'")
-        b = self.vector(args[2], K * N // 32 // per, f"the B operand of '{opcode}'")
-        c = self.vector(args[3], nc, f"the C operand of '{opcode}'")
-        self.calls.append(f"::emu::ptx::mma<{M}, {N}, {K}, {_TYPE[dt]}, {_TYPE[at]}, {_TYPE[ct]}>"
-                          f"(__LINE__, {d}, {a}, {b}, {c});")
+        self.need(args, 6 if sparse else 4, opcode)
+
+        def regs(elems, typ):  # registers per lane (an f32/f64 register holds one element)
+            bits = {"f64": 64, "f32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8}[typ]
+            return elems // 32 if bits >= 32 else elems // 32 * bits // 32
+
+        d = self.vector(args[0], regs(M * N, dt), f"the D operand of '{opcode}'")
+        a = self.vector(args[1], regs(M * K // (2 if sparse else 1), at), f"the A operand of '{opcode}'")
+        b = self.vector(args[2], regs(K * N, bt), f"the B operand of '{opcode}'")
+        c = self.vector(args[3], regs(M * N, ct), f"the C operand of '{opcode}'")
+        extra = f", {self.atom(args[4])}, {self.atom(args[5])}" if sparse else ""
+        if fp8:  # as ptxas refuses them below (built for an older arch: EmuModule(src, arch=80))
+            self.arch_at_least(890, f"mma.sync m16n8k32 with .{at}/.{bt} inputs needs sm_89 or newer")
+        elif sparse:
+            self.arch_at_least(800, "mma.sp needs sm_80 or newer")
+        self.calls.append(f"::emu::ptx::mma<{M}, {N}, {K}, {_TYPE[dt]}, {_TYPE[at]}, {_TYPE[bt]}, {_TYPE[ct]}, "
+                          f"{'true' if sparse else 'false'}, {'true' if ordered else 'false'}>"
+                          f"(__LINE__, {d}, {a}, {b}, {c}{extra});")
+
+    def arch_at_least(self, arch: int, why: str) -> None:
+        """The build's arch (__CUDA_ARCH__) must be `arch` or newer: a compile error at the asm's line."""
+        self.calls.append(f'static_assert(__CUDA_ARCH__ >= {arch}, "{why}");')
+
+    def cvt_fp8(self, opcode, parts, args):
+        """cvt.rn.satfinite{.relu}.e4m3x2|e5m2x2.f32|f16x2 and cvt.rn.f16x2.e4m3x2|e5m2x2 (sm_89+)."""
+        mods = parts[1:]
+        self.arch_at_least(890, f"'{opcode}' needs sm_89 or newer")
+        if mods[:2] == ["rn", "satfinite"]:
+            rest = mods[3:] if mods[2:3] == ["relu"] else mods[2:]
+            relu = "true" if mods[2:3] == ["relu"] else "false"
+            if len(rest) == 2 and rest[0] in ("e4m3x2", "e5m2x2") and rest[1] in ("f32", "f16x2"):
+                e5 = "true" if rest[0] == "e5m2x2" else "false"
+                if rest[1] == "f32":
+                    self.need(args, 3, opcode)
+                    d, a, b = (self.atom(x) for x in args)
+                    self.calls.append(f"::emu::ptx::cvt_f32x2_to_fp8x2<{e5}, {relu}>({d}, {a}, {b});")
+                else:
+                    self.need(args, 2, opcode)
+                    d, a = (self.atom(x) for x in args)
+                    self.calls.append(f"::emu::ptx::cvt_f16x2_to_fp8x2<{e5}, {relu}>({d}, {a});")
+                return
+        if mods[:2] == ["rn", "f16x2"] and mods[2:] in (["e4m3x2"], ["e5m2x2"]):
+            self.need(args, 2, opcode)
+            d, a = (self.atom(x) for x in args)
+            self.calls.append(f"::emu::ptx::cvt_fp8x2_to_f16x2<{'true' if mods[2] == 'e5m2x2' else 'false'}>({d}, {a});")
+            return
+        raise _unsupported(f"the inline PTX instruction '{opcode}'", self.line)
 
     def ldmatrix(self, opcode, parts, args):
         mods = parts[1:]

@@ -35,6 +35,10 @@ _DTYPES: dict[str, tuple[str, ...]] = {
     "float2": ("float32",), "float4": ("float32",), "double2": ("float64",),
     "int2": ("int32",), "int4": ("int32",), "uint2": ("uint32",), "uint4": ("uint32",),
     "half2": ("float16",), "__half2": ("float16",),
+    # fp8 (<cuda_fp8.h>): codes as bytes, pairs and quads as their storage words
+    "__nv_fp8_storage_t": ("uint8",), "__nv_fp8_e4m3": ("uint8",), "__nv_fp8_e5m2": ("uint8",),
+    "__nv_fp8x2_storage_t": ("uint16",), "__nv_fp8x2_e4m3": ("uint16",), "__nv_fp8x2_e5m2": ("uint16",),
+    "__nv_fp8x4_storage_t": ("uint32",), "__nv_fp8x4_e4m3": ("uint32",), "__nv_fp8x4_e5m2": ("uint32",),
 }
 _VOID = {"void"}
 

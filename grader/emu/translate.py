@@ -166,7 +166,7 @@ def check_supported(src: str, code: str) -> None:
     if m:
         raise Unsupported(f"kernel launches from device code (dynamic parallelism, line {line_of(code, m.start())}) "
                           "are not supported by the CPU emulator")
-    m = re.search(r"\b(__nv_fp8_e4m3|__nv_fp8_e5m2|wgmma|__cluster_dims__|__stwb_cluster)\b", code)
+    m = re.search(r"\b(wgmma|__cluster_dims__|__stwb_cluster)\b", code)
     if m:
         raise Unsupported(f"'{m.group(1)}' (line {line_of(code, m.start())}) is not supported by the CPU emulator")
 

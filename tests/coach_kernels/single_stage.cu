@@ -1,7 +1,7 @@
 /*
  * single_stage: one shared buffer; each k-tile is copied (cp.async), waited for with nothing
  * left in flight, then computed: loads and math never overlap.
- * Test fixture of the performance coach (tests/test_coach.py): a variant of
+ * Test fixture of the performance coach (tests/coach/test_coach.py): a variant of
  * kernels/wmma_gemm_swizzle.cu for exercise wmma-gemm-fast, slow for ONE reason.
  * LAUNCH {"block_m": 128, "block_n": 128, "block_k": 64, "threads": 128, "shared_mem": 35840}
  */

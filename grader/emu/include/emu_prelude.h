@@ -3,7 +3,7 @@
 // Bump EMU_PRELUDE_VERSION when behaviour changes (it keys the compile cache).
 #ifndef EMU_PRELUDE_H
 #define EMU_PRELUDE_H
-#define EMU_PRELUDE_VERSION 9
+#define EMU_PRELUDE_VERSION 10
 
 #include <assert.h>
 #include <stdint.h>
@@ -678,6 +678,7 @@ EMU_AI void cp_touch(const void* p, unsigned bytes, int write, int line) {
 }  // namespace emu
 
 #include "emu_wmma.h"
+#include "emu_fp8.h"  // <cuda_fp8.h>: e4m3/e5m2 types and conversions (inline PTX cvt and mma use them)
 #include "emu_ptx.h"  // inline PTX (translate.py rewrites asm statements into its calls)
 
 #endif  // EMU_PRELUDE_H

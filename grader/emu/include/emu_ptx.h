@@ -8,6 +8,9 @@
 //
 //   mma.sync.aligned.m16n8k16 / m16n8k8 .row.col .f32|.f16 .f16|.bf16 ... (f16/bf16 in)
 //   mma.sync.aligned.m8n8k4 / m16n8k4 / m16n8k8 / m16n8k16 .row.col.f64.f64.f64.f64
+//   mma.sync.aligned.m16n8k32.row.col.f32|f16 .e4m3|e5m2 .e4m3|e5m2 .f32|f16 (sm_89+; D and C alike)
+//   mma.sp{::ordered_metadata}.sync.aligned.m16n8k16|m16n8k32.row.col.f32|f16.f16|bf16 ... , e, sel
+//   cvt.rn.satfinite{.relu}.e4m3x2|e5m2x2.f32|f16x2, cvt.rn.f16x2.e4m3x2|e5m2x2
 //   ldmatrix.sync.aligned.m8n8.x1|x2|x4{.trans}{.shared{::cta}}.b16
 //   cp.async.ca|cg.shared{::cta}.global{.L2::64B|128B|256B} [dst], [src], 4|8|16{, src-size}
 //   cp.async.commit_group, cp.async.wait_group N, cp.async.wait_all
@@ -26,6 +29,12 @@
 //   f64 m16n8k8/k16    A: r = g + 8*(i&1), c = t + 4*(i>>1);  B: r = t + 4i, c = g
 //   f64 m8n8k4         A: (g, t);  B: (t, g);  C/D (2 regs): (g, 2t + i)
 //   C/D of every m16n8 shape (4 f32/f64 regs, or 2 f16x2 regs): r = g + 8*(i>>1), c = 2t + (i&1)
+//   e4m3/e5m2 m16n8k32 (9.7.14.5.10, "Matrix Fragments for mma.m16n8k32"; 4 elements per register,
+//                      lowest byte first)  A (16x32, 4 regs): r = g + 8*((i>>2)&1), c = 4t + (i&3) + 16*(i>>3)
+//                      B (32x8, 2 regs): r = 4t + (i&3) + 16*(i>>2), c = g
+//   mma.sp f16/bf16    A: the non-zeros, as a dense A of K/2 columns (m16n8k8 / m16n8k16 layout above;
+//                      9.7.14.6.2.1-2); B of m16n8k32 (32x8, 4 regs): r = 2t + (i&1) + 8*(i>>1), c = g;
+//                      metadata: see sparse_meta_lane below
 //   ldmatrix: lanes 8j..8j+7 give the row addresses (16 bytes each) of matrix j; register j of
 //     lane l holds row g, columns 2t, 2t+1 of matrix j (low half first); .trans: rows 2t, 2t+1
 //     of column g, i.e. the matrix transposed.
@@ -41,7 +50,7 @@
 // reported, not followed.
 #ifndef EMU_PTX_H
 #define EMU_PTX_H
-#define EMU_PTX_VERSION 1
+#define EMU_PTX_VERSION 2
 
 namespace emu {
 namespace ptx {
@@ -156,25 +165,31 @@ __attribute__((noinline)) inline void whole_warp(const char* what, int line) {
   }
 }
 
-enum { F16 = 0, BF16 = 1, F32 = 2, F64 = 3 };
+enum { F16 = 0, BF16 = 1, F32 = 2, F64 = 3, E4M3 = 4, E5M2 = 5 };
+constexpr int bits_of_type(int t) { return t == F64 ? 64 : t == F32 ? 32 : (t == E4M3 || t == E5M2) ? 8 : 16; }
+// registers per lane for a warp's `elems` elements of type t (a Slot holds one f32 or f64, or 32 bits of narrower ones)
+constexpr int regs_of(int elems, int t) { return bits_of_type(t) >= 32 ? elems / 32 : elems / 32 * bits_of_type(t) / 32; }
 
-// (r, c) of element i of a lane's A (M x K), B (K x N) or C/D (M x N) fragment (table above)
-EMU_AI void a_rc(int M, int K, bool f64, int lane, int i, int& r, int& c) {
+// (r, c) of element i of a lane's A (M x K), B (K x N) or C/D (M x N) fragment (table above);
+// `bits`: the element width of A and B (8 for e4m3/e5m2, 16 for f16/bf16, 64 for f64)
+EMU_AI void a_rc(int M, int K, int bits, int lane, int i, int& r, int& c) {
   const int g = lane >> 2, t = lane & 3;
   if (M == 8) { r = g; c = t; return; }  // f64 m8n8k4
-  if (f64) {
+  if (bits == 64) {
     if (K == 4) { r = g + 8 * i; c = t; }
     else { r = g + 8 * (i & 1); c = t + 4 * (i >> 1); }
     return;
   }
+  if (bits == 8) { r = g + 8 * ((i >> 2) & 1); c = 4 * t + (i & 3) + 16 * (i >> 3); return; }  // m16n8k32
   if (K == 16) { r = g + 8 * ((i >> 1) & 1); c = 2 * t + (i & 1) + 8 * (i >> 2); }
   else { r = g + 8 * (i >> 1); c = 2 * t + (i & 1); }
 }
-EMU_AI void b_rc(int M, int K, bool f64, int lane, int i, int& r, int& c) {
+EMU_AI void b_rc(int M, int K, int bits, int lane, int i, int& r, int& c) {
   const int g = lane >> 2, t = lane & 3;
   c = g;
-  if (M == 8 || f64) r = t + 4 * i;
-  else if (K == 16) r = 2 * t + (i & 1) + 8 * (i >> 1);
+  if (M == 8 || bits == 64) r = t + 4 * i;
+  else if (bits == 8) r = 4 * t + (i & 3) + 16 * (i >> 2);  // m16n8k32 e4m3/e5m2
+  else if (K >= 16) r = 2 * t + (i & 1) + 8 * (i >> 1);     // m16n8k16, and mma.sp m16n8k32's 32 x 8 B
   else r = 2 * t + i;
 }
 EMU_AI void c_rc(int M, int lane, int i, int& r, int& c) {
@@ -187,35 +202,68 @@ EMU_AI double elem(unsigned long long bits, int type) {
   if (type == F16) return (double)__builtin_bit_cast(_Float16, (unsigned short)bits);
   if (type == BF16) return (double)__builtin_bit_cast(float, (unsigned)(bits & 0xFFFF) << 16);
   if (type == F32) return (double)__builtin_bit_cast(float, (unsigned)bits);
+  if (type == E4M3 || type == E5M2) return ::emu::fp8::decode((unsigned char)bits, type == E5M2);
   return __builtin_bit_cast(double, bits);
+}
+// element i of a fragment whose registers hold 32/bits elements each (low bits first)
+template <int T> EMU_AI unsigned long long field(const unsigned long long* regs, int i) {
+  constexpr int B = bits_of_type(T);
+  if constexpr (B >= 32) return regs[i];
+  else return regs[i / (32 / B)] >> (B * (i % (32 / B))) & ((1ull << B) - 1);
 }
 
 struct MmaPayload {
   unsigned long long a[8], b[4], c[4], d[4];  // register bits, as the lane holds them
+  unsigned meta;                              // mma.sp: the lane's metadata register
+  int sel;                                    // mma.sp: the sparsity selector
 };
-// one warp-wide mma: M x N x K, element types of D, A (= B) and C
-template <int M, int N, int K, int DT, int AT, int CT> void mma_combine(void** pl, unsigned) {
+// mma.sp (PTX ISA 9.7.14.6.1 "Sparse matrix storage", 9.7.14.6.2.1/.2 "Matrix Fragments for sparse
+// mma.m16n8k16 / m16n8k32 with .f16 and .bf16 types"): A is M x K with 2 non-zeros in every 4
+// consecutive elements of a row; the fragment holds the M x K/2 non-zeros in the layout of a dense
+// M x K/2 A (low half of a register first), and metadata says where they sit. In each quad of
+// lanes, T = K/16 lanes hold it: lanes 4g + sel*T .. 4g + sel*T + T-1 (sel: the sparsity selector, 0..4/T-1);
+// lane 4g + sel*T + h has, in bits 4j..4j+3 (j = 0..3), the two 2-bit column indices (low pair
+// first) of the non-zeros of chunk 4h + j (columns 16h + 4j .. +3) of row g, and in bits 16 + 4j ..
+// the same for row g + 8.
+EMU_AI int sparse_meta_lane(int K, int sel, int r, int chunk) { return 4 * (r & 7) + sel * (K / 16) + chunk / 4; }
+EMU_AI int sparse_meta_shift(int r, int chunk) { return (r >= 8 ? 16 : 0) + 4 * (chunk & 3); }
+
+// one warp-wide mma: M x N x K, element types of D, A, B and C; SP: A is 2:4 sparse (mma.sp)
+template <int M, int N, int K, int DT, int AT, int BT, int CT, bool SP> void mma_combine(void** pl, unsigned) {
   __emu_tensor_op(M, N, K);  // counted where it runs: the grade's tensor-core evidence
   constexpr bool f64 = AT == F64;
-  constexpr int PER = f64 ? 1 : 2;  // elements per A/B register
-  constexpr int NA = M * K / 32, NB = K * N / 32, NC = M * N / 32;
+  constexpr int KA = SP ? K / 2 : K;  // columns of A the fragment holds
+  constexpr int NA = M * KA / 32, NB = K * N / 32, NC = M * N / 32;
   typedef typename std::conditional<f64, double, float>::type acc_t;
   acc_t A[M * K], B[K * N], C[M * N];
+  acc_t Ac[M * KA];  // A as the fragments hold it (the non-zeros, for mma.sp)
   for (int lane = 0; lane < 32; ++lane) {
     const MmaPayload* p = (const MmaPayload*)pl[lane];
     for (int i = 0; i < NA; ++i) {
-      int r, c; a_rc(M, K, f64, lane, i, r, c);
-      A[r * K + c] = (acc_t)elem(PER == 2 ? p->a[i / 2] >> (16 * (i & 1)) : p->a[i], AT)
-                     * (__emu_tc_double ? 2 : 1);  // a probe run's doubling is exact
+      int r, c; a_rc(M, KA, bits_of_type(AT), lane, i, r, c);
+      Ac[r * KA + c] = (acc_t)elem(field<AT>(p->a, i), AT) * (__emu_tc_double ? 2 : 1);  // a probe run's doubling is exact
     }
     for (int i = 0; i < NB; ++i) {
-      int r, c; b_rc(M, K, f64, lane, i, r, c);
-      B[r * N + c] = (acc_t)elem(PER == 2 ? p->b[i / 2] >> (16 * (i & 1)) : p->b[i], AT);
+      int r, c; b_rc(M, K, bits_of_type(BT), lane, i, r, c);
+      B[r * N + c] = (acc_t)elem(field<BT>(p->b, i), BT);
     }
     for (int i = 0; i < NC; ++i) {
       int r, c; c_rc(M, lane, i, r, c);
-      C[r * N + c] = (acc_t)elem(CT == F16 ? p->c[i / 2] >> (16 * (i & 1)) : p->c[i], CT);
+      C[r * N + c] = (acc_t)elem(field<CT>(p->c, i), CT);
     }
+  }
+  if constexpr (SP) {
+    const int sel = ((const MmaPayload*)pl[0])->sel;
+    for (int i = 0; i < M * K; ++i) A[i] = 0;
+    for (int r = 0; r < M; ++r)
+      for (int j = 0; j < K / 4; ++j) {
+        const unsigned meta = ((const MmaPayload*)pl[sparse_meta_lane(K, sel, r, j)])->meta;
+        const unsigned nib = meta >> sparse_meta_shift(r, j) & 0xF;
+        A[r * K + 4 * j + (nib & 3)] = Ac[r * KA + 2 * j];
+        A[r * K + 4 * j + (nib >> 2)] = Ac[r * KA + 2 * j + 1];
+      }
+  } else {
+    for (int i = 0; i < M * K; ++i) A[i] = Ac[i];
   }
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
@@ -237,25 +285,84 @@ template <int M, int N, int K, int DT, int AT, int CT> void mma_combine(void** p
   }
 }
 
-// mma.sync.aligned.mMnNkK.row.col.DT.AT.AT.CT: registers per operand as PTX lists them
-template <int M, int N, int K, int DT, int AT, int CT>
-EMU_AI void mma(int line, Slot* const* d, Slot* const* a, Slot* const* b, Slot* const* c) {
-  constexpr bool f64 = AT == F64;
-  constexpr int RA = f64 ? M * K / 32 : M * K / 64, RB = f64 ? K * N / 32 : K * N / 64;
-  constexpr int RC = CT == F16 ? M * N / 64 : M * N / 32, RD = DT == F16 ? M * N / 64 : M * N / 32;
-  whole_warp("mma.sync", line);
+// A lane that gives mma.sp metadata: each 4-bit field must name two different columns of its
+// chunk (0b0000, 0b0101, 0b1010, 0b1111 are undefined behaviour, PTX ISA 9.7.14.6.1), in
+// increasing order for mma.sp::ordered_metadata.
+__attribute__((noinline)) inline void sparse_meta_rules(int K, unsigned meta, int sel, bool ordered, int line) {
+  const int T = K / 16, lane = __emu_cur->lane;
+  char msg[400];
+  if (sel < 0 || sel >= 4 / T) {
+    snprintf(msg, sizeof msg, "mma.sp m16n8k%d: sparsity selector %d is out of range (0..%d)", K, sel, 4 / T - 1);
+    __emu_fault("crash", msg, 0, -1, -1, line);
+  }
+  if ((lane & 3) / T != sel) return;  // this lane's metadata is not read
+  const int h = (lane & 3) % T, g = lane >> 2;
+  for (int half = 0; half < 2; ++half)
+    for (int j = 0; j < 4; ++j) {
+      const unsigned nib = meta >> (16 * half + 4 * j) & 0xF, i0 = nib & 3, i1 = nib >> 2;
+      if (i0 != i1 && (!ordered || i0 < i1)) continue;
+      const int row = g + 8 * half, col = 16 * h + 4 * j;
+      snprintf(msg, sizeof msg, "mma.sp: lane %d's metadata 0x%08x gives row %d, columns %d-%d the indices %u and %u "
+               "(bits %d-%d): %s", lane, meta, row, col, col + 3, i0, i1, 16 * half + 4 * j, 16 * half + 4 * j + 3,
+               i0 == i1 ? "the two non-zeros of a 2:4 chunk sit at two different columns (the PTX ISA leaves "
+                          "0b0000, 0b0101, 0b1010, 0b1111 undefined)"
+                        : "mma.sp::ordered_metadata needs the lower index first");
+      __emu_fault("crash", msg, 0, -1, -1, line);
+    }
+}
+
+// mma{.sp}.sync.aligned.mMnNkK.row.col.DT.AT.BT.CT: registers per operand as PTX lists them;
+// `e` and `sel`: mma.sp's metadata register and sparsity selector (else null)
+template <int M, int N, int K, int DT, int AT, int BT, int CT, bool SP = false, bool ORDERED = false>
+EMU_AI void mma(int line, Slot* const* d, Slot* const* a, Slot* const* b, Slot* const* c,
+                const Slot* e = nullptr, const Slot* sel = nullptr) {
+  constexpr int KA = SP ? K / 2 : K;
+  constexpr int RA = regs_of(M * KA, AT), RB = regs_of(K * N, BT), RC = regs_of(M * N, CT), RD = regs_of(M * N, DT);
+  whole_warp(SP ? "mma.sp" : "mma.sync", line);
   MmaPayload p;
   for (int i = 0; i < RA; ++i) p.a[i] = a[i]->v;
   for (int i = 0; i < RB; ++i) p.b[i] = b[i]->v;
   for (int i = 0; i < RC; ++i) p.c[i] = c[i]->v;
-  if (__emu_check_uninit && !f64) {  // an all-ones half (0xFFFF) in A or B: poison from unwritten shared memory
-    bool nan_in = false;
-    for (int i = 0; i < RA; ++i) nan_in |= (p.a[i] & 0xFFFF) == 0xFFFF || (p.a[i] >> 16 & 0xFFFF) == 0xFFFF;
-    for (int i = 0; i < RB; ++i) nan_in |= (p.b[i] & 0xFFFF) == 0xFFFF || (p.b[i] >> 16 & 0xFFFF) == 0xFFFF;
-    ::nvcuda::wmma::detail::used_unwritten(nan_in, "mma.sync", line);
+  p.meta = 0; p.sel = 0;
+  if constexpr (SP) {
+    p.meta = (unsigned)e->v;
+    p.sel = (int)sel->v;
+    sparse_meta_rules(K, p.meta, p.sel, ORDERED, line);
   }
-  __emu_warp_op(EMU_OP_PTX_MMA, 0xffffffffu, line, &p, &mma_combine<M, N, K, DT, AT, CT>);
+  if (__emu_check_uninit && AT != F64) {  // an all-ones element in A or B: poison from unwritten shared memory
+    bool nan_in = false;
+    constexpr int BA = bits_of_type(AT), BB = bits_of_type(BT);
+    for (int i = 0; i < RA * 32 / BA; ++i) nan_in |= field<AT>(p.a, i) == (1ull << BA) - 1;
+    for (int i = 0; i < RB * 32 / BB; ++i) nan_in |= field<BT>(p.b, i) == (1ull << BB) - 1;
+    ::nvcuda::wmma::detail::used_unwritten(nan_in, SP ? "mma.sp" : "mma.sync", line);
+  }
+  __emu_warp_op(EMU_OP_PTX_MMA, 0xffffffffu, line, &p, &mma_combine<M, N, K, DT, AT, BT, CT, SP>);
   for (int i = 0; i < RD; ++i) set(d[i], p.d[i]);
+}
+
+// ---------------------------------------------------------------- fp8 conversions (sm_89+)
+// cvt.rn.satfinite{.relu}.e4m3x2|e5m2x2.f32 d, a, b: a to the upper byte of d, b to the lower
+// (PTX ISA, cvt; CUDA's __nv_cvt_float2_to_fp8x2 passes (y, x) so x lands low). .relu: a negative
+// result is +0 (a NaN stays NaN). Saturation: out of range -> +-max; NaN -> 0x7F.
+template <bool E5, bool RELU> EMU_AI unsigned char fp8_of(float f) {
+  if (RELU && !(f != f) && f < 0) f = 0.0f;
+  if (RELU && f == 0) f = 0.0f;  // -0 too
+  return ::emu::fp8::encode_float(f, true, E5);
+}
+template <bool E5, bool RELU> EMU_AI void cvt_f32x2_to_fp8x2(Slot* d, const Slot* a, const Slot* b) {
+  const float hi = __builtin_bit_cast(float, (unsigned)a->v), lo = __builtin_bit_cast(float, (unsigned)b->v);
+  set(d, (unsigned long long)fp8_of<E5, RELU>(hi) << 8 | fp8_of<E5, RELU>(lo));
+}
+// cvt.rn.satfinite{.relu}.e4m3x2|e5m2x2.f16x2 d, a: the upper half of a to the upper byte of d
+template <bool E5, bool RELU> EMU_AI void cvt_f16x2_to_fp8x2(Slot* d, const Slot* a) {
+  const float lo = (float)__builtin_bit_cast(_Float16, (unsigned short)(a->v & 0xFFFF));
+  const float hi = (float)__builtin_bit_cast(_Float16, (unsigned short)(a->v >> 16 & 0xFFFF));
+  set(d, (unsigned long long)fp8_of<E5, RELU>(hi) << 8 | fp8_of<E5, RELU>(lo));
+}
+// cvt.rn.f16x2.e4m3x2|e5m2x2 d, a: each byte of a to a half of d, upper to upper (exact)
+template <bool E5> EMU_AI void cvt_fp8x2_to_f16x2(Slot* d, const Slot* a) {
+  set(d, (unsigned long long)::emu::fp8::to_half_bits((unsigned char)(a->v >> 8), E5) << 16
+             | ::emu::fp8::to_half_bits((unsigned char)a->v, E5));
 }
 
 struct LdmPayload {

@@ -1,0 +1,63 @@
+"""Tensor-core work: what the launches executed, never what the PTX mentions."""
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+
+from grader.checking import isolate
+from grader.checking.steps.context import Submission
+from grader.checking.verdict import FAIL, PASS, SKIP, Item
+from grader.runtime.errors import KernelFault, KernelTimeout
+
+
+def tensor_cores(sub: Submission) -> list[Item]:
+    ex = sub.ex
+    if not ex.tensor_cores:
+        return []
+    if sub.chosen == "gpu" and isinstance(sub.result["error"], (KernelTimeout, KernelFault)):
+        # a kernel the GPU stopped or that faulted fails already: counting its work would run it
+        # again (on the emulator, under ncu on the GPU) and, for a hang, wait for it again
+        return [Item("tensor cores", SKIP, "not counted: the kernel did not finish its runs on the GPU")]
+    return [tensor_item(ex, sub.source, sub.launch, sub.chosen, sub.dims_list, sub.result, sub.case_timeout,
+                        sub.arch, [c.label for c in sub.cases])]
+
+
+def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, labels) -> Item:
+    """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
+    (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
+    from grader.checking import tensor_work
+
+    if chosen == "emu":
+        runs, dims_run = result["cases"], dims_list
+    else:
+        dims_run = list(ex.cpu_sizes)
+        labels = [dims_label(d) for d in dims_run]
+        cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
+                 for d in dims_run]
+        # the GPU's arch, so __CUDA_ARCH__ reads the same as in the GPU's compile
+        job = dict(exercise=ex.id, source=source, backend="emu",
+                   options=[*ex.problem.options(launch), f"-arch=compute_{arch}"],
+                   kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
+                   perf=False, case_timeout=case_timeout, tc_probe=True)
+        runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
+    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")), r if "tc_unchanged" in r else None)
+               for label, d, r in zip(labels, dims_run, runs) if "tensor_ops" in r]
+    emu_item = tensor_work.item(ex, counted)
+    if chosen != "gpu":
+        return emu_item
+    gpu = tensor_work.gpu_item(ex, source, launch)  # None where ncu cannot read the counters
+    if gpu is None:
+        if emu_item.status == PASS:
+            emu_item.message += " (the GPU's own counter could not be read here: ncu is not available)"
+        return emu_item
+    if emu_item.status == FAIL and counted:  # counted and too few: the emulator's count stands
+        return emu_item
+    if gpu.status == FAIL or not counted:
+        return gpu
+    emu_item.message += "; " + gpu.message
+    return emu_item
+
+
+def dims_label(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items())

@@ -1,0 +1,97 @@
+"""Where a cohort's jobs run (grader.classroom.cohort): the GPUs named by --gpus, a Dask cluster
+started on this host (one worker per GPU, or emulator workers), or an existing scheduler."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def gpu_ids(spec: str) -> list[str]:
+    """'all' -> every visible GPU (CUDA_VISIBLE_DEVICES if set, else nvidia-smi -L); 'N' -> the
+    first N of those; '0,2' -> exactly those."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() not in ("", "-1"):
+        found = [v.strip() for v in visible.split(",") if v.strip()]
+    elif visible is not None:
+        found = []
+    else:
+        try:
+            r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+            found = [str(i) for i, ln in enumerate(r.stdout.splitlines()) if ln.startswith("GPU ")]
+        except (OSError, subprocess.SubprocessError):
+            found = []
+    if spec == "all":
+        return found
+    if spec.isdigit():
+        n = int(spec)
+        if n > len(found):
+            raise SystemExit(f"cohort: --gpus {n} but {len(found)} GPU(s) found ({', '.join(found) or 'none'})")
+        return found[:n]
+    return [s.strip() for s in spec.split(",") if s.strip()]
+
+
+class LocalEngine:
+    """A Dask cluster on this host: one single-threaded worker per GPU (CUDA_VISIBLE_DEVICES=that
+    GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
+
+    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1):
+        import dask
+        from distributed import Client, Nanny, Scheduler, SpecCluster
+
+        # a task whose worker died (killed, out of memory) is tried once more, elsewhere
+        dask.config.set({"distributed.scheduler.allowed-failures": 1})
+        quiet = {"DASK_LOGGING__DISTRIBUTED": "error", "PYTHONUNBUFFERED": "1"}
+        n = len(gpus) * jobs_per_gpu if gpus else workers
+        if n > 1 and not any(os.environ.get(k) for k in THREAD_VARS):
+            # each job's BLAS and OpenMP threads get their share of the cores, not all of them each
+            quiet.update({k: str(max(1, (os.cpu_count() or 1) // n)) for k in THREAD_VARS})
+        if gpus:
+            # jobs_per_gpu workers per GPU, each one job at a time; their timed runs hold the GPU
+            # alone (grader.runtime.gpulock: a lock file per GPU in this folder)
+            locks = str(Path("/tmp") / f"tc-cohort-{os.getuid()}" / "locks")
+            self.labels = [f"gpu{g}" if jobs_per_gpu == 1 else f"gpu{g}.{j + 1}" for g in gpus
+                           for j in range(jobs_per_gpu)]
+            envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g, TC_GPU_LOCK_DIR=locks) for g in gpus for _ in range(jobs_per_gpu)]
+            self.resources = {"GPU": 1}
+        else:
+            self.labels = [f"cpu{i}" for i in range(workers)]
+            envs = [dict(quiet, CUDA_VISIBLE_DEVICES="") for _ in range(workers)]  # the emulator
+            self.resources = {}
+        spec = {label: {"cls": Nanny, "options": dict(nthreads=1, name=label, env=env, memory_limit=0,
+                                                      resources=dict(self.resources) or None, host="127.0.0.1",
+                                                      dashboard=False, silence_logs=40)}
+                for label, env in zip(self.labels, envs)}
+        self.cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": dict(
+            host="127.0.0.1", dashboard_address=None)}, silence_logs=40)
+        self.client = Client(self.cluster)
+
+    def close(self):
+        self.client.close()
+        self.cluster.close()
+
+
+def _workers(client) -> dict:
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]  # newer Dask lists only a few by default
+    except TypeError:
+        return client.scheduler_info()["workers"]
+
+
+class RemoteEngine:
+    """An existing Dask scheduler, by address or scheduler file (a Slurm allocation, course/README.md):
+    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`)."""
+
+    def __init__(self, address: str, min_workers: int = 1):
+        from distributed import Client
+
+        self.client = Client(scheduler_file=address) if os.path.isfile(address) else Client(address)
+        self.client.wait_for_workers(min_workers, timeout=600)  # workers of a batch job start late
+        workers = _workers(self.client).values()
+        self.labels = sorted(str(w.get("name")) for w in workers)
+        self.resources = {"GPU": 1} if any("GPU" in (w.get("resources") or {}) for w in workers) else {}
+
+    def close(self):
+        self.client.close()

@@ -1,0 +1,75 @@
+"""FP8 (e4m3, e5m2) in NumPy, and the scaled FP8 GEMM of kernels/fp8_gemm_mma.cu (notebook 11).
+
+The codes are uint8 arrays (NumPy and CuPy have no fp8 type). `decode` gives every code's value;
+`encode` rounds to the nearest code, ties to the even one, saturating at +-max (what CUDA's
+__NV_SATFINITE conversions and `cvt.rn.satfinite` do; OCP OFP8 v1.0 formats). The emulator's
+own codec (grader/emu/include/emu_fp8.h) is checked against an independent reference in
+tests/emu/test_emu_fp8.py; this one against that same reference in tests/emu/test_fp8_kernels.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from grader.problems import numerics
+from grader.problems.kinds import Case, Expected, poisoned
+
+FORMATS = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15)}  # exponent bits, mantissa bits, bias
+MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+
+
+def _table(fmt: str) -> np.ndarray:
+    ebits, mbits, bias = FORMATS[fmt]
+    c = np.arange(256)
+    e, m = (c >> mbits) & ((1 << ebits) - 1), c & ((1 << mbits) - 1)
+    mag = np.where(e == 0, m * 2.0 ** (1 - bias - mbits), (1 + m / 2**mbits) * 2.0 ** (e - bias))
+    if fmt == "e4m3":
+        mag = np.where((e == 15) & (m == 7), np.nan, mag)
+    else:
+        mag = np.where(e == 31, np.where(m == 0, np.inf, np.nan), mag)
+    return np.where(c & 0x80, -mag, mag)
+
+
+_TABLES = {f: _table(f) for f in FORMATS}
+
+
+def decode(codes: np.ndarray, fmt: str = "e4m3") -> np.ndarray:
+    """float64 values of uint8 codes."""
+    return _TABLES[fmt][np.asarray(codes, np.uint8)]
+
+
+def encode(x: np.ndarray, fmt: str = "e4m3") -> np.ndarray:
+    """uint8 codes of x: nearest value, ties to the even code, +-max beyond the range, NaN -> 0x7F."""
+    x = np.asarray(x, np.float64)
+    pos = _TABLES[fmt][:0x80]
+    finite = np.nonzero(np.isfinite(pos))[0]  # codes 0x00.. in increasing value
+    vals = pos[finite]
+    a = np.minimum(np.abs(np.nan_to_num(x, nan=0.0)), MAX[fmt])
+    hi = np.clip(np.searchsorted(vals, a), 1, len(vals) - 1)
+    lo = hi - 1
+    d_lo, d_hi = a - vals[lo], vals[hi] - a
+    pick = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (finite[hi] % 2 == 0)), finite[hi], finite[lo])
+    codes = (pick | np.where(np.signbit(x), 0x80, 0)).astype(np.uint8)
+    return np.where(np.isnan(x), np.uint8(0x7F), codes).astype(np.uint8)
+
+
+def quantize(x: np.ndarray, fmt: str = "e4m3") -> tuple[np.ndarray, float]:
+    """Per-tensor scaling: (codes of x / scale, scale) with scale = amax(|x|) / max, so the largest
+    magnitude lands on the format's largest value."""
+    amax = float(np.max(np.abs(x))) if x.size else 0.0
+    scale = amax / MAX[fmt] if amax > 0 else 1.0
+    return encode(x / scale, fmt), float(np.float32(scale))
+
+
+def gemm_case(M: int, N: int, K: int, rng: np.random.Generator) -> Case:
+    """A case of kernels/fp8_gemm_mma.cu: C = scale_a * scale_b * A * B^T, A (M x K) and B (N x K)
+    e4m3 codes; reference: the float64 product of the decoded codes, times the scales."""
+    A64, B64 = rng.uniform(-3, 3, (M, K)), rng.uniform(-0.5, 0.5, (N, K))
+    a, sa = quantize(A64)
+    b, sb = quantize(B64)
+    da, db = decode(a) * sa, decode(b) * sb
+    ref = da @ db.T
+    # fp32 sum (exact products), then the scale product and the final multiply: two more roundings
+    bound = numerics.gemm_bound(np.abs(da) @ np.abs(db).T, K + 2)
+    grid = (-(-N // 16), -(-M // 32), 1)
+    return Case(f"{M}x{N}x{K} e4m3", [a, b, poisoned((M, N), np.float32), M, N, K, sa, sb], [2], grid, (64, 1, 1),
+                0, {2: Expected(ref, bound)})

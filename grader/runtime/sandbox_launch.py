@@ -1,0 +1,92 @@
+"""The processes around bwrap (grader.runtime.sandbox): the launcher that starts it with the
+limits and reaps what it leaves, the seccomp filter it installs, and root's step down to the
+sandbox's own uid. Plain text and bytes: they run before anything of the course is imported."""
+from __future__ import annotations
+
+# the launcher: runs outside the sandbox, the parent of bwrap (no imports of the course, fast).
+# It is a child subreaper and reaps everything below it before it exits: bwrap hands back the
+# command's exit status before the sandbox's init in its pid namespace has ended, and that init,
+# orphaned, would otherwise go to pid 1 (which on some machines never reaps it). bwrap dies with
+# it (PR_SET_PDEATHSIG), and the sandbox with bwrap (--die-with-parent).
+LAUNCH = r"""
+import ctypes, json, os, resource, signal, sys
+s = json.loads(sys.argv[1])
+for name, v in s["rlimits"].items():
+    soft, hard = resource.getrlimit(getattr(resource, name))
+    v = v if hard == resource.RLIM_INFINITY else min(v, hard)
+    resource.setrlimit(getattr(resource, name), (v, v))
+if s.get("seccomp"):  # the filter's bytes on a pipe whose number bwrap reads from its argv
+    r, w = os.pipe()
+    os.write(w, bytes.fromhex(s["seccomp"]))
+    os.close(w)
+    os.set_inheritable(r, True)
+    s["argv"] = [str(r) if a == "@SECCOMP_FD@" else a for a in s["argv"]]
+env = {k: v for k, v in os.environ.items() if k in s["env_exact"] or k.startswith(tuple(s["env_prefixes"]))}
+env.update(s["env"])
+for k in s["unset"]:
+    env.pop(k, None)
+try:
+    prctl = ctypes.CDLL(None).prctl
+    prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+except (OSError, AttributeError):
+    prctl = None
+me = os.getpid()
+pid = os.fork()
+if pid == 0:
+    if prctl is not None:
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: bwrap dies with this launcher
+    if os.getppid() != me:
+        os._exit(1)
+    os.execve(s["argv"][0], s["argv"], env)
+def forward(n, _):  # a signal for the sandbox goes to bwrap
+    try:
+        os.kill(pid, n)
+    except ProcessLookupError:
+        pass  # bwrap has already ended: the loop below reaps what is left
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, forward)
+status = 0
+while True:
+    try:
+        p, st = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    except InterruptedError:
+        continue
+    if p == pid:
+        status = st
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
+def seccomp_no_sysv_shm() -> bytes:
+    """A classic-BPF seccomp program: shmget (System V shared memory, which outlives every
+    process that maps it and no per-process limit counts) fails with EPERM; all else is allowed.
+    Nothing the course runs uses it (CUDA, NumPy, IPython, the emulator)."""
+    import struct
+
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    x86_64, i386, aarch64 = 0xC000003E, 0x40000003, 0xC00000B7
+    prog = [  # (code, jt, jf, k); jumps count from the next instruction; 12: allow, 13: deny
+        (ld, 0, 0, 4),                       # 0: arch
+        (jeq, 0, 3, x86_64),                 # 1
+        (ld, 0, 0, 0),                       # 2: syscall number
+        (jeq, 9, 0, 29),                     # 3: shmget
+        (jeq, 8, 7, 0x40000000 | 29),        # 4: shmget, x32
+        (jeq, 0, 3, i386),                   # 5
+        (ld, 0, 0, 0),                       # 6
+        (jeq, 5, 0, 117),                    # 7: ipc (every System V call of i386)
+        (jeq, 4, 3, 395),                    # 8: shmget
+        (jeq, 0, 2, aarch64),                # 9
+        (ld, 0, 0, 0),                       # 10
+        (jeq, 1, 0, 194),                    # 11: shmget
+        (ret, 0, 0, allow),                  # 12
+        (ret, 0, 0, deny),                   # 13
+    ]
+    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+
+
+# inside the sandbox, root's case: become the sandbox's uid, then run the command
+DROP = "import os, sys; u = int(sys.argv[1]); os.setgroups([]); os.setgid(u); os.setuid(u); os.execvp(sys.argv[2], sys.argv[2:])"

@@ -1,0 +1,94 @@
+"""A GPU grade is never laxer than the emulator (issue 25, item 0): a kernel that a GPU happened to
+run right (an out-of-bounds read that landed on harmless memory, padding the GPU's shared memory
+happened to zero) also runs on the emulator at its CPU sizes, and fails there with the emulator's
+message. The GPU is mocked: its "run" returns the right answer whatever the kernel does."""
+import shutil
+
+import numpy as np
+import pytest
+
+from grader.checking import check as C
+from grader.checking import isolate
+from grader.checking.steps import gate
+from grader.checking.verdict import FAIL, PASS, SKIP
+
+if shutil.which("g++") is None:  # pragma: no cover
+    pytest.skip("the emulator needs g++", allow_module_level=True)
+
+GOOD = r"""
+#define TILE_DIM 32
+#define BLOCK_ROWS 8
+extern "C" __global__ void transpose(const float* in, float* out, int rows, int cols) {
+    __shared__ float tile[TILE_DIM][TILE_DIM + 1];
+    int c = blockIdx.x * TILE_DIM + threadIdx.x, r = blockIdx.y * TILE_DIM + threadIdx.y;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        if (c < cols && r + j < rows) tile[threadIdx.y + j][threadIdx.x] = in[(r + j) * cols + c];
+    __syncthreads();
+    int oc = blockIdx.y * TILE_DIM + threadIdx.x, orow = blockIdx.x * TILE_DIM + threadIdx.y;
+    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+        if (oc < rows && orow + j < cols) out[(orow + j) * rows + oc] = tile[threadIdx.x][threadIdx.y + j];
+}
+"""
+# the load is not guarded: it reads past the end of `in` (a GPU usually reads harmless memory there)
+OOB = GOOD.replace("if (c < cols && r + j < rows) tile", "tile")
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """check() on a 'GPU' whose runs always return the transpose of the input."""
+    from grader.runtime import backend, device
+
+    real_run = isolate.run
+
+    def run(job, **kw):
+        if job["backend"] != "gpu":
+            return real_run(job, **kw)
+        cases = []
+        for case in job["cases"]:
+            x, rows, cols = case["args"][0], case["args"][2], case["args"][3]
+            cases.append(dict(outputs={1: np.ascontiguousarray(x.T).astype(np.float32)}, bands={},
+                              changed_inputs=[], nondeterministic=[]))
+        return dict(compiled=True, cases=cases, perf=None, traffic=None, stdout="", error=None)
+
+    monkeypatch.setattr(backend, "pick", lambda b: "gpu")
+    monkeypatch.setattr(device, "needs", lambda arch: "")
+    monkeypatch.setattr(gate, "arch_here", lambda b: 90)
+    monkeypatch.setattr(isolate, "run", run)
+
+
+def test_a_kernel_the_gpu_passes_fails_the_emulators_strict_run(fake_gpu):
+    v = C.check("transpose", OOB, backend="gpu", speed=False)
+    bad = [i for i in v.items if i.status == FAIL]
+    assert bad and bad[0].name.startswith(C.STRICT), v.text()
+    assert bad[0].kind == "out-of-bounds" and "'in'" in bad[0].message and "right on the GPU" in bad[0].message
+    assert v.score == 0
+
+
+def test_a_correct_kernel_keeps_its_gpu_grade(fake_gpu):
+    v = C.check("transpose", GOOD, backend="gpu", speed=False)
+    strict = [i for i in v.items if i.name == C.STRICT]
+    assert strict and strict[0].status == PASS, v.text()
+    assert v.score == 1.0
+
+
+def test_strict_run_can_be_turned_off(fake_gpu, monkeypatch):
+    monkeypatch.setenv("TC_GPU_STRICT", "0")
+    v = C.check("transpose", OOB, backend="gpu", speed=False)
+    assert v.score == 1.0 and not [i for i in v.items if i.name.startswith(C.STRICT)]
+
+
+def test_what_the_emulator_cannot_run_is_skipped_not_failed(fake_gpu, monkeypatch):
+    from grader.runtime.errors import Unsupported
+
+    real = isolate.run
+
+    def run(job, **kw):
+        if job["backend"] == "emu":
+            return dict(compiled=False, cases=[], perf=None, traffic=None, stdout="",
+                        error=Unsupported("inline PTX wgmma needs an sm_90 GPU"))
+        return real(job, **kw)
+
+    monkeypatch.setattr(isolate, "run", run)
+    v = C.check("transpose", GOOD, backend="gpu", speed=False)
+    strict = [i for i in v.items if i.name == C.STRICT]
+    assert strict and strict[0].status == SKIP and v.score == 1.0

@@ -1,0 +1,318 @@
+"""Issue #23, unit level: what a grade rests on is what ran (tensor-core instructions counted
+per launch), one preprocessor for every backend, every timed launch checked, no answer key in
+reach. The red team through nbgrader is tests/checking/test_cheats_runtime.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.checking import answers, tensor_work
+from grader.checking.check import check
+
+NAIVE = open("kernels/wmma_gemm_naive.cu").read()
+
+# right on CUDA cores; the WMMA call sits in a branch no launch takes
+DEAD_BRANCH = r'''
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+extern "C" __global__ void wmma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
+{
+    int i0 = blockIdx.x * 16, j0 = blockIdx.y * 16;
+    if (K < 0) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+        wmma::fill_fragment(c, 0.0f);
+        wmma::load_matrix_sync(a, A, K); wmma::load_matrix_sync(b, B, N);
+        wmma::mma_sync(c, a, b, c);
+        wmma::store_matrix_sync(C, c, N, wmma::mem_row_major);
+    }
+    for (int e = threadIdx.x; e < 256; e += 32) {
+        int i = i0 + e / 16, j = j0 + e % 16;
+        float s = 0.f;
+        for (int k = 0; k < K; ++k) s += __half2float(A[i * K + k]) * __half2float(B[k * N + j]);
+        C[i * N + j] = s;
+    }
+}
+'''
+ASM_COMMENT = DEAD_BRANCH.replace("if (K < 0) {", 'asm volatile("// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");\n'
+                                                   "    if (K < 0) {")
+# one real mma_sync per launch (block 0 only), the rest on CUDA cores
+ONE_MMA = DEAD_BRANCH.replace("if (K < 0) {", "if (blockIdx.x == 0 && blockIdx.y == 0) {")
+
+
+def test_emulator_counts_the_matrix_instructions_of_a_launch():
+    from grader.emu import compile_module
+
+    mod = compile_module(NAIVE)
+    M, N, K = 32, 48, 64
+    rng = np.random.default_rng(0)
+    A, B = rng.random((M, K)).astype(np.float16), rng.random((K, N)).astype(np.float16)
+    C = np.zeros((M, N), np.float32)
+    res = mod.launch("wmma_gemm", (M // 16, N // 16), (32, 1, 1), [A, B, C, M, N, K])
+    assert res.tensor_ops == {(16, 16, 16): (M // 16) * (N // 16) * (K // 16)}
+    assert res.tensor_macs == M * N * K
+
+
+def test_emulator_counts_ptx_mma_sync():
+    from grader.checking import exercises
+
+    ex = exercises.get("mma-gemm")
+    v = check("mma-gemm", open(f"kernels/{ex.reference}.cu").read(), backend="emu")
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "pass" and "m16n8k16" in tc.message, v.text()
+
+
+@pytest.mark.parametrize("name,src", [("dead-branch", DEAD_BRANCH), ("asm-comment", ASM_COMMENT),
+                                      ("one-mma", ONE_MMA)])
+def test_tensor_cores_not_executed_score_zero(name, src):
+    v = check("wmma-gemm", src, backend="emu")
+    tc = [i for i in v.items if i.name == "tensor cores"]
+    assert tc and tc[0].status == "fail", v.text()
+    assert "executed" in tc[0].message and "M*N*K" in tc[0].message
+    assert v.score == 0
+    # the kernel is otherwise right: only the tensor-core requirement fails
+    assert all(i.status == "pass" for i in v.items if i.name.startswith("correct"))
+
+
+def test_honest_kernel_says_what_was_counted():
+    v = check("wmma-gemm", NAIVE, backend="emu")
+    assert v.score == 1.0
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "pass" and "m16n16k16" in tc.message and "multiply-adds" in tc.message
+
+
+def test_no_launch_counted_is_a_failure():
+    from grader.checking import exercises
+
+    item = tensor_work.item(exercises.get("wmma-gemm"), [])
+    assert item.status == "fail"
+
+
+def test_ncu_csv_is_read():
+    from grader.runtime import ncu
+
+    text = ('==PROF== Connected\n"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+            '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+            '"0","1","python","h","wmma_gemm","1","7","(32, 1, 1)","(16, 16, 1)","0","9.0","Command line profiler '
+            'metrics","smsp__inst_executed_pipe_tensor_op_hmma.sum","inst","8,192"\n'
+            '"0","1","python","h","wmma_gemm","1","7","(32, 1, 1)","(16, 16, 1)","0","9.0","Command line profiler '
+            'metrics","smsp__inst_executed_pipe_tensor_op_dmma.sum","inst","0"\n')
+    assert ncu.parse_csv(text) == {"hmma": 8192.0, "dmma": 0.0}
+
+
+# ------------------------------------------------------------------ no answer key in reach
+PREAMBLE = ["import numpy as np", "from grader.lessons.fragment_maps import expected_owner"]
+
+
+@pytest.mark.parametrize("cell", [
+    "import grader\ndef f(x):\n    return x",
+    "from grader.problems import fragments\ndef f(x):\n    return x",
+    "def f(x):\n    return expected_owner(x)",
+    "def f(x):\n    import importlib\n    return importlib.import_module('grader.lessons.fragment_maps')",
+    "def f(x):\n    return __import__('grader')",
+])
+def test_answers_that_reach_for_the_course_package_are_refused(cell):
+    why = answers.package_use([cell], PREAMBLE)
+    assert why and "course's package" in why
+    a = answers.Answers(PREAMBLE, [cell])
+    with pytest.raises(answers.AnswerError, match="course's package"):
+        a.call("f", 1)
+    a.close()
+
+
+def test_plain_answers_still_run():
+    assert answers.package_use(["def f(x):\n    return x + 1"], PREAMBLE) is None
+    a = answers.Answers(PREAMBLE, ["def f(x):\n    return x + 1"])
+    assert a.call("f", 1) == 2
+    a.close()
+
+
+def test_the_answer_child_cannot_import_the_package_at_run_time():
+    # a name built at run time passes the static check; the child refuses the import itself
+    cell = "def f(x):\n    m = __import__('gra' + 'der.lessons.fragment_maps')\n    return 1"
+    assert answers.package_use([cell], PREAMBLE) is None
+    a = answers.Answers(PREAMBLE, [cell])
+    with pytest.raises(Exception, match="not available to answers|No module named"):
+        a.call("f", 1)
+    a.close()
+
+
+# ------------------------------------------------------------------ one preprocessor
+SCALAR = r'''
+    for (int e = threadIdx.x; e < 256; e += 32) {
+        int i = blockIdx.x * 16 + e / 16, j = blockIdx.y * 16 + e % 16;
+        float s = 0.f;
+        for (int k = 0; k < K; ++k) s += __half2float(A[i * K + k]) * __half2float(B[k * N + j]);
+        C[i * N + j] = s;
+    }
+'''
+_HEAD, _REST = NAIVE.split('extern "C" __global__', 1)
+_SIG, _BODY = _REST.split("{", 1)
+_BODY = _BODY.rsplit("}", 1)[0]
+
+
+def _two_faced(test: str, pre: str = "") -> str:
+    """CUDA cores where `test` holds (meant: on the emulator), WMMA elsewhere."""
+    return (_HEAD + pre + 'extern "C" __global__' + _SIG + "{\n" + test + "\n" + SCALAR + "#else\n" + _BODY
+            + "#endif\n}\n")
+
+
+TWO_FACED = {
+    "host-macro": _two_faced("#if defined(__x86_64__)"),
+    "define-alias": _two_faced("#if ON_CPU", pre="#define ON_CPU __x86_64__\n"),
+    "lowercase-linux": _two_faced("#if linux"),
+    "lowercase-unix": _two_faced("#ifdef unix"),
+    "backslash-continued": _two_faced("#if defined(__GN\\\nUC__)"),
+    "token-pasting": _two_faced("#if CAT(__GN, UC__)", pre="#define CAT(a, b) a ## b\n"),
+    "emulator-macro": _two_faced("#ifdef __CUDA_EMU__"),
+    "build-flag-macro": _two_faced("#ifdef __OPTIMIZE__"),  # g++ -O2 defines it, for the emulator only
+    "comment-marker-in-string": _two_faced('#if defined(__GNUC__) /* "*/'),
+    "has-include": _two_faced("#if __has_include(<x86intrin.h>)"),
+    "file-name": _HEAD + 'extern "C" __global__' + _SIG + "{\n if (__FILE__[0] == '/') {" + SCALAR + "} else {"
+                 + _BODY + "}}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWO_FACED))
+def test_a_kernel_a_macro_makes_differ_is_refused(name):
+    v = check("wmma-gemm", TWO_FACED[name], backend="emu")
+    assert v.score == 0
+    bad = next(i for i in v.items if i.status == "fail")
+    assert bad.name == "same on every backend" and "line" in bad.message, v.text()
+
+
+REPO = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+INCLUDES = {
+    "absolute": f'#include "{REPO}/kernels/wmma_gemm_naive.cu"\n',
+    "absolute-with-declaration": f'#include <cuda_fp16.h>\n#include "{REPO}/kernels/wmma_gemm_naive.cu"\n'
+                                 'extern "C" __global__ void wmma_gemm(const half* A, const half* B, float* C, '
+                                 'int M, int N, int K);\n',
+    "angle-path": f"#include <{REPO}/kernels/wmma_gemm_naive.cu>\n",
+    "not-a-header": "#include <x86intrin.h>\n" + NAIVE,
+}
+
+
+@pytest.mark.parametrize("name", sorted(INCLUDES))
+def test_including_anything_but_cuda_and_std_headers_earns_nothing(name):
+    v = check("wmma-gemm", INCLUDES[name], backend="emu")
+    assert v.score == 0
+    bad = next(i for i in v.items if i.status == "fail")
+    assert bad.name in ("same on every backend", "compile"), v.text()
+    if bad.name == "same on every backend":
+        assert "#include" in bad.message
+
+
+def test_calling_the_emulators_machinery_is_refused():
+    src = (_HEAD + 'extern "C" __device__ void __emu_tensor_op(unsigned, unsigned, unsigned);\n'
+           'extern "C" __global__' + _SIG + "{\n for (int q = 0; q < K / 16; ++q) if (threadIdx.x == 0) "
+           "__emu_tensor_op(16, 16, 16);\n" + SCALAR + "}\n")
+    v = check("wmma-gemm", src, backend="emu")
+    assert v.score == 0
+    assert any(i.name == "same on every backend" and i.status == "fail" for i in v.items), v.text()
+
+
+def test_every_course_kernel_is_the_same_on_both_backends():
+    import glob
+
+    from grader.checking.same_source import check_item
+
+    for path in sorted(glob.glob("kernels/*.cu")):
+        assert check_item(open(path).read(), ["-DBLOCK_M=128", "-DBLOCK_N=128"], 90) is None, path
+
+
+# ------------------------------------------------------------------ every timed launch framed
+def test_every_timed_launch_is_framed_by_a_check(monkeypatch):
+    """checked_benchmark, with CuPy's events faked: each launch the grader times (warm-ups too) is
+    preceded by `before` (fresh poisoned output, scaled input) and an L2 flush, and followed by
+    `after` (what it wrote, kept to check); no launch runs outside that frame."""
+    import sys
+    import types
+
+    from grader.runtime import timing
+
+    log = []
+
+    class Event:
+        def record(self):
+            log.append("event")
+
+        def synchronize(self):
+            pass
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1.0))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(timing, "_flush_l2", lambda: log.append("flush"))
+    t = timing.checked_benchmark(lambda: log.append("launch"), before=lambda: log.append("before"),
+                                 after=lambda: log.append("after"), min_repeat=10, warmup=3, max_seconds=5)
+    frames = "".join({"before": "B", "flush": "F", "event": "E", "launch": "L", "after": "A"}[x] for x in log)
+    n = frames.count("L")
+    assert n == 3 + len(t.times_ms) and frames == "BFELEA" * n
+
+
+@pytest.mark.parametrize("src,gpu,want", [
+    (NAIVE, None, "pass"),  # no ncu: the emulator's count at the CPU sizes decides
+    (DEAD_BRANCH, None, "fail"),
+    (NAIVE, "fail", "fail"),  # the GPU counted too few (a kernel that behaves otherwise there)
+    (DEAD_BRANCH, "pass", "fail"),  # the emulator counted too few: that stands
+])
+def test_on_a_gpu_both_counts_must_hold(monkeypatch, src, gpu, want):
+    """The GPU path of the tensor-core item, on this CPU: the emulator runs the CPU sizes (as it
+    does on a GPU machine) and ncu's verdict is stood in for."""
+    from grader.checking import exercises
+    from grader.checking.steps import tensor
+    from grader.checking.verdict import Item
+
+    ex = exercises.get("wmma-gemm")
+    monkeypatch.setattr(tensor_work, "gpu_item", lambda *a: None if gpu is None else Item(
+        "tensor cores", gpu, "counted on the GPU by ncu"))
+    item = tensor.tensor_item(ex, src, {}, "gpu", [], {}, 20.0, 90, [])
+    assert item.status == want, item.message
+    if gpu is None and want == "pass":
+        assert "ncu is not available" in item.message
+
+
+# the tensor-core work done in full, but on zero fragments, beside a CUDA-core result
+ZERO_FRAGMENTS = (_HEAD + 'extern "C" __global__' + _SIG + """{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(a, __float2half(0.0f));
+    wmma::fill_fragment(b, __float2half(0.0f));
+    wmma::fill_fragment(c, 0.0f);
+    for (int k = 0; k < K; k += 16) wmma::mma_sync(c, a, b, c);
+""" + SCALAR + "}\n")
+# the real tiles through mma_sync, the accumulator thrown away, the answer from CUDA cores
+DISCARDED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n"
+             + _BODY.replace("wmma::store_matrix_sync", "if (K < 0) wmma::store_matrix_sync") + SCALAR + "}\n")
+
+
+# real tensor cores only at the first CPU size (the launch the probe ran on before issue #32: a
+# kernel knows it by its size); at every other size CUDA cores, with mma_sync on zeros for the count
+ONLY_WHERE_WATCHED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M == 32 && N == 48) {\n" + _BODY
+                      + "\n        return;\n    }\n" + ZERO_FRAGMENTS.split(_SIG, 1)[1].split("{", 1)[1])
+
+
+@pytest.mark.parametrize("name,src", [("zero-fragments", ZERO_FRAGMENTS), ("discarded", DISCARDED),
+                                      ("only-where-watched", ONLY_WHERE_WATCHED)])
+def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
+    v = check("wmma-gemm", src, backend="emu")
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "fail" and tc.kind == "tensor-cores-unused", v.text()
+    assert "do not depend on the tensor cores' products" in tc.message
+    assert v.score == 0
+
+
+def test_the_probe_run_doubles_every_products_a_operand():
+    """The emulator's probe flag: (2A)B + C in every matrix instruction, WMMA and PTX alike."""
+    from grader.emu import compile_module
+
+    mod = compile_module(NAIVE)
+    M, N, K = 16, 32, 48
+    rng = np.random.default_rng(1)
+    A, B = rng.random((M, K)).astype(np.float16), rng.random((K, N)).astype(np.float16)
+    C1, C2 = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    mod.launch("wmma_gemm", (1, 2), (32, 1, 1), [A, B, C1, M, N, K])
+    mod.launch("wmma_gemm", (1, 2), (32, 1, 1), [A, B, C2, M, N, K], tc_double=True)
+    assert np.array_equal(C2, 2 * C1)
