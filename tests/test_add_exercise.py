@@ -213,6 +213,11 @@ def test_the_speed_graded_record_is_accepted_and_its_speed_needs_a_gpu(course):
     assert verdict["passed"] and verdict["score"] == 1.0 and verdict["max_score"] == 2.0, verdict["headline"]
     speed = next(i for i in verdict["items"] if i["name"] == "speed")
     assert speed["status"] == "skip" and "needs a GPU" in speed["message"], speed
+    # the coach's panel points where the record's coach_sections say (here notebook 03's sections)
+    from grader.checking.exercises import COACH_SGEMM
+
+    findings = verdict["coach"]["findings"]
+    assert findings and all(f["section"].startswith(f"notebook {COACH_SGEMM[f['key']][0]} ") for f in findings), findings
 
 
 @pytest.mark.slow
