@@ -44,7 +44,7 @@ def redteam(tmp_path_factory):
 #   (seconds on the 2-core CI machine), so that the many short modules fill in around them.
 HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_handin_guards", "test_term",
          "test_machine_safety", "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide",
-         "test_handout", "test_colab_setup"]
+         "test_handout", "test_colab_setup", "test_add_exercise"]
 # - Modules that share one session fixture are one unit: the red team's course (tests/redteam.py).
 SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_handin_guards": "redteam",
           "test_outputs": "redteam", "test_browser_outputs": "redteam"}

@@ -23,7 +23,7 @@ from redteam import PACKAGE, add_code, answer_cell, dir_digest, graded_cells, ke
 
 pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
-KERNELS_NB = "04-wmma-basics"  # three kernel exercises, 3 points on a CPU
+KERNELS_NB = "04-wmma-basics"  # kernel exercises only (what it grades is read from its solution)
 PYTHON_NB = "01-memory-layout"  # Python answers (index functions) and a kernel
 
 require_sandbox()
@@ -333,8 +333,12 @@ def test_alice_was_graded_once(course):
 
 
 def test_deleted_test_cells_are_graded_all_the_same(course):
+    from grader.runtime.device import has_gpu
+
     got, max_score = classroom.scores(course["root"], KERNELS_NB)["cheat-honest-no-tests"]
-    assert got == max_score == 3
+    expected = max_score if has_gpu() else sum(
+        classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / KERNELS_NB).glob("*.ipynb"))
+    assert max_score == sum(_test_points(KERNELS_NB).values()) and expected > 0 and got == pytest.approx(expected)
 
 
 def test_no_other_student_touched(course):
@@ -348,15 +352,22 @@ def test_grader_package_unchanged(course):
     assert dir_digest(PACKAGE) == course["package"]
 
 
+def _test_points(assignment: str) -> dict[str, float]:
+    """{grade_id: points} of the assignment's test cells, read from its solution notebook."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+            for p in (classroom.SOLUTIONS / assignment).glob("*.ipynb")
+            for c in nbformat.read(p, as_version=4).cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
 def test_every_graded_cell_says_it_was_graded_by_the_trusted_grader(course):
     path = course["root"] / "autograded" / "cheat-tamper-metadata" / KERNELS_NB / f"{KERNELS_NB}.ipynb"
     nb = nbformat.read(path, as_version=4)
     graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    assert {c.metadata["nbgrader"]["grade_id"] for c in graded} == {
-        "wmma-gemm-test", "wmma-gemm-any-size-test", "wmma-gemm-epilogue-test"}
+    points = _test_points(KERNELS_NB)
+    assert {c.metadata["nbgrader"]["grade_id"] for c in graded} == set(points)
     for c in graded:
         assert "trusted grader" in c.outputs[0]["data"]["text/html"]
-        assert c.metadata["nbgrader"]["points"] == 1
+        assert c.metadata["nbgrader"]["points"] == points[c.metadata["nbgrader"]["grade_id"]]
 
 
 def test_unreadable_source_says_how_to_write_it(course):

@@ -140,6 +140,7 @@ def test_no_module_outside_the_registry_names_an_exercise():
 @pytest.mark.parametrize("ex", exercises.EXERCISES.values(), ids=lambda e: e.id)
 def test_every_record_has_what_its_consumers_read(ex):
     from grader.bench import ladders
+    from grader.problems import baselines
     from grader.runtime import kernels
 
     assert ex.hint_family in hints.FAMILIES, f"{ex.id}: hint_family must be one of {hints.FAMILIES}"
@@ -150,6 +151,8 @@ def test_every_record_has_what_its_consumers_read(ex):
     if ex.target is not None:  # speed-graded: the feedback's hint and the calibration's previous kernel
         assert ex.perf_size and ex.floor is not None and ex.points_speed > 0, ex.id
         assert ex.slow_hint, f"{ex.id} is speed-graded: its record needs a slow_hint"
+        assert getattr(ex.problem, "baseline", None) in baselines.NAMES, (
+            f"{ex.id} is speed-graded: its problem needs a baseline, one of {sorted(baselines.NAMES)}")
         assert bool(ex.previous) != bool(ex.no_previous), (
             f"{ex.id} is speed-graded: its record names the previous lesson's kernel (previous) or says "
             "why there is none (no_previous)")
@@ -219,3 +222,25 @@ def test_every_coach_panel_is_told_where_its_exercise_is_taught():
                     and not any(k.arg == "sections" for k in node.keywords)):
                 missing.add(str(path.relative_to(ROOT)))
     assert not missing, f"panel.build without sections=ex.coach_sections: {missing}"
+
+
+def test_every_exercise_is_graded_by_one_notebook_cell():
+    """The registry and the solution notebooks' grade() cells name the same exercises, each once:
+    a record without its notebook block, or a block without its record, fails here saying which
+    part of the recipe (CONTRIBUTING.md, "A graded exercise") is missing."""
+    from grader.classroom import graded_cells, notebook_file, notebooks
+
+    cells: dict[str, list[str]] = {}
+    for path in notebooks.sources():
+        for c in notebook_file.read(path).cells:
+            if graded_cells.is_test(c):
+                where = f"{path.relative_to(ROOT)} (cell {c.metadata['nbgrader']['grade_id']})"
+                for ex_id, _var in graded_cells.grade_calls(c.source):
+                    cells.setdefault(ex_id, []).append(where)
+    unknown = [f"{where}: grade(\"{ex_id}\", ...) names no exercise: add its Exercise(...) to "
+               "grader/checking/exercises.py" for ex_id in sorted(set(cells) - IDS) for where in cells[ex_id]]
+    ungraded = [f"{ex_id}: no solution notebook grades it: add its block to solutions/<NN-topic>/ (a `# kernel:` "
+                f"cell, check(\"{ex_id}\", SRC), a locked test cell grade(\"{ex_id}\", SRC, points=P)), then run "
+                "python -m grader.classroom.notebooks sync" for ex_id in sorted(IDS - set(cells))]
+    twice = [f"{ex_id} is graded twice: {', '.join(where)}" for ex_id, where in sorted(cells.items()) if len(where) > 1]
+    assert not (unknown or ungraded or twice), "\n".join(unknown + ungraded + twice)

@@ -107,41 +107,56 @@ def test_an_edited_kernel_file_makes_its_solution_and_student_copy_stale(tmp_pat
 
 def test_check_names_each_stale_file_and_says_run_sync(tmp_path, monkeypatch, capsys):
     root = _copy_course(tmp_path, monkeypatch)
-    guide = root / "course" / "README.md"
-    guide.write_text(guide.read_text().replace("| `03-cuda-core-gemm` | 3 | 3 / 3 |", "| `03-cuda-core-gemm` | 3 | 4 / 3 |"))
-    readme = root / "README.md"
-    readme.write_text(readme.read_text().replace("| `sgemm-naive`, `sgemm-tiled` |", "| `sgemm-tiled` |"))
+    guide, readme = root / "course" / "README.md", root / "README.md"
+    text = guide.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `03-cuda-core-gemm` |"))
+    guide.write_text(text.replace(row, row.replace(" | ", " | 99", 1)))  # its points: 3 -> 993
+    text = readme.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| 03 "))
+    readme.write_text(text.replace(row, row.replace("`sgemm-naive`, ", "")))  # an exercise left out
     assert notebooks.main(["check"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [f"stale: {p} (run: python -m grader.classroom.notebooks sync)" for p in ("README.md", "course/README.md")]
     notebooks.sync()
     assert notebooks.main(["check"]) == 0
-    assert "| `sgemm-naive`, `sgemm-tiled` |" in readme.read_text()
+    assert row in readme.read_text()
 
 
 def test_a_new_graded_cell_appears_in_the_course_table(tmp_path, monkeypatch):
     """The README lists what the notebook's own test cells grade: a grade() cell added to 04
-    shows up there after sync, and a Python test cell without a label is refused, saying why."""
+    shows up there after sync, and a Python test cell without a label is refused, saying why.
+    (What 04 grades already is read, not written here: an exercise added by the recipe keeps this true.)"""
+    from grader.classroom import graded_cells
+
     root = _copy_course(tmp_path, monkeypatch)
     path = root / "solutions" / "04-wmma-basics" / "04-wmma-basics.ipynb"
     nb = notebook_file.read(path)
+    before = graded_cells.graded_items(nb)
+    guide_row = next(line for line in (root / "course" / "README.md").read_text().splitlines()
+                     if line.startswith("| `04-wmma-basics` |"))
+    points, gpu = (cell.strip() for cell in guide_row.split("|")[2:4])
     test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "wmma-gemm-test")
     extra = nbformat.from_dict(test)
     extra.id = "extra-test"
-    extra.metadata["nbgrader"] = dict(test.metadata["nbgrader"], grade_id="hgemm-naive-test")
-    extra.source = 'grade("hgemm-naive", SRC_WMMA, points=1)'
+    extra.metadata["nbgrader"] = dict(test.metadata["nbgrader"], grade_id="not-an-exercise-test", points=1)
+    extra.source = 'grade("not-an-exercise", SRC_WMMA, points=1)'
     nb.cells.insert(nb.cells.index(test) + 1, extra)
     notebook_file.write(nb, path)
     notebooks.sync()
+    graded = [what for what, _, _ in before]
+    at = graded.index("`wmma-gemm`") + 1
     row = next(l for l in (root / "README.md").read_text().splitlines() if l.startswith("| 04 "))
-    assert "| `wmma-gemm`, `hgemm-naive`, `wmma-gemm-any-size`, `wmma-gemm-epilogue` |" in row
+    assert "| " + ", ".join(graded[:at] + ["`not-an-exercise`"] + graded[at:]) + " |" in row
+    total = sum(p for _, p, _ in before) + 1
     for book in (path, root / "notebooks" / "04-wmma-basics" / "04-wmma-basics.ipynb"):  # and the intros
         intro = next(c for c in notebook_file.read(book).cells if c.cell_type == "markdown").source
-        assert "**Graded here** (4 points): " in intro and "`hgemm-naive` (section 2, 1 point)" in intro
-    assert "| `04-wmma-basics` | 4 | 4 / 4 |" in (root / "course" / "README.md").read_text()
+        assert f"**Graded here** ({total:g} points): " in intro and "`not-an-exercise` (section 2, 1 point)" in intro
+    got, out_of = (float(x) for x in gpu.split(" / "))
+    assert f"| `04-wmma-basics` | {float(points) + 1:g} | {got + 1:g} / {out_of + 1:g} |" in (
+        root / "course" / "README.md").read_text()
     extra.source = "assert True\n1.0"
     notebook_file.write(nb, path)
-    with pytest.raises(ValueError, match="hgemm-naive-test grades Python"):
+    with pytest.raises(ValueError, match="not-an-exercise-test grades Python"):
         notebooks.stale()
 
 
