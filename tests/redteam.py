@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -122,6 +123,10 @@ def build_course(tmp_path_factory) -> dict:
     """The red team's course: alice (the solutions, trimmed) graded first, then every cheat of
     test_cheats (students cheat-NAME) and test_cheats_runtime (rt-NAME), the hostile outputs of
     test_outputs (out-NAME), and test_cheats' honest solution without test cells."""
+    for room in ("checking", "classroom"):  # the rooms whose tests share this course (pytest adds a
+        here = str(Path(__file__).parent / room)  # test's folder to sys.path only when it collects it)
+        if here not in sys.path:
+            sys.path.append(here)
     import test_cheats as cheats
     import test_cheats_runtime as runtime
     import test_handin_guards as guards

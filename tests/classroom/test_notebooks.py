@@ -223,3 +223,42 @@ def test_a_kernel_cell_sync_cannot_rewrite_whole_is_refused(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert "sgemm_naive.cu" in err and "would lose anything else" in err and "Traceback" not in err
     assert path.read_text() == before
+
+
+def _grader_names_used(nb) -> list[tuple[int, str, str, str | None, str | None]]:
+    """(cell, alias, module, imported name, attribute) for every name a code cell imports from grader
+    (and each attribute later cells read of it), tracked across cells as the kernel keeps them."""
+    import ast
+
+    names, out = {}, []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        tree = ast.parse(code)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grader"):
+                for a in node.names:
+                    names[a.asname or a.name] = (node.module, a.name)
+                    out.append((i, a.asname or a.name, node.module, a.name, None))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names:
+                out.append((i, node.value.id, *names[node.value.id], node.attr))
+    return out
+
+
+@pytest.mark.parametrize("path", notebooks.sources(), ids=lambda p: p.name)
+def test_every_grader_name_a_notebook_uses_exists(path):
+    """A renamed or moved function breaks a notebook only where its cell runs, and many run on a
+    GPU alone (notebook 00's first WMMA run, 03's ladder of your kernels): every name a cell imports
+    from grader, and every attribute it reads of an imported module, must exist."""
+    import importlib
+    import types
+
+    missing = []
+    for cell, alias, module, name, attr in _grader_names_used(nbformat.read(path, as_version=4)):
+        mod = importlib.import_module(module)
+        obj = getattr(mod, name) if hasattr(mod, name) else importlib.import_module(f"{module}.{name}")
+        if attr is not None and isinstance(obj, types.ModuleType) and not hasattr(obj, attr):
+            missing.append(f"cell {cell}: {alias}.{attr} ({obj.__name__} has no {attr})")
+    assert not missing, "\n".join(missing)
