@@ -36,23 +36,31 @@ def conflict_ways(ld_halves: int) -> int:
     return int(np.bincount(banks.ravel(), minlength=32).max())
 
 
-def plot_banks(pads=(0, 8)):
-    """Which banks the 8 rows of one 8x8 fragment read touch, for each padding."""
+def plot_bank_maps(panels, figsize):
+    """One bank map per (title, banks) panel: which of the 32 banks each row of one 8x8 ldmatrix
+    read touches (banks[r] lists row r's banks), a colour per row (notebooks 06 and 10)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(pads), figsize=(4.5 * len(pads), 2.6))
-    for ax, pad in zip(np.atleast_1d(axes), pads):
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize)
+    for ax, (title, banks_per_row) in zip(np.atleast_1d(axes), panels):
         grid = np.full((8, 32), np.nan)
-        for r, banks in enumerate(ldmatrix_banks(64 + pad)):
+        for r, banks in enumerate(banks_per_row):
             grid[r, banks] = r
         ax.imshow(grid, cmap="tab10", aspect="auto", vmin=0, vmax=9)
         ax.set_xticks(range(0, 32, 4))
         ax.set_yticks(range(8))
         ax.set_xlabel("bank")
         ax.set_ylabel("row of the 8x8 read")
-        ax.set_title(f"row = {64 + pad} halves (pad {pad}): {conflict_ways(64 + pad)}-way", fontsize=9)
+        ax.set_title(title, fontsize=9)
     plt.tight_layout()
     plt.show()
+    return fig
+
+
+def plot_banks(pads=(0, 8)):
+    """Which banks the 8 rows of one 8x8 fragment read touch, for each padding."""
+    plot_bank_maps([(f"row = {64 + pad} halves (pad {pad}): {conflict_ways(64 + pad)}-way", ldmatrix_banks(64 + pad))
+                    for pad in pads], figsize=(4.5 * len(pads), 2.6))
 
 
 def check_bank_kernel(pad: int = 8, backend_name: str = "auto", warps: int = 2, iters: int = 7):

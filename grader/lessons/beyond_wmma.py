@@ -18,6 +18,7 @@ import numpy as np
 
 from grader.bench import mma as bench_mma
 from grader.bench import wmma as bench_wmma
+from grader.lessons.bank_conflicts import plot_bank_maps
 from grader.lessons.fast_gemm import code, diff, what_changed  # noqa: F401 - the notebook uses them too
 from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.mma import banks_of_read, ldmatrix_passes, ldsm_layout_reference, peak_reference
@@ -196,23 +197,9 @@ LAYOUT_NAMES = {"plain": "plain rows (128 B apart)", "padded": "padded rows (+16
 
 def plot_banks(chunk: int = 0):
     """The 32 banks the 8 rows of one 8x8 ldmatrix read touch, in the three layouts."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(14, 2.8))
-    for ax, layout in zip(axes, LAYOUT_NAMES):
-        grid = np.full((8, 32), np.nan)
-        for r, banks in enumerate(banks_of_read(layout, chunk)):
-            grid[r, banks] = r
-        ax.imshow(grid, cmap="tab10", aspect="auto", vmin=0, vmax=9)
-        ax.set_xticks(range(0, 32, 4))
-        ax.set_yticks(range(8))
-        ax.set_xlabel("bank")
-        ax.set_ylabel("row of the 8x8 read")
-        ax.set_title(f"{LAYOUT_NAMES[layout]}: {ldmatrix_passes(layout)} pass"
-                     f"{'es' if ldmatrix_passes(layout) > 1 else ''}", fontsize=9)
-    plt.tight_layout()
-    plt.show()
-    return fig
+    return plot_bank_maps([(f"{LAYOUT_NAMES[layout]}: {ldmatrix_passes(layout)} pass"
+                            f"{'es' if ldmatrix_passes(layout) > 1 else ''}", banks_of_read(layout, chunk))
+                           for layout in LAYOUT_NAMES], figsize=(14, 2.8))
 
 
 def swizzle_map(rows: int = 8, chunks: int = 8) -> np.ndarray:
