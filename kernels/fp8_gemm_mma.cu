@@ -20,7 +20,8 @@
  *
  * Launch: block (64, 1, 1) (two warps stacked along M), grid (ceil(N / 16), ceil(M / 32)).
  *         Any M, N, K: codes past the edges are read as zero and stores are guarded.
- * Check:  tests/emu/test_fp8_kernels.py (float64 reference of the decoded codes times the scales)
+ * Check:  python -m grader check fp8-gemm kernels/fp8_gemm_mma.cu (float64 reference of the decoded codes
+ *         times the scales; tests/emu/test_fp8_kernels.py runs it too)
  */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
 #error "fp8_gemm_mma needs sm_89 or newer (mma.sync m16n8k32 with .e4m3 inputs)"
@@ -45,6 +46,7 @@ extern "C" __global__ void fp8_gemm(const __nv_fp8_storage_t* A, const __nv_fp8_
     const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int k0 = 0; k0 < K; k0 += 32) {
+        // BEGIN SOLUTION (about 17 lines)
         unsigned a[4];
         a[0] = load4(A, m0 + g, M, k0 + 4 * t, K);
         a[1] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);
@@ -59,11 +61,14 @@ extern "C" __global__ void fp8_gemm(const __nv_fp8_storage_t* A, const __nv_fp8_
                          : "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])
                          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
         }
+        // END SOLUTION
     }
+    // BEGIN SOLUTION (about 6 lines)
     const float s = scale_a * scale_b;  // the epilogue: dequantise the fp32 sum once
     for (int h = 0; h < 2; ++h)
         for (int i = 0; i < 4; ++i) {
             const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);
             if (r < M && c < N) C[(size_t)r * N + c] = s * acc[h][i];
         }
+    // END SOLUTION
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from grader.problems import fp8
 from grader.problems import kinds as P
 
 
@@ -301,6 +302,28 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # notebook 10's first mma.sync rung (ldmatrix, padded rows): what the student has before the
         # swizzle and the pipeline. Notebook 06's WMMA kernels do not count here at all (tensor_shapes).
         previous="mma_gemm_ldmatrix"),
+    Exercise(
+        "fp8-gemm", "A scaled FP8 (e4m3) GEMM with mma.sync m16n8k32", "fp8_gemm", fp8.Fp8Gemm(), "fp8_gemm_mma",
+        "C = scale_a * scale_b * A B^T: A (M x K) and B (N x K) e4m3 codes, one byte each, both K-major "
+        "(B stored as its transpose); C (M x N) fp32, row-major. PTX mma.sync m16n8k32 .e4m3 with fp32 "
+        "accumulators (no WMMA), the scales applied once to the fp32 sums. block (64, 1, 1): two warps, "
+        "each a 16x16 tile of C, stacked along M; grid (ceil(N/16), ceil(M/32)). Any M, N, K >= 1: "
+        "codes past the edges count as zero. Needs sm_89 or newer.",
+        # K = 40 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles
+        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 40)),
+        gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
+        # correctness only for now: the speed the issue asks for (against the course's fp16 rung at
+        # 4096^3) needs a baseline and a calibration on an sm_89+ GPU, not done yet
+        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="wmma",
+        mistakes=(
+            Mistake("fp8_scales_dropped", ("wrong-result",), "the epilogue stores the unscaled fp32 sums",
+                    "C[(size_t)r * N + c] = s * acc[h][i];", "C[(size_t)r * N + c] = acc[h][i];"),
+            Mistake("fp8_b_second_half", ("wrong-result",), "b[1] reads the first 16 rows of the k-step again",
+                    "b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",
+                    "b[1] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);"),
+            Mistake("fp8_store_unguarded", ("out-of-bounds",), "stores the edge tiles past the end of C",
+                    "if (r < M && c < N) C[(size_t)r * N + c]", "C[(size_t)r * N + c]"),
+        )),
 ]}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.problems import numerics
-from grader.problems.kinds import Case, Expected, poisoned
+from grader.problems.kinds import Case, Expected, Problem, poisoned
 
 FORMATS = {"e4m3": (4, 3, 7), "e5m2": (5, 2, 15)}  # exponent bits, mantissa bits, bias
 MAX = {"e4m3": 448.0, "e5m2": 57344.0}
@@ -60,16 +60,37 @@ def quantize(x: np.ndarray, fmt: str = "e4m3") -> tuple[np.ndarray, float]:
     return encode(x / scale, fmt), float(np.float32(scale))
 
 
-def gemm_case(M: int, N: int, K: int, rng: np.random.Generator) -> Case:
+def gemm_inputs(M: int, N: int, K: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 data gemm_case quantizes: A (M x K) and B (N x K), of other sizes."""
+    return rng.uniform(-3, 3, (M, K)), rng.uniform(-0.5, 0.5, (N, K))
+
+
+def gemm_case(M: int, N: int, K: int, rng: np.random.Generator, reference: bool = True) -> Case:
     """A case of kernels/fp8_gemm_mma.cu: C = scale_a * scale_b * A * B^T, A (M x K) and B (N x K)
     e4m3 codes; reference: the float64 product of the decoded codes, times the scales."""
-    A64, B64 = rng.uniform(-3, 3, (M, K)), rng.uniform(-0.5, 0.5, (N, K))
+    A64, B64 = gemm_inputs(M, N, K, rng)
     a, sa = quantize(A64)
     b, sb = quantize(B64)
-    da, db = decode(a) * sa, decode(b) * sb
-    ref = da @ db.T
-    # fp32 sum (exact products), then the scale product and the final multiply: two more roundings
-    bound = numerics.gemm_bound(np.abs(da) @ np.abs(db).T, K + 2)
     grid = (-(-N // 16), -(-M // 32), 1)
-    return Case(f"{M}x{N}x{K} e4m3", [a, b, poisoned((M, N), np.float32), M, N, K, sa, sb], [2], grid, (64, 1, 1),
-                0, {2: Expected(ref, bound)})
+    expected = {}
+    if reference:
+        da, db = decode(a) * sa, decode(b) * sb
+        # fp32 sum (exact products), then the scale product and the final multiply: two more roundings
+        expected = {2: Expected(da @ db.T, numerics.gemm_bound(np.abs(da) @ np.abs(db).T, K + 2))}
+    return Case(f"{M}x{N}x{K} e4m3", [a, b, poisoned((M, N), np.float32), M, N, K, sa, sb], [2], grid,
+                (64, 1, 1), 0, expected)
+
+
+class Fp8Gemm(Problem):
+    """The scaled e4m3 GEMM of kernels/fp8_gemm_mma.cu: C = scale_a scale_b A B^T, A (M x K) and
+    B (N x K) e4m3 codes (K-major, "TN"), C fp32; one 64-thread block per 32 x 16 tile of C."""
+
+    params = (("A", "const __nv_fp8_storage_t*"), ("B", "const __nv_fp8_storage_t*"), ("C", "float*"),
+              ("M", "int"), ("N", "int"), ("K", "int"), ("scale_a", "float"), ("scale_b", "float"))
+    passed = "matches the float64 product of the decoded e4m3 codes times the scales"
+
+    def make(self, dims, rng, launch, reference=True):
+        return gemm_case(dims["M"], dims["N"], dims["K"], rng, reference)
+
+    def flops(self, dims):
+        return 2.0 * dims["M"] * dims["N"] * dims["K"]

@@ -23,6 +23,8 @@ DTYPES = {
     "short": np.int16, "unsigned short": np.uint16, "char": np.int8,
     "signed char": np.int8, "unsigned char": np.uint8, "int8_t": np.int8, "uint8_t": np.uint8,
     "bool": np.bool_,
+    # fp8 (<cuda_fp8.h>) has no NumPy type either: arrays of the one-byte codes are passed
+    "__nv_fp8_storage_t": np.uint8, "__nv_fp8_e4m3": np.uint8, "__nv_fp8_e5m2": np.uint8,
 }
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)

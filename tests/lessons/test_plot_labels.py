@@ -225,3 +225,17 @@ def test_notebook_09_salerno_plot_draws_the_paper_and_this_machine():
         assert cpu.get_xdata()[0] == 1024
         assert cpu.get_ydata()[0] == pytest.approx(ms if y == "time" else 2 * 1024**3 / (ms * 1e-3) / 1e12)
     assert capstone.paper_points()["cpu_numpy"][8192] == seeds.PAPER_CPU_MS[8192]
+
+
+def test_notebook_11_scaling_plot_draws_its_errors_and_the_labelled_roundoff():
+    from grader.lessons import fp8_formats
+
+    res = fp8_formats.scaling_error([32, 64], seed=0)
+    ax = fp8_formats.plot_scaling(res).axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    for name, ys in res["errors"].items():
+        drawn = next(v for k, v in lines.items() if name in k)
+        assert np.allclose(drawn.get_ydata(), ys)
+    (label, line), = [(k, v) for k, v in lines.items() if "roundoff" in k]
+    assert 2.0 ** float(label.split("2^")[1]) == line.get_ydata()[0]

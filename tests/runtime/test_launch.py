@@ -106,3 +106,14 @@ def test_signature_parsing():
     assert (b.name, b.is_const, b.dtype) == ("b", False, np.float64)
     assert (n.base, n.is_pointer, n.dtype) == ("unsigned int", False, np.uint32)
     assert h.dtype == np.uint16
+
+
+def test_fp8_arrays_are_byte_codes():
+    """cuda_fp8.h types have no NumPy dtype: their codes travel as uint8, and anything else is refused
+    before launch (an fp32 array there would be read as four codes per value)."""
+    src = 'extern "C" __global__ void f(const __nv_fp8_storage_t* A, __nv_fp8_e5m2* B, float s) {}'
+    params = parse_kernels(src)["f"]
+    codes = np.zeros(4, np.uint8)
+    prepare("f", params, [codes, codes, 1.0], array_module="numpy")
+    with pytest.raises(LaunchArgumentError, match="uint8"):
+        prepare("f", params, [codes, np.zeros(4, np.float32), 1.0], array_module="numpy")
