@@ -11,7 +11,6 @@ FP8 needs scales.
 """
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
@@ -64,43 +63,11 @@ def bits(x: float, fmt: str) -> dict:
 
 def explore(x: float, formats=FP8 + WIDE):
     """HTML table (plain text for static renders): x in each format, bits coloured by field."""
-    from grader.checking.display import HTML
-
-    colors = precision._COLORS
-    rows, text = [], []
-    for fmt in formats:
-        b = bits(x, fmt)
-        cells = "".join(f"<span style='color:{colors[k]}'>{b[k]}</span> " for k in ("sign", "exponent", "fraction"))
-        rows.append(f"<tr><td><b>{fmt}</b></td><td style='font-family:monospace'>{cells}</td>"
-                    f"<td>{b['value']:.8g}</td><td>{b['kind']}</td><td>{b['error']:.3g}</td>"
-                    f"<td>{b['down']:.6g}</td><td>{b['up']:.6g}</td></tr>")
-        text.append(f"{fmt:5} {b['sign']} {b['exponent']} {b['fraction']}  = {b['value']:.8g} ({b['kind']}, "
-                    f"error {b['error']:.3g}; neighbours {b['down']:.6g} / {b['up']:.6g})")
-    head = ("<tr><th>format</th><th>bits: <span style='color:#cf222e'>sign</span> "
-            "<span style='color:#0969da'>exponent</span> <span style='color:#2da44e'>fraction</span></th>"
-            "<th>stored value</th><th>kind</th><th>rounding error</th><th>next below</th><th>next above</th></tr>")
-    return HTML(f"<p>x = {html.escape(repr(x))}</p><table>{head}{''.join(rows)}</table>",
-                f"x = {x!r}\n" + "\n".join(text))
+    return precision.bits_table(x, formats, bits, 8, lambda fmt: 6)
 
 
 def explorer_widget(value: str = "0.1"):
-    import ipywidgets as w
-    from IPython.display import display
-
-    box = w.Text(value=value, description="x =", continuous_update=False)
-    out = w.Output()
-
-    def show(change=None):
-        out.clear_output()
-        with out:
-            try:
-                display(explore(float(box.value)))
-            except ValueError:
-                print(f"not a number: {box.value!r}")
-
-    box.observe(show, names="value")
-    show()
-    return w.VBox([box, out])
+    return precision.explorer_widget(value, explore)
 
 
 # ---------------------------------------------------------------- facts, from the codecs

@@ -122,17 +122,23 @@ _COLORS = dict(sign="#cf222e", exponent="#0969da", fraction="#2da44e")
 def explore(x: float, formats=("fp64", "fp32", "tf32", "bf16", "fp16")):
     """HTML table: x in each format, its bits coloured by field, the rounding error and the
     neighbours (plain-text repr for static renders)."""
+    return bits_table(x, formats, bits, 17, lambda fmt: math.ceil(FORMATS[fmt].digits) + 1)
+
+
+def bits_table(x: float, formats, bits_of, value_digits: int, neighbour_digits):
+    """The explorer's table for any codec: `bits_of(x, fmt)` gives the fields, kind, error and
+    neighbours (notebook 02's formats here, notebook 11's FP8 in grader.lessons.fp8_formats)."""
     from grader.checking.display import HTML
 
-    rows, text = [], []
+    rows, text, vd = [], [], value_digits
     for fmt in formats:
-        b = bits(x, fmt)
-        nd = math.ceil(FORMATS[fmt].digits) + 1  # enough digits to tell neighbours apart
+        b = bits_of(x, fmt)
+        nd = neighbour_digits(fmt)  # enough digits to tell neighbours apart
         bitcells = "".join(f"<span style='color:{_COLORS[k]}'>{b[k]}</span> " for k in ("sign", "exponent", "fraction"))
         rows.append(f"<tr><td><b>{fmt}</b></td><td style='font-family:monospace'>{bitcells}</td>"
-                    f"<td>{b['value']:.17g}</td><td>{b['kind']}</td><td>{b['error']:.3g}</td>"
+                    f"<td>{b['value']:.{vd}g}</td><td>{b['kind']}</td><td>{b['error']:.3g}</td>"
                     f"<td>{b['down']:.{nd}g}</td><td>{b['up']:.{nd}g}</td></tr>")
-        text.append(f"{fmt:5} {b['sign']} {b['exponent']} {b['fraction']}  = {b['value']:.17g} ({b['kind']}, "
+        text.append(f"{fmt:5} {b['sign']} {b['exponent']} {b['fraction']}  = {b['value']:.{vd}g} ({b['kind']}, "
                     f"error {b['error']:.3g}; neighbours {b['down']:.{nd}g} / {b['up']:.{nd}g})")
     head = ("<tr><th>format</th><th>bits: <span style='color:#cf222e'>sign</span> "
             "<span style='color:#0969da'>exponent</span> <span style='color:#2da44e'>fraction</span></th>"
@@ -141,11 +147,12 @@ def explore(x: float, formats=("fp64", "fp32", "tf32", "bf16", "fp16")):
                 f"x = {x!r}\n" + "\n".join(text))
 
 
-def explorer_widget():
+def explorer_widget(value: str = "0.1", explore=explore):
+    """A text box: type a number, see `explore(x)` (notebook 02's formats, or another codec's)."""
     import ipywidgets as w
     from IPython.display import display
 
-    box = w.Text(value="0.1", description="x =", continuous_update=False)
+    box = w.Text(value=value, description="x =", continuous_update=False)
     out = w.Output()
 
     def show(change=None):
