@@ -283,6 +283,15 @@ def check_handin(folder: Path, notebooks: dict[str, dict], log=None, who: str = 
     return out
 
 
+def refuse(converter, assignment: str, student: str, why: str) -> None:
+    """Record this student's hand-in as NOT GRADED (grades.csv and the feedback page say why) and
+    tell the instructor what to do; every other student is graded."""
+    record_rejection(converter.coursedir, assignment, student, why)
+    converter.log.error("NOT GRADED: %s's hand-in of %s: %s. %s (into submitted/%s/%s/), then run "
+                        "`nbgrader autograde %s --student %s`. Every other student is graded.",
+                        student, assignment, why, WHAT_TO_DO, student, assignment, assignment, student)
+
+
 def check_submission(converter, assignment: str, student: str) -> None:
     """In nbgrader's Autograde.init_assignment, once the gradebook has the submission and before
     any notebook is read: check this student's hand-in; a refused one is recorded (grades.csv
@@ -302,10 +311,7 @@ def check_submission(converter, assignment: str, student: str) -> None:
     try:
         repairs = check_handin(folder, expected, converter.log, who=f"{student} ({assignment})")
     except Rejected as e:
-        record_rejection(converter.coursedir, assignment, student, str(e))
-        converter.log.error("NOT GRADED: %s's hand-in of %s: %s. %s (into submitted/%s/%s/), then run "
-                            "`nbgrader autograde %s --student %s`. Every other student is graded.",
-                            student, assignment, e, WHAT_TO_DO, student, assignment, assignment, student)
+        refuse(converter, assignment, student, str(e))
         raise
     for name, fixes in repairs.items():
         NOTES[(assignment, student, name)] = [
@@ -341,14 +347,11 @@ def refuse_empty_handins(converter) -> None:
                 gb.update_or_create_student(student)
             why = (f"the hand-in holds none of the assignment's notebooks ({', '.join(f'{n}.ipynb' for n in names)}); "
                    "a link in a notebook's place is removed, never followed: hand in the notebook file itself")
-            record_rejection(cd, assignment, student, why)
             try:
                 gb.find_submission(assignment, student)
             except MissingEntry:
                 gb.add_submission(assignment, student)
-            converter.log.error("NOT GRADED: %s's hand-in of %s: %s. %s (into submitted/%s/%s/), then run "
-                                "`nbgrader autograde %s --student %s`. Every other student is graded.",
-                                student, assignment, why, WHAT_TO_DO, student, assignment, assignment, student)
+            refuse(converter, assignment, student, why)
 
 
 def notes(assignment: str, student: str, notebook: str) -> list[str]:
