@@ -24,15 +24,24 @@ import numpy as np
 from grader.runtime import errors, proctree, sandbox
 
 BAND = 256  # elements of canary on each side of every GPU buffer
-CANARY_BITS = {np.dtype(np.float16): (np.uint16, 0x7E3C), np.dtype(np.float32): (np.uint32, 0x7FC0BEEF),
-               np.dtype(np.float64): (np.uint64, 0x7FF8BEEFBEEFBEEF), np.dtype(np.int32): (np.uint32, 0x5AFECAFE),
-               np.dtype(np.uint16): (np.uint16, 0x7E3C)}
+# A canary per element width (as unsigned bits): a NaN payload for the float widths, so a kernel that
+# reads a band gets a NaN; 0xFF is NaN in both fp8 formats (one-byte arrays: fp8 codes, int8). Every
+# array a kernel can declare (grader.runtime.signature.DTYPES) has one of these widths.
+_CANARY_BY_SIZE = {1: (np.uint8, 0xFF), 2: (np.uint16, 0x7E3C), 4: (np.uint32, 0x7FC0BEEF),
+                   8: (np.uint64, 0x7FF8BEEFBEEFBEEF)}
+_CANARY_EXCEPT = {np.dtype(np.int32): (np.uint32, 0x5AFECAFE)}
+
+
+def canary(dtype) -> tuple[type, int]:
+    """(unsigned view type, bit pattern) of the bands around a GPU buffer of `dtype`."""
+    d = np.dtype(dtype)
+    return _CANARY_EXCEPT.get(d) or _CANARY_BY_SIZE[d.itemsize]
 
 
 # ----------------------------------------------------------------------------- the child
 def _guarded(cupy, host: np.ndarray):
     """Copy `host` into the middle of a GPU buffer whose bands hold a canary pattern."""
-    ubits, value = CANARY_BITS[host.dtype]
+    ubits, value = canary(host.dtype)
     buf = cupy.empty(host.size + 2 * BAND, dtype=host.dtype)
     buf.view(ubits).fill(value)
     buf[BAND:BAND + host.size] = cupy.asarray(host.ravel())
@@ -40,7 +49,7 @@ def _guarded(cupy, host: np.ndarray):
 
 
 def _band_writes(buf, n: int) -> dict | None:
-    ubits, value = CANARY_BITS[np.dtype(buf.dtype)]
+    ubits, value = canary(buf.dtype)
     bits = buf.view(ubits).get()
     before = np.flatnonzero(bits[:BAND] != value)
     after = np.flatnonzero(bits[BAND + n:] != value)
@@ -214,6 +223,18 @@ def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
     return None
 
 
+def _grader_fault(exc: Exception) -> errors.KernelFault | None:
+    """A Python error that neither CuPy nor CUDA raised is the grader's own (a kernel raises no
+    Python exception): the student is told so, not given a hint about their indices (fp8-gemm's
+    uint8 arrays had no canary, 2026-11-27, and every check on a GPU read as a kernel crash)."""
+    module = type(exc).__module__ or ""
+    if module.split(".")[0] in ("cupy", "cupy_backends", "cupyx"):
+        return None
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return errors.KernelFault("grader-error", f"the grader itself failed ({text}), not your kernel",
+                              hint="Not something your kernel did: tell your instructor, with this message.")
+
+
 def _locked(conn, exclusive: bool):
     """The GPU's lock (grader.runtime.gpulock; only under a cohort sharing the GPU), the parent
     told when the wait starts and ends: a wait for another job is no step's time (no time-out)."""
@@ -265,7 +286,8 @@ def _child_steps(conn, job):
     except errors.CourseError as e:
         status = ("error", errors.to_dict(e))
     except Exception as e:  # CUDA errors come as CuPy exceptions
-        fault = _gpu_fault(e) or errors.KernelFault("crash", f"{type(e).__name__}: {e}".splitlines()[0])
+        fault = _gpu_fault(e) or _grader_fault(e) or errors.KernelFault(
+            "crash", f"{type(e).__name__}: {e}".splitlines()[0])
         fault.extra_traceback = traceback.format_exc()
         status = ("error", errors.to_dict(fault))
     sys.stdout.flush()

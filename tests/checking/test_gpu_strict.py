@@ -92,3 +92,44 @@ def test_what_the_emulator_cannot_run_is_skipped_not_failed(fake_gpu, monkeypatc
     v = C.check("transpose", GOOD, backend="gpu", speed=False)
     strict = [i for i in v.items if i.name == C.STRICT]
     assert strict and strict[0].status == SKIP and v.score == 1.0
+
+
+def test_every_array_an_exercise_hands_the_gpu_has_a_canary():
+    """The GPU child wraps every array in canary bands (isolate._guarded): an exercise whose arrays
+    had no canary (fp8-gemm's uint8 codes, 2026-11-27) crashed every check on a GPU while passing on
+    the emulator. Every case of every exercise at its GPU sizes, and every array type a kernel can
+    declare, gets bands of its own width."""
+    from grader.checking import exercises
+    from grader.runtime.signature import DTYPES
+
+    dtypes = {np.dtype(d) for d in DTYPES.values()}
+    for ex in exercises.EXERCISES.values():
+        sizes = ex.gpu_sizes[:1]
+        case = ex.problem.make(sizes[0], np.random.default_rng(0), dict(ex.launch_defaults), reference=False)
+        dtypes |= {a.dtype for a in case.args if isinstance(a, np.ndarray)}
+    for d in dtypes:
+        ubits, value = isolate.canary(d)
+        assert np.dtype(ubits).itemsize == d.itemsize, d
+        assert 0 < value < 2 ** (8 * d.itemsize), d
+        # a band holding the canary reads back as the canary, and a write to it shows
+        band = np.zeros(4, d)
+        band.view(ubits).fill(value)
+        assert (band.view(ubits) == value).all(), d
+
+
+def test_a_grader_error_in_the_gpu_child_is_not_blamed_on_the_kernel():
+    """A Python error of the grader's own in the GPU child (no CuPy or CUDA error) says the grader
+    failed, with no hint about the student's indices; CuPy's errors stay the kernel's."""
+    from grader.checking.judge import fault_item
+
+    e = isolate._grader_fault(KeyError(np.dtype("uint8")))
+    assert e is not None and e.kind == "grader-error"
+    item = fault_item(e, "correct: 64x64")
+    assert "grader itself failed" in item.message and "KeyError" in item.message
+    assert "instructor" in item.hint and "index" not in item.hint
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    CUDARuntimeError.__module__ = "cupy_backends.cuda.api.runtime"
+    assert isolate._grader_fault(CUDARuntimeError("cudaErrorLaunchFailure")) is None

@@ -563,8 +563,12 @@ def test_gpu_conversions_equal_the_emulator_bit_for_bit(emu_convert):
     gpu = convert_outputs("gpu")
     for key, e in emu_convert.items():
         g = gpu[key]
-        same = (np.asarray(g).view(np.uint8) == np.asarray(e).view(np.uint8))
-        assert same.all(), (key, np.nonzero(~same)[0][:10])
+        g, e = np.asarray(g), np.asarray(e)
+        same = g.view(np.uint8).reshape(g.size, -1) == e.view(np.uint8).reshape(e.size, -1)
+        bad = np.nonzero(~same.all(axis=1))[0][:8]
+        ubits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[g.itemsize]
+        assert bad.size == 0, (key, [f"[{i}] gpu {int(g.view(ubits)[i]):#x} emu {int(e.view(ubits)[i]):#x}"
+                                     for i in bad])
 
 
 @pytest.mark.gpu
