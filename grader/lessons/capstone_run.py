@@ -13,6 +13,7 @@ import numpy as np
 
 from grader.problems import conv, gemm, gemm_launch
 from grader.runtime import kernels
+from grader.runtime.device import cannot_run
 
 SALERNO_SIZES = (1024, 2048, 4096, 8192, 16384)
 
@@ -110,6 +111,11 @@ def wmma_specs() -> dict:
     out["dmma_gemm_naive"] = (dmma_naive(), ())
     out["dmma_gemm_fast"] = (DMMA_FAST.spec(), DMMA_FAST.options)
     return out
+
+
+# the tensor-core GEMM of the Salerno and TVM tables: the first of these this GPU runs
+TENSOR_CORE_KERNELS = ("wmma_gemm_swizzle", "wmma_gemm_async", "wmma_gemm_padded", "wmma_gemm_warptile",
+                       "wmma_gemm_smem", "wmma_gemm_naive")
 
 
 def _checked(name, spec, options=(), n=512) -> object | None:
@@ -216,12 +222,13 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
 
     # 1. check every GEMM kernel once (correctness before speed)
     mods = {}
-    for name, spec in sg.items():
-        mods[name] = (_checked(name, spec), spec)
-        step(f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
-    for name, (spec, opts) in wm.items():
-        mods[name] = (_checked(name, spec, opts), spec)
-        step(f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
+    skipped = res["meta"]["skipped"] = {}  # kernel -> why this GPU cannot run it (not timed)
+    for name, (spec, opts) in [(k, (s, ())) for k, s in sg.items()] + list(wm.items()):
+        why = cannot_run(name, spec.shared_mem)
+        if why:
+            skipped[name] = why
+        mods[name] = (None if why else _checked(name, spec, opts), spec)
+        step(why or f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
 
     # 2. roofline ceilings
     roof = res["roofline"]
@@ -243,8 +250,10 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
 
     # 3. Salerno Table I / Fig. 6
     best_sgemm = _fastest_sgemm(mods, sg, budget_s)
+    # wmma_gemm_swizzle, else the highest rung below it this GPU runs (a T4 lacks its shared memory)
+    tc = next((k for k in TENSOR_CORE_KERNELS if mods[k][0] is not None), TENSOR_CORE_KERNELS[-1])
     res["salerno"] = sal = dict(sizes=list(sizes), gpu_sizes=g_sizes, cpu_sizes=c_sizes, cuda_cores_kernel=best_sgemm,
-                               tensor_cores_kernel="wmma_gemm_swizzle", ms={})
+                               tensor_cores_kernel=tc, ms={})
     step(f"fastest CUDA-core SGEMM at 2048^3: {best_sgemm}")
     cache: dict = {}
     for n in g_sizes:
@@ -252,10 +261,9 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
         if mods[best_sgemm][0] is not None:
             row["cuda_cores"] = _time_spec(mods[best_sgemm][0], sg[best_sgemm], n, budget_s, cache)
         step(f"n={n}: {best_sgemm} {row.get('cuda_cores', float('nan')):.2f} ms")
-        if mods["wmma_gemm_swizzle"][0] is not None:
-            row["tensor_cores"] = _time_spec(mods["wmma_gemm_swizzle"][0], wm["wmma_gemm_swizzle"][0], n,
-                                             budget_s, cache)
-        step(f"n={n}: wmma_gemm_swizzle {row.get('tensor_cores', float('nan')):.2f} ms")
+        if mods[tc][0] is not None:
+            row["tensor_cores"] = _time_spec(mods[tc][0], wm[tc][0], n, budget_s, cache)
+        step(f"n={n}: {tc} {row.get('tensor_cores', float('nan')):.2f} ms")
         cache.clear()
         cupy.get_default_memory_pool().free_all_blocks()
         row["cublas_fp16"] = _cublas_ms(n, cupy.float16, budget_s)
@@ -303,7 +311,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     tvm["gemm_4096"] = {
         "without tensor cores": {best_sgemm + " (kernels/)": res["salerno"]["ms"].get("4096", {}).get("cuda_cores"),
                                  "cuBLAS fp32": res["salerno"]["ms"].get("4096", {}).get("cublas_fp32")},
-        "with tensor cores": {"wmma_gemm_swizzle (kernels/)": res["salerno"]["ms"].get("4096", {}).get("tensor_cores"),
+        "with tensor cores": {tc + " (kernels/)": res["salerno"]["ms"].get("4096", {}).get("tensor_cores"),
                               "cuBLAS fp16": res["salerno"]["ms"].get("4096", {}).get("cublas_fp16")},
     }
     from grader.lessons.convolution import time_layers
