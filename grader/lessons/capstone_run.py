@@ -125,6 +125,24 @@ def _checked(name, spec, options=(), n=512) -> object | None:
     return mod if run.comparison.ok else None
 
 
+def check_kernels(sg: dict, wm: dict, step=lambda what: None) -> tuple[dict, dict]:
+    """({name: (module or None, spec)}, {name: why skipped}): every GEMM kernel checked once,
+    those this GPU cannot run (arch, shared memory) skipped with the line that says why."""
+    mods, skipped = {}, {}
+    for name, (spec, opts) in [(k, (s, ())) for k, s in sg.items()] + list(wm.items()):
+        why = cannot_run(name, spec.shared_mem)
+        if why:
+            skipped[name] = why
+        mods[name] = (None if why else _checked(name, spec, opts), spec)
+        step(why or f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
+    return mods, skipped
+
+
+def tensor_core_kernel(mods: dict) -> str:
+    """wmma_gemm_swizzle, else the highest rung below it this GPU runs (a T4 lacks its shared memory)."""
+    return next((k for k in TENSOR_CORE_KERNELS if mods.get(k, (None,))[0] is not None), TENSOR_CORE_KERNELS[-1])
+
+
 def _time_spec(mod, spec, n, budget_s=0.6, cache=None) -> float:
     import cupy
 
@@ -221,14 +239,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     res["meta"]["cpu_probe_gflops"] = cpu_gflops
 
     # 1. check every GEMM kernel once (correctness before speed)
-    mods = {}
-    skipped = res["meta"]["skipped"] = {}  # kernel -> why this GPU cannot run it (not timed)
-    for name, (spec, opts) in [(k, (s, ())) for k, s in sg.items()] + list(wm.items()):
-        why = cannot_run(name, spec.shared_mem)
-        if why:
-            skipped[name] = why
-        mods[name] = (None if why else _checked(name, spec, opts), spec)
-        step(why or f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
+    mods, res["meta"]["skipped"] = check_kernels(sg, wm, step)
 
     # 2. roofline ceilings
     roof = res["roofline"]
@@ -250,8 +261,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
 
     # 3. Salerno Table I / Fig. 6
     best_sgemm = _fastest_sgemm(mods, sg, budget_s)
-    # wmma_gemm_swizzle, else the highest rung below it this GPU runs (a T4 lacks its shared memory)
-    tc = next((k for k in TENSOR_CORE_KERNELS if mods[k][0] is not None), TENSOR_CORE_KERNELS[-1])
+    tc = tensor_core_kernel(mods)
     res["salerno"] = sal = dict(sizes=list(sizes), gpu_sizes=g_sizes, cpu_sizes=c_sizes, cuda_cores_kernel=best_sgemm,
                                tensor_cores_kernel=tc, ms={})
     step(f"fastest CUDA-core SGEMM at 2048^3: {best_sgemm}")
