@@ -196,6 +196,12 @@ def cpu_sizes(sizes=SALERNO_SIZES, budget_s: float = 6.0) -> tuple[list[int], fl
     return [n for n in sizes if 2 * n**3 / rate < budget_s], rate / 1e9
 
 
+def gpu_label(info) -> str:
+    """The GPU a run is recorded as: its name, plus the arch it acted as under TC_ARCH (an H100
+    acting as a T4 must not save, nor later load, its run as the H100's)."""
+    return info.name + (f" as sm_{info.cc}" if info.emulated else "")
+
+
 def _meta() -> dict:
     import cupy
 
@@ -212,7 +218,7 @@ def _meta() -> dict:
         pass
     import os
 
-    return dict(gpu=info.name, arch=info.arch, sms=info.sm_count, memory_gib=info.memory_bytes / 2**30,
+    return dict(gpu=gpu_label(info), arch=info.arch, sms=info.sm_count, memory_gib=info.memory_bytes / 2**30,
                 driver=info.driver, runtime=info.runtime, cupy=cupy.__version__, numpy=np.__version__,
                 cpu=cpu, cpu_threads=os.cpu_count(),
                 date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -242,3 +242,13 @@ def test_11_first_cell_under_tc_arch(act_as, monkeypatch, capsys, cc, says):
     exec(compile(cell, "11[1]", "exec"), {"display": print})
     out = capsys.readouterr().out
     assert says in out and ("emulator" in out) == (cc < 89)
+
+
+def test_09_a_tc_arch_run_is_saved_as_its_own(act_as):
+    """An H100 acting as a T4 saves (and loads) its capstone run under its own name, so the
+    H100's own run is neither replaced nor skipped because of it."""
+    from grader.lessons import capstone
+
+    h100, t4 = capstone_run.gpu_label(act_as(90)), capstone_run.gpu_label(act_as(75))
+    assert h100 == "NVIDIA H100 80GB HBM3" and t4 == "NVIDIA H100 80GB HBM3 as sm_75"
+    assert capstone.results_path(h100) != capstone.results_path(t4)
