@@ -409,11 +409,11 @@ def config_problem(block_m, block_n, block_k, warp_m, warp_n, stages, max_shared
                 WARP_M=warp_m, WARP_N=warp_n, STAGES=stages).shared_mem
     if threads // 32 * 16 * (16 * warp_n + 4) * 4 > smem:
         return "the epilogue strips do not fit in the pipeline buffers"
-    info = device_info() if max_shared is None else None
-    limit = max_shared or (info.max_shared_optin if info else SM90_MAX_SHARED)
+    if max_shared is None and device_info() is not None:  # this GPU, TC_ARCH included: the one gate
+        return cannot_run("wmma_gemm_swizzle", smem) or None
+    limit = max_shared or SM90_MAX_SHARED
     if smem > limit:
-        allows = (f"this GPU ({info.name}) allows {limit} B" if info
-                  else f"an H100/H200 (sm_90) allows {limit} B" if limit == SM90_MAX_SHARED
+        allows = (f"an H100/H200 (sm_90) allows {limit} B" if limit == SM90_MAX_SHARED
                   else f"the limit is {limit} B")
         return f"{smem} B of shared memory per block ({allows} per block)"
     return None

@@ -252,3 +252,13 @@ def test_09_a_tc_arch_run_is_saved_as_its_own(act_as):
     h100, t4 = capstone_run.gpu_label(act_as(90)), capstone_run.gpu_label(act_as(75))
     assert h100 == "NVIDIA H100 80GB HBM3" and t4 == "NVIDIA H100 80GB HBM3 as sm_75"
     assert capstone.results_path(h100) != capstone.results_path(t4)
+
+
+@pytest.mark.parametrize("cc,fits", [(75, False), (70, False), (90, True)])
+def test_06_live_sweep_uses_the_one_gate(act_as, cc, fits):
+    act_as(cc)
+    why = F.config_problem(128, 128, 64, 4, 4, 3)  # 107520 B
+    assert (why is None) == fits
+    if not fits:
+        assert why.startswith("skipped here: wmma_gemm_swizzle needs 105 KB") and f"sm_{cc}" in why
+    assert F.config_problem(64, 64, 32, 2, 2, 2) is None  # 2 * (64*40 + 32*72) * 2 = 19456 B: fits all
