@@ -34,8 +34,7 @@ NOT_JUDGED = ("add_bias_guess", "add_bias_positional")  # wrong by design (noteb
 
 def declared_arch(source: str) -> int | None:
     """The arch a kernel file's header says it requires (`Requires: sm_80`, `sm_90a` -> 90)."""
-    m = re.search(r"Requires:\s*sm_(\d+)", source)
-    return int(m[1]) if m else None
+    return kernels.required_arch(source, default=None)
 
 
 def lowest_arch(source: str, options=(), stack: str = "cuda12", entries=()) -> tuple[int | None, str]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from grader.problems import conv, fragments
 from grader.runtime import kernels
-from grader.runtime.device import device_info
+from grader.runtime.device import cannot_run, device_info
 from grader.runtime.timing import benchmark, paired
 
 TVM_SHAPE = (256, 256, 14, 14, 512, 3, 3, 1)  # N, C, H, W, K, R, S, pad
@@ -77,13 +77,14 @@ def module(name: str, options: tuple[str, ...] = ()):
 
 def config_for(C: int, K: int, M: int | None = None,
                preferred: conv.WmmaConfig | None = None) -> conv.WmmaConfig:
-    """The first of (preferred, DEFAULT, MID, WIDE64, NARROW) that supports C and K and whose grid
-    fills every SM at least once (for M rows); else the last one that supports C and K."""
+    """The first of (preferred, DEFAULT, MID, WIDE64, NARROW) that supports C and K, fits this
+    GPU's shared memory (a T4 allows 64 KB per block) and whose grid fills every SM at least once
+    (for M rows); else the last one that supports C and K and fits."""
     sms = device_info().sm_count if device_info() else 132
     chosen = None
     for cfg in (preferred or DEFAULT_CONFIG, DEFAULT_CONFIG, MID_CONFIG, WIDE64_CONFIG,
                 NARROW_CONFIG):
-        if not cfg.supports(C, K):
+        if not cfg.supports(C, K) or cannot_run("conv2d_implicit_wmma", cfg.shared_bytes):
             continue
         chosen = cfg
         if M is None or math.prod(cfg.spec.grid(M, K)) >= sms:

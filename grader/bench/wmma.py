@@ -230,7 +230,7 @@ def _resources(module, kernel, source, options) -> str:
         from grader.runtime.compile import nvrtc_compile
 
         info = device_info()
-        arch = int(info.arch.replace("sm_", "")) if info else 90
+        arch = info.cc if info else 90
         res = nvrtc_compile(source, arch=arch, options=options).resources.get(kernel)
         spill = f", spills {res.spill_stores}/{res.spill_loads} B" if res and (
             res.spill_stores or res.spill_loads) else ""

@@ -23,7 +23,7 @@ from grader.lessons.fast_gemm import code, diff, what_changed  # noqa: F401 - th
 from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.mma import banks_of_read, ldmatrix_passes, ldsm_layout_reference, peak_reference
 from grader.runtime import backend, kernels
-from grader.runtime.device import device_info, has_gpu
+from grader.runtime.device import cannot_run, device_info, has_gpu
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 RECORD = "RESULTS-mma.md"  # grader.bench.mma's runs
@@ -95,6 +95,9 @@ def plot_owners():
 
 
 _PROBE = r"""
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "the mma.m16n8k16 probe needs sm_80 or newer (mma.sync m16n8k16 with f16 inputs)"
+#endif
 #include <cuda_fp16.h>
 extern "C" __global__ void probe(const unsigned* RA, const unsigned* RB, const float* RC, float* RD)
 {
@@ -355,10 +358,12 @@ def ladder(n: int = 4096) -> tuple[list[dict], str]:
     base = next(r for r in bench_wmma.LADDER if r.file == BASELINE)
     candidates = [(BASELINE, base.spec(), lambda: bench_wmma._module(base.file, base.options))]
     candidates += [(r.file, r.spec(), lambda r=r: bench_mma.module_of(r)) for r in bench_mma.LADDER]
-    if gpu_arch() >= 90:
-        candidates.append((bench_mma.WGMMA.file, bench_mma.WGMMA.spec(), lambda: bench_mma.module_of(bench_mma.WGMMA)))
+    # every rung, the Hopper one too: cannot_run() below names what this GPU lacks
+    candidates.append((bench_mma.WGMMA.file, bench_mma.WGMMA.spec(), lambda: bench_mma.module_of(bench_mma.WGMMA)))
     for name, spec, make in candidates:
-        why = bench_mma.probe(bench_mma.WGMMA) if name == bench_mma.WGMMA.file else None
+        why = cannot_run(name, spec.shared_mem)
+        if not why and name == bench_mma.WGMMA.file:
+            why = bench_mma.probe(bench_mma.WGMMA)
         if why:
             rows.append(dict(name=name, n=n, tflops=None, lib_tflops=None, ratio=None, detail=why))
             continue
@@ -369,6 +374,9 @@ def ladder(n: int = 4096) -> tuple[list[dict], str]:
             continue
         t = bench_wmma.time_kernel(module, spec, n, max_seconds=1.0)
         rows.append(dict(name=name, n=n, **{k: t[k] for k in ("tflops", "lib_tflops", "ratio")}))
+    if all(str(r.get("detail", "")).startswith("skipped here") for r in rows):  # a T4, a V100: the records
+        recorded, source = recorded_ladder(n)
+        return recorded, f"{source}; {rows[-1]['detail']} (and so on for every rung)"
     return rows, f"measured now on {device_info().name}"
 
 
@@ -421,9 +429,10 @@ def recorded_fp64(n: int = 4096) -> tuple[list[dict], str]:
 
 
 def fp64(n: int = 4096) -> tuple[list[dict], str]:
-    if not has_gpu() or gpu_arch() < 90:
+    why = cannot_run("dmma_gemm_m16n8k16")  # its header: Requires sm_90
+    if not has_gpu() or why:
         rows, source = recorded_fp64(n)
-        return rows, source + ("; no GPU here" if not has_gpu() else f"; this GPU is sm_{gpu_arch()}, not sm_90")
+        return rows, source + (f"; {why}" if why else "; no GPU here")
     rows = []
     for rung, make in ((bench_wmma.DMMA_FAST, lambda: bench_wmma._module(bench_wmma.DMMA_FAST.file,
                                                                            bench_wmma.DMMA_FAST.options)),
@@ -465,6 +474,9 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=256, block_k=6
     from grader.runtime.gpu import GpuModule
 
     launch = dict(block_m=block_m, block_n=block_n, block_k=block_k, threads=threads, shared_mem=shared_mem)
+    why = cannot_run("your mma-gemm kernel", shared_mem, min_arch=80)  # mma.sync m16n8k16 (the exercise's min_arch)
+    if why:
+        raise ValueError(why)
     spec = gemm_launch.student("block", launch, "mma_gemm", library="fp16", multiple=(block_m, block_n, block_k))
     module = GpuModule(source, spec.options)
     ok, _, detail = bench_wmma.check_sizes(module, spec, (512,))
@@ -478,15 +490,17 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=256, block_k=6
 def bank_times() -> tuple[list[dict] | None, str]:
     """ldmatrix_layouts.cu per layout: measured now on a GPU, else the newest recorded run, else
     None (the plot then shows the model only)."""
-    if has_gpu():
+    why = cannot_run("ldmatrix_layouts")
+    if has_gpu() and not why:
         return measure_banks(), f"measured now on {device_info().name}"
+    here = f"; {why}" if why else "; no GPU here"
     pat = re.compile(r"^\| (plain|padded|XOR-swizzled)[^|]*\| (\d+) \| yes \| ([\d.]+) ms \| ([\d.]+) \| ([\d.]+) \|", re.M)
     for run in reversed(_runs()):
         rows = [dict(layout={"plain": 0, "padded": 1, "XOR-swizzled": 2}[m.group(1)], ms=float(m.group(3)),
                      tbps=float(m.group(4))) for m in pat.finditer(run)]
         if rows:
-            return rows, _label(run, RECORD) + "; no GPU here"
-    return None, "not measured yet (python -m grader.bench.mma --only banks on a GPU); no GPU here"
+            return rows, _label(run, RECORD) + here
+    return None, "not measured yet (python -m grader.bench.mma --only banks on a GPU)" + here
 
 
 def plot_bank_times(rows: list[dict] | None, source: str):
@@ -515,7 +529,8 @@ def plot_bank_times(rows: list[dict] | None, source: str):
 def ceilings(niters=(1, 16, 256, 1024, 4096)) -> tuple[dict[str, list[tuple[int, float]]], str]:
     """Register-only TFLOP/s against niter: mma.sync m16n8k16 (8 accumulators) beside WMMA
     m16n16k16 (4 accumulators, notebook 06). Measured now on a GPU, else recorded."""
-    if has_gpu():
+    why = cannot_run("mma_peak_niter")
+    if has_gpu() and not why:
         curves: dict[str, list[tuple[int, float]]] = {}
 
         def collect(label):
@@ -544,7 +559,7 @@ def ceilings(niters=(1, 16, 256, 1024, 4096)) -> tuple[dict[str, list[tuple[int,
     curves["WMMA m16n16k16 (notebook 06)"] = recorded_niter()
     if not source:
         source = f"WMMA recorded on {recorded_gpu()} (kernels/RESULTS-wmma.md); mma.sync: no GPU run yet"
-    return curves, source + "; no GPU here"
+    return curves, source + (f"; {why}" if why else "; no GPU here")
 
 
 def plot_ceilings(curves: dict[str, list[tuple[int, float]]], source: str):

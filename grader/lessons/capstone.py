@@ -32,8 +32,8 @@ from pathlib import Path
 
 from grader.lessons.capstone_roofline import (cublas_context, cublas_peaks, headline, plot_roofline,  # noqa: F401
                                               roof_at, wmma_gap)
-from grader.lessons.capstone_run import (SALERNO_SIZES, Progress, cpu_sizes, gpu_sizes, provenance,  # noqa: F401
-                                         recorded_label, run, sgemm_specs, wmma_specs)
+from grader.lessons.capstone_run import (SALERNO_SIZES, Progress, cpu_sizes, gpu_label, gpu_sizes,  # noqa: F401
+                                         provenance, recorded_label, run, sgemm_specs, wmma_specs)
 from grader.lessons.capstone_salerno import (COLORS, PAPER_LABELS, paper_points, paper_rows,  # noqa: F401
                                              paper_setup, paper_speedups, paper_table, plot_salerno,
                                              salerno_table)
@@ -85,7 +85,7 @@ def load(path=None) -> dict | None:
         from grader.runtime.device import device_info
 
         info = device_info()
-        mine = results_path(info.name) if info else None
+        mine = results_path(gpu_label(info)) if info else None
         files = saved()
         path = mine if mine is not None and mine.is_file() else (files[-1] if files else None)
     if path is None or not Path(path).is_file():

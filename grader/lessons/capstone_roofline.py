@@ -109,7 +109,8 @@ def cublas_context(res) -> str:
     out = f"In this run, {recorded_label(res)}: cuBLAS fp16 at 4096³ ran at {lib:.0f} TFLOP/s"
     if "tensor_cores" in row:
         mine = 2 * 4096**3 / (row["tensor_cores"] * 1e-3) / 1e12
-        out += f"; wmma_gemm_swizzle {mine:.0f} TFLOP/s = {100 * mine / lib:.1f}% of it"
+        kernel = res["salerno"].get("tensor_cores_kernel", "wmma_gemm_swizzle")
+        out += f"; {kernel} {mine:.0f} TFLOP/s = {100 * mine / lib:.1f}% of it"
     out += "."
     if res["meta"].get("loaded_from"):
         from grader.lessons.fast_gemm import cublas_spread
@@ -144,7 +145,8 @@ def headline(res) -> list[str]:
     big = max((int(n) for n, r in s.items() if "tensor_cores" in r and "cuda_cores" in r), default=None)
     if big:
         r = s[str(big)]
-        out.append(f"At n = {big}: tensor cores (wmma_gemm_swizzle) {r['tensor_cores']:.1f} ms, CUDA cores "
+        kernel = res["salerno"].get("tensor_cores_kernel", "wmma_gemm_swizzle")
+        out.append(f"At n = {big}: tensor cores ({kernel}) {r['tensor_cores']:.1f} ms, CUDA cores "
                    f"({res['salerno']['cuda_cores_kernel']}) {r['cuda_cores']:.1f} ms: "
                    f"{r['cuda_cores'] / r['tensor_cores']:.1f}x; cuBLAS fp16 {r['cublas_fp16']:.1f} ms "
                    f"({r['tensor_cores'] / r['cublas_fp16']:.2f}x the course kernel's speed).")

@@ -13,6 +13,7 @@ import numpy as np
 
 from grader.problems import conv, gemm, gemm_launch
 from grader.runtime import kernels
+from grader.runtime.device import cannot_run
 
 SALERNO_SIZES = (1024, 2048, 4096, 8192, 16384)
 
@@ -112,11 +113,34 @@ def wmma_specs() -> dict:
     return out
 
 
+# the tensor-core GEMM of the Salerno and TVM tables: the first of these this GPU runs
+TENSOR_CORE_KERNELS = ("wmma_gemm_swizzle", "wmma_gemm_async", "wmma_gemm_padded", "wmma_gemm_warptile",
+                       "wmma_gemm_smem", "wmma_gemm_naive")
+
+
 def _checked(name, spec, options=(), n=512) -> object | None:
     """The compiled module, after a correctness check at n^3 on fresh inputs (None if wrong)."""
     mod = _module(name, options or spec.options)
     run = gemm.run_once(mod, spec, n, n, n, seed=secrets.randbits(31))
     return mod if run.comparison.ok else None
+
+
+def check_kernels(sg: dict, wm: dict, step=lambda what: None) -> tuple[dict, dict]:
+    """({name: (module or None, spec)}, {name: why skipped}): every GEMM kernel checked once,
+    those this GPU cannot run (arch, shared memory) skipped with the line that says why."""
+    mods, skipped = {}, {}
+    for name, (spec, opts) in [(k, (s, ())) for k, s in sg.items()] + list(wm.items()):
+        why = cannot_run(name, spec.shared_mem)
+        if why:
+            skipped[name] = why
+        mods[name] = (None if why else _checked(name, spec, opts), spec)
+        step(why or f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
+    return mods, skipped
+
+
+def tensor_core_kernel(mods: dict) -> str:
+    """wmma_gemm_swizzle, else the highest rung below it this GPU runs (a T4 lacks its shared memory)."""
+    return next((k for k in TENSOR_CORE_KERNELS if mods.get(k, (None,))[0] is not None), TENSOR_CORE_KERNELS[-1])
 
 
 def _time_spec(mod, spec, n, budget_s=0.6, cache=None) -> float:
@@ -172,6 +196,12 @@ def cpu_sizes(sizes=SALERNO_SIZES, budget_s: float = 6.0) -> tuple[list[int], fl
     return [n for n in sizes if 2 * n**3 / rate < budget_s], rate / 1e9
 
 
+def gpu_label(info) -> str:
+    """The GPU a run is recorded as: its name, plus the arch it acted as under TC_ARCH (an H100
+    acting as a T4 must not save, nor later load, its run as the H100's)."""
+    return info.name + (f" as sm_{info.cc}" if info.emulated else "")
+
+
 def _meta() -> dict:
     import cupy
 
@@ -188,7 +218,7 @@ def _meta() -> dict:
         pass
     import os
 
-    return dict(gpu=info.name, arch=info.arch, sms=info.sm_count, memory_gib=info.memory_bytes / 2**30,
+    return dict(gpu=gpu_label(info), arch=info.arch, sms=info.sm_count, memory_gib=info.memory_bytes / 2**30,
                 driver=info.driver, runtime=info.runtime, cupy=cupy.__version__, numpy=np.__version__,
                 cpu=cpu, cpu_threads=os.cpu_count(),
                 date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
@@ -215,13 +245,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     res["meta"]["cpu_probe_gflops"] = cpu_gflops
 
     # 1. check every GEMM kernel once (correctness before speed)
-    mods = {}
-    for name, spec in sg.items():
-        mods[name] = (_checked(name, spec), spec)
-        step(f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
-    for name, (spec, opts) in wm.items():
-        mods[name] = (_checked(name, spec, opts), spec)
-        step(f"checked {name}: {'correct' if mods[name][0] else 'WRONG (not timed)'}")
+    mods, res["meta"]["skipped"] = check_kernels(sg, wm, step)
 
     # 2. roofline ceilings
     roof = res["roofline"]
@@ -243,8 +267,9 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
 
     # 3. Salerno Table I / Fig. 6
     best_sgemm = _fastest_sgemm(mods, sg, budget_s)
+    tc = tensor_core_kernel(mods)
     res["salerno"] = sal = dict(sizes=list(sizes), gpu_sizes=g_sizes, cpu_sizes=c_sizes, cuda_cores_kernel=best_sgemm,
-                               tensor_cores_kernel="wmma_gemm_swizzle", ms={})
+                               tensor_cores_kernel=tc, ms={})
     step(f"fastest CUDA-core SGEMM at 2048^3: {best_sgemm}")
     cache: dict = {}
     for n in g_sizes:
@@ -252,10 +277,9 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
         if mods[best_sgemm][0] is not None:
             row["cuda_cores"] = _time_spec(mods[best_sgemm][0], sg[best_sgemm], n, budget_s, cache)
         step(f"n={n}: {best_sgemm} {row.get('cuda_cores', float('nan')):.2f} ms")
-        if mods["wmma_gemm_swizzle"][0] is not None:
-            row["tensor_cores"] = _time_spec(mods["wmma_gemm_swizzle"][0], wm["wmma_gemm_swizzle"][0], n,
-                                             budget_s, cache)
-        step(f"n={n}: wmma_gemm_swizzle {row.get('tensor_cores', float('nan')):.2f} ms")
+        if mods[tc][0] is not None:
+            row["tensor_cores"] = _time_spec(mods[tc][0], wm[tc][0], n, budget_s, cache)
+        step(f"n={n}: {tc} {row.get('tensor_cores', float('nan')):.2f} ms")
         cache.clear()
         cupy.get_default_memory_pool().free_all_blocks()
         row["cublas_fp16"] = _cublas_ms(n, cupy.float16, budget_s)
@@ -303,7 +327,7 @@ def run(sizes=SALERNO_SIZES, cpu_budget_s: float = 3.0, budget_s: float = 0.4, c
     tvm["gemm_4096"] = {
         "without tensor cores": {best_sgemm + " (kernels/)": res["salerno"]["ms"].get("4096", {}).get("cuda_cores"),
                                  "cuBLAS fp32": res["salerno"]["ms"].get("4096", {}).get("cublas_fp32")},
-        "with tensor cores": {"wmma_gemm_swizzle (kernels/)": res["salerno"]["ms"].get("4096", {}).get("tensor_cores"),
+        "with tensor cores": {tc + " (kernels/)": res["salerno"]["ms"].get("4096", {}).get("tensor_cores"),
                               "cuBLAS fp16": res["salerno"]["ms"].get("4096", {}).get("cublas_fp16")},
     }
     from grader.lessons.convolution import time_layers

@@ -13,6 +13,7 @@ import numpy as np
 
 from grader.problems import conv, gemm_launch, numerics
 from grader.runtime import kernels
+from grader.runtime.device import cannot_run
 
 TVM_SHAPE = (256, 256, 14, 14, 512, 3, 3, 1)  # N, C, H, W, K, R, S, pad (TVM RFC layer)
 
@@ -312,6 +313,10 @@ def run_implicit(source: str, N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1, backe
     from grader.runtime.backend import load
 
     cfg = cfg or conv.WmmaConfig()
+    if cannot_run("conv2d_implicit_wmma", cfg.shared_bytes, backend=backend):
+        from grader.bench.conv import config_for
+
+        cfg = config_for(C, K, preferred=cfg)  # smaller tiles, within this GPU's shared memory
     mod = load(source, backend, options=cfg.options)
     xp = mod.xp
     x, w = conv.conv_inputs(N, C, H, W, K, R, S, seed(), xp)

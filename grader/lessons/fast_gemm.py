@@ -25,7 +25,7 @@ from grader.lessons.records import KERNELS, label_of, record, section
 from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.demos import niter_kernel_reference
 from grader.runtime import backend, kernels
-from grader.runtime.device import device_info, has_gpu
+from grader.runtime.device import cannot_run, device_info, has_gpu
 
 NAIVE = "wmma_gemm_naive"
 RUNGS = [NAIVE] + [r.file for r in bench_wmma.LADDER]
@@ -81,8 +81,12 @@ def spec_of(name: str, **defines) -> gemm_launch.GemmSpec:
 
 
 def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto", **defines):
-    """Run one rung on fresh random inputs (any backend) and compare to float64."""
+    """Run one rung on fresh random inputs (any backend) and compare to float64; on a GPU that
+    cannot run it (arch, shared memory) the one line that says why, instead."""
     r = None if name == NAIVE else rung(name, **defines)
+    why = cannot_run(name, spec_of(name, **defines).shared_mem, backend=backend_name)
+    if why:
+        return why
     module = backend.load(kernels.source(name), backend_name, r.options if r else ())
     return gemm.run_once(module, spec_of(name, **defines), n, n, K, secrets.randbits(32)).comparison
 
@@ -265,6 +269,10 @@ def measure_ladder(n: int = 4096, check_sizes=(256, 1024), names=None) -> list[d
     rows = []
     for name in names or RUNGS:
         spec = spec_of(name)
+        why = cannot_run(name, spec.shared_mem)
+        if why:  # left out of the plot; ladder() names it in the source line
+            rows.append(dict(name=name, n=n, ok=False, skipped=why, detail=why, tflops=0.0, lib_tflops=0.0, ratio=0.0))
+            continue
         module = bench_wmma._module(name, spec.options)
         ok, worst, detail = bench_wmma.check_sizes(module, spec, check_sizes)
         if not ok:
@@ -281,7 +289,10 @@ def ladder(n: int = 4096) -> tuple[list[dict], str]:
     """(rows, source): measured now on a GPU, else recorded in kernels/RESULTS-wmma.md (the
     newest run with every rung, else the newest with the most; missing rungs are named)."""
     if has_gpu():
-        return measure_ladder(n), f"measured now on {device_info().name}"
+        rows = measure_ladder(n)
+        skipped = [r["name"] for r in rows if r.get("skipped")]
+        note = f" ({', '.join(skipped)} skipped here: this GPU cannot run them)" if skipped else ""
+        return [r for r in rows if not r.get("skipped")], f"measured now on {device_info().name}{note}"
     rows = recorded_ladder(n)
     missing = [r for r in RUNGS if r not in {row["name"] for row in rows}]
     note = f"; not in that run: {', '.join(missing)}" if missing else ""
@@ -398,11 +409,11 @@ def config_problem(block_m, block_n, block_k, warp_m, warp_n, stages, max_shared
                 WARP_M=warp_m, WARP_N=warp_n, STAGES=stages).shared_mem
     if threads // 32 * 16 * (16 * warp_n + 4) * 4 > smem:
         return "the epilogue strips do not fit in the pipeline buffers"
-    info = device_info() if max_shared is None else None
-    limit = max_shared or (info.max_shared_optin if info else SM90_MAX_SHARED)
+    if max_shared is None and device_info() is not None:  # this GPU, TC_ARCH included: the one gate
+        return cannot_run("wmma_gemm_swizzle", smem) or None
+    limit = max_shared or SM90_MAX_SHARED
     if smem > limit:
-        allows = (f"this GPU ({info.name}) allows {limit} B" if info
-                  else f"an H100/H200 (sm_90) allows {limit} B" if limit == SM90_MAX_SHARED
+        allows = (f"an H100/H200 (sm_90) allows {limit} B" if limit == SM90_MAX_SHARED
                   else f"the limit is {limit} B")
         return f"{smem} B of shared memory per block ({allows} per block)"
     return None
@@ -515,6 +526,9 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=128, block_k=6
     from grader.runtime.gpu import GpuModule
 
     launch = dict(block_m=block_m, block_n=block_n, block_k=block_k, threads=threads, shared_mem=shared_mem)
+    why = cannot_run("your wmma-gemm-fast kernel", shared_mem)
+    if why:
+        raise ValueError(why)
     spec = gemm_launch.student("block", launch, "wmma_gemm", library="fp16", multiple=(block_m, block_n, block_k))
     module = GpuModule(source, spec.options)
     ok, worst, detail = bench_wmma.check_sizes(module, spec, (512,))

@@ -91,6 +91,38 @@ def needs(min_arch: int) -> str:
     return f"needs sm_{min_arch} or newer (this GPU: {info.arch})"
 
 
+def _kb(n: int) -> str:
+    return f"{n / 1024:.0f} KB" if n % 1024 == 0 or n >= 10 * 1024 else f"{n} bytes"
+
+
+def cannot_run(kernel: str, shared_mem: int = 0, min_arch: int = 0, backend: str = "auto") -> str:
+    """'' when the GPU in hand (TC_ARCH included) can launch `kernel` (a kernels/ file name, or
+    any label with `min_arch` given) with `shared_mem` bytes of dynamic shared memory per block;
+    else the one line a lesson prints instead of launching, e.g. 'skipped here: wmma_gemm_async
+    needs 105 KB of shared memory per block; this GPU acts as sm_75 (64 KB)'. The kernel's
+    minimum arch is the larger of `min_arch` and its file's `Requires: sm_XX` line. No GPU, or
+    backend "emu": '' (the emulator runs every kernel)."""
+    info = device_info()
+    if info is None or backend == "emu":
+        return ""
+    from grader.runtime import kernels
+
+    try:
+        min_arch = max(min_arch, kernels.required_arch(kernels.source(kernel)) or 0)
+    except FileNotFoundError:  # a student's kernel or a label: the caller's min_arch only
+        pass
+    wants = []
+    if info.cc < min_arch:
+        wants.append(f"sm_{min_arch}")
+    if shared_mem > info.max_shared_optin:
+        wants.append(f"{_kb(shared_mem)} of shared memory per block")
+    if not wants:
+        return ""
+    here = f"acts as sm_{info.cc} (TC_ARCH; it is sm_{info.native_cc})" if info.emulated else f"is sm_{info.cc}"
+    return (f"skipped here: {kernel} needs {' and '.join(wants)}; this GPU {here}, "
+            f"{_kb(info.max_shared_optin)} of shared memory per block")
+
+
 # WMMA element types and shapes by minimum compute capability. Source: CUDA C++ Programming
 # Guide, "Warp Matrix Functions" > "Element Types and Matrix Sizes" (CUDA 13).
 TENSOR_CORE_TYPES = (

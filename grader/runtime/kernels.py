@@ -1,6 +1,7 @@
 """The reference CUDA sources in the repository's kernels/ folder (one concept per file)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
@@ -21,3 +22,10 @@ def source(name: str) -> str:
 
 def all_files() -> list[Path]:
     return sorted(KERNELS_DIR.glob("*.cu"))
+
+
+def required_arch(source: str, default: int | None = 70) -> int | None:
+    """The arch a kernel's header says it needs (` * Requires: sm_80`; `sm_90a` -> 90), else
+    `default` (fp16 WMMA runs on Volta, sm_70). The one record of a kernel's minimum arch."""
+    m = re.search(r"Requires:\s*sm_(\d+)", source)
+    return int(m[1]) if m else default
