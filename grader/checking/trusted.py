@@ -247,9 +247,11 @@ def record(v) -> dict | None:
     # correct: every check but speed passed (a correct kernel below its target fails only speed)
     correct = v.ran and all(i.status != "fail" for i in v.items if i.name != "speed") and \
         any(i.name.startswith("correct") and i.status == "pass" for i in v.items)
+    # a fault of the grader's own (grader.checking.isolate._grader_fault): the instructor is told
+    grader_error = next((i.message for i in v.items if i.kind == "grader-error"), "")
     return dict(exercise=v.exercise, backend=v.backend, correct=bool(correct), score=float(v.score),
                 max_score=float(v.max_score), speed=speed, speed_note=skipped,
-                coach=getattr(first, "sentence", "") or "")
+                coach=getattr(first, "sentence", "") or "", grader_error=grader_error)
 
 
 _PHASES: dict[str, float] = {}

@@ -136,6 +136,13 @@ class CourseExecute(Execute):
                 (resources if resources is not None else {}).setdefault("course_notes", []).append(note)
 
 
+def grader_errors(results: dict) -> list[str]:
+    """'<cell>: <message>' for each kernel verdict the grader itself failed to reach (its student
+    sees 'the grader itself failed, not your kernel'; the instructor must hear it too)."""
+    return [f"{g.get('grade_id')}: {v['record']['grader_error']}" for g in results.get("grades", [])
+            for v in g.get("verdicts", []) if (v.get("record") or {}).get("grader_error")]
+
+
 def stopped_message(cell, timeout) -> str:
     graded = bool(cell is not None and cell.metadata.get("nbgrader", {}).get("grade"))
     kind = "a graded cell" if graded else "a cell that awards no points"
@@ -172,6 +179,9 @@ class TrustedGrade(NbGraderPreprocessor):
         phases.record(phases.TRUSTED, time.monotonic() - t0, **where)
         for name, seconds in (results.get("phases") or {}).items():
             phases.record(f"trusted: {name}", float(seconds), **where)
+        for line in grader_errors(results):
+            self.log.error("%s, %s: %s; regrade this submission once the grader is fixed", info.get("student"),
+                           info["notebook"], line)
         notes = handin_check.notes(info["assignment"], info.get("student"), info["notebook"])
         self._apply(nb, release, results, notes + resources.get("course_notes", []))
         return nb, resources

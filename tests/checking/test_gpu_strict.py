@@ -133,3 +133,21 @@ def test_a_grader_error_in_the_gpu_child_is_not_blamed_on_the_kernel():
 
     CUDARuntimeError.__module__ = "cupy_backends.cuda.api.runtime"
     assert isolate._grader_fault(CUDARuntimeError("cudaErrorLaunchFailure")) is None
+
+
+def test_a_grader_error_reaches_the_instructors_log_not_only_the_student():
+    """The trusted record keeps a grader fault; autograde turns it into an instructor's log line per
+    cell (the student reads 'the grader itself failed'), and a kernel's own fault is not one."""
+    from grader.checking import trusted
+    from grader.checking.judge import fault_item
+    from grader.checking.verdict import Item, Verdict
+    from grader.classroom.autograde import grader_errors
+
+    e = isolate._grader_fault(KeyError(np.dtype("uint8")))
+    ours = Verdict("fp8-gemm", "gpu", items=[fault_item(e, "correct: 1000x777x333 e4m3")], max_score=1, score=0.0)
+    theirs = Verdict("transpose", "gpu", items=[Item("correct: 64x64", FAIL, "wrong", kind="wrong-result")],
+                     max_score=2, score=0.0)
+    results = dict(grades=[dict(grade_id="fp8-gemm-test", verdicts=[trusted._render(ours)]),
+                           dict(grade_id="transpose-test", verdicts=[trusted._render(theirs)])])
+    lines = grader_errors(results)
+    assert len(lines) == 1 and lines[0].startswith("fp8-gemm-test: ") and "KeyError" in lines[0], lines
