@@ -75,11 +75,19 @@ def sources() -> dict[str, tuple[str, str]]:
     }
 
 
+def _smi_ids() -> list[str]:
+    """nvidia-smi's -i for the GPUs this process may use (CUDA_VISIBLE_DEVICES: indices or UUIDs),
+    so a run on one GPU of a machine whose other GPUs are busy (.ci/gpu-accept's jobs at once)
+    watches its own GPU only; [] = every GPU."""
+    ids = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return ["-i", ids] if ids and all(p.strip() and p.strip() != "-1" for p in ids.split(",")) else []
+
+
 def gpu_state() -> dict:
     """Processes on the GPU other than this one (pid -> MiB), utilisation %, and zombies."""
-    apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                          capture_output=True, text=True, timeout=30).stdout
-    util = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+    apps = subprocess.run(["nvidia-smi", *_smi_ids(), "--query-compute-apps=pid,used_memory",
+                           "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30).stdout
+    util = subprocess.run(["nvidia-smi", *_smi_ids(), "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
                           capture_output=True, text=True, timeout=30).stdout
     procs = {}
     for line in apps.splitlines():

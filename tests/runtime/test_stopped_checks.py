@@ -115,3 +115,28 @@ def test_on_the_gpu_a_stopped_or_faulting_kernel_frees_the_gpu(name):
     assert r["score"] == 0 and r["says_stopped"], r
     assert r["verdict_s"] < 45, r  # 20 s limit + start-up; was 100-160 s before issue 39
     assert r["idle_s"] is not None and r["idle_s"] < 10 and not r["zombies"], r
+
+
+def test_the_idle_watch_looks_at_its_own_gpu_only(tmp_path, monkeypatch):
+    """.ci/gpu-accept runs its steps at once, one GPU each: the hang step's "idle GPU" must be
+    its own (CUDA_VISIBLE_DEVICES), not a neighbour's busy one. A stand-in nvidia-smi answers
+    a busy process on GPU 1 only."""
+    from grader.classroom import hang
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\ncase "$*" in\n'
+                   '  *"-i 1"*query-compute-apps*) echo "4242, 900" ;;\n'
+                   '  *"-i 1"*utilization*) echo 97 ;;\n'
+                   '  *"-i 0"*) echo 0 ;;\n'
+                   '  *query-compute-apps*) echo "4242, 900" ;;\n'
+                   '  *) printf "0\\n97\\n" ;;\nesac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    mine = hang.gpu_state()
+    assert mine["procs"] == {} and mine["util"] == 0, mine
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert hang.gpu_state()["procs"] == {4242: "900"}
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    every = hang.gpu_state()
+    assert every["procs"] == {4242: "900"} and every["util"] == 97, every
