@@ -1,6 +1,6 @@
 """A hang or a fault on a real GPU costs its own check only (issue 39): measured, never run by CI.
 
-    python -m grader.classroom.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted]
+    python -m grader.classroom.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted,shared]
 
 Each scenario grades a broken kernel through the same path a student or the autograder takes,
 then watches the GPU until it is idle again (nvidia-smi lists no process but this one and
@@ -12,6 +12,8 @@ reports utilisation under IDLE_UTIL %), and looks for zombies (processes left <d
   illegal  the tensor-core one writing through a wild pointer (illegal address)
   trap     the tensor-core one executing `trap` (an unspecified launch failure)
   trusted  the spinning transpose handed in as 01 and autograded by nbgrader (the trusted pass)
+  shared   two cohort jobs on one GPU lock: the transpose looping forever in its timed loop, and the
+           reference, which must keep its speed and be late by no more than the hang's own limit
 The timed exercise's reference (transpose_tiled, timed against a device copy) is checked before and
 after the scenarios: its time after must agree with its time before within the run's noise.
 The exercises are taken from the registry by these properties (grader.checking.exercises).
@@ -136,10 +138,70 @@ def reference() -> dict:
     from grader.runtime import kernels
 
     timed, _ = _timed()
+    t0 = time.monotonic()
     v = check(timed.id, kernels.source(timed.reference), backend="gpu")
     s = v.speed or {}
     return dict(score=v.score, kernel_ms=s.get("kernel_ms"), ratio=s.get("ratio"),
-                spread=s.get("kernel_spread"))
+                spread=s.get("kernel_spread"), verdict_s=round(time.monotonic() - t0, 1))
+
+
+def agree(before: list[float], after: list[float]) -> bool:
+    """Two sets of a kernel's times agree: within twice the larger spread of either, at least 5%."""
+    noise = max(max(before) - min(before), max(after) - min(after), 0.05 * min(before))
+    return abs(min(after) - min(before)) <= 2 * noise
+
+
+# One check in a process of its own, as a cohort job runs it (its GPU lock from TC_GPU_LOCK)
+_JOB = ("import json, sys, time\n"
+        "from grader.checking.check import check\n"
+        "t0 = time.monotonic()\n"
+        "v = check(sys.argv[1], open(sys.argv[2]).read(), backend='gpu')\n"
+        "s = v.speed or {}\n"
+        "print(json.dumps(dict(score=v.score, max=v.max_score, verdict_s=round(time.monotonic() - t0, 1), "
+        "kernel_ms=s.get('kernel_ms'), text=v.text()[:3000])))\n")
+
+
+def shared(alone: list[dict]) -> dict:
+    """Two cohort jobs on one GPU (the cohort's lock, grader.runtime.gpulock): the transpose that
+    loops forever in its timed loop, and 2 s later the reference. The reference must earn its
+    points at its own speed (agreeing with `alone`, its checks on an idle GPU), its verdict late
+    by no more than the hang's own limit (the timed loop's, PERF_TIMEOUT) and some slack."""
+    from grader.checking.steps.cases import PERF_TIMEOUT
+    from grader.runtime import kernels
+
+    timed, _ = _timed()
+    tmp = Path(tempfile.mkdtemp(prefix="tc-hang-shared-"))
+    lock = tmp / "gpu.lock"
+    lock.touch()
+    (tmp / "hang.cu").write_text(sources()["timed"][1])
+    (tmp / "ref.cu").write_text(kernels.source(timed.reference))
+    env = dict(os.environ, TC_GPU_LOCK=str(lock))
+    before = zombies()
+    t0 = time.monotonic()
+    jobs = []
+    for name in ("hang.cu", "ref.cu"):
+        jobs.append(subprocess.Popen([sys.executable, "-c", _JOB, timed.id, str(tmp / name)], env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        time.sleep(2)
+    out = []
+    for j in jobs:
+        o, e = j.communicate(timeout=600)
+        lines = o.strip().splitlines()
+        out.append(json.loads(lines[-1]) if lines else dict(error=e.strip()[-500:]))
+    verdict_s = time.monotonic() - t0
+    idle = wait_idle(time.monotonic(), before)
+    hung, ref = out
+    alone_ms = [r["kernel_ms"] for r in alone if r.get("kernel_ms")]
+    late = (ref.get("verdict_s") or 1e9) - max(r["verdict_s"] for r in alone)
+    other_ok = bool(ref.get("kernel_ms") and alone_ms and ref.get("score") == ref.get("max")
+                    and agree(alone_ms, [ref["kernel_ms"]]) and late <= PERF_TIMEOUT + 20)
+    return dict(scenario="shared", exercise=f"{timed.id}: a timed-loop hang and the reference, one GPU lock",
+                verdict_s=round(verdict_s, 1), score=hung.get("score"),
+                says_stopped=bool(re.search(r"stopped|no answer", hung.get("text", ""), re.I)),
+                first_failure=next((ln.strip() for ln in hung.get("text", "").splitlines() if "stopped" in ln), "")[:300],
+                other=dict(score=ref.get("score"), kernel_ms=ref.get("kernel_ms"), verdict_s=ref.get("verdict_s"),
+                           late_s=round(late, 1), alone_ms=alone_ms, error=ref.get("error")),
+                other_ok=other_ok, **idle)
 
 
 def scenario(name: str, exercise: str, source: str) -> dict:
@@ -198,7 +260,7 @@ def trusted() -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out")
-    ap.add_argument("--only", default="spin,timed,illegal,trap,trusted")
+    ap.add_argument("--only", default="spin,timed,illegal,trap,trusted,shared")
     args = ap.parse_args(argv)
     os.environ.setdefault("TC_HEADLESS", "1")
     want = args.only.split(",")
@@ -215,7 +277,8 @@ def main(argv=None) -> int:
     srcs = sources()
     for name in want:
         try:
-            r = trusted() if name == "trusted" else scenario(name, *srcs[name])
+            r = trusted() if name == "trusted" else shared(res["reference_before"]) if name == "shared" \
+                else scenario(name, *srcs[name])
         except Exception as e:  # noqa: BLE001 - one scenario's failure is its row
             r = dict(scenario=name, error=f"{type(e).__name__}: {e}"[:500])
         res["scenarios"].append(r)
@@ -227,14 +290,13 @@ def main(argv=None) -> int:
     b = [r["kernel_ms"] for r in res["reference_before"] if r["kernel_ms"]]
     a = [r["kernel_ms"] for r in res["reference_after"] if r["kernel_ms"]]
     if a and b:
-        noise = max(max(b) - min(b), max(a) - min(a), 0.05 * min(b))  # two runs' spread, at least 5%
-        res["reference_agrees"] = abs(min(a) - min(b)) <= 2 * noise
+        res["reference_agrees"] = agree(b, a)
         res["reference_ms"] = dict(before=b, after=a)
     print("reference after:", res["reference_after"], "agrees:", res.get("reference_agrees"), flush=True)
     save()
     ok = res.get("reference_agrees") and all(
         r.get("idle_s") is not None and r.get("says_stopped") and not r.get("error") and (r.get("score") or 0) == 0
-        for r in res["scenarios"])
+        and r.get("other_ok", True) for r in res["scenarios"])
     res["passed"] = bool(ok)
     save()
     print("hang:", "PASS" if ok else "FAIL", flush=True)
