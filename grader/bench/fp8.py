@@ -69,7 +69,7 @@ class Check:
     ok: bool
     worst: float = 0.0  # the worst |error| / bound over every case
     detail: str = ""  # what failed, or how the bound was met when not the plain one
-    note: str = ""  # set instead when the contender could not run: "library not available here: ..."
+    note: str = ""  # set instead when it could not run: "library not available here: ...", "FAILED: ..."
 
     @property
     def cell(self) -> str:
@@ -304,15 +304,14 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
         return check_library(run, cases("sparse"), 3, fp16_out=True)
 
     def check_lt():
-        return check_library(lambda c: scaled_mm(cupy.asarray(c.args[0]), cupy.asarray(c.args[1]), c.args[6],
-                                                 c.args[7])(), cases("fp8"), 2, slack=FP8_ACCUMULATOR_SLACK)
+        return check_library(lambda c: cupy.from_dlpack(scaled_mm(cupy.asarray(c.args[0]), cupy.asarray(c.args[1]),
+                                                                  c.args[6], c.args[7])()),
+                             cases("fp8"), 2, slack=FP8_ACCUMULATOR_SLACK)
 
     def check_cslt():
-        return check_library(lambda c: cslt_mm(cupy.asarray(dense_of_sparse_case(c)), cupy.asarray(c.args[2]))(),
+        return check_library(lambda c: cupy.from_dlpack(cslt_mm(cupy.asarray(dense_of_sparse_case(c)),
+                                                                cupy.asarray(c.args[2]))()),
                              cases("sparse"), 3, fp16_out=True)
-
-    def lib(fn):
-        return lambda: cupy.from_dlpack(fn())
 
     return [
         Contender(FP8, check_fp8, build_fp8, lambda n: 2 * n * n + 4 * n * n),
@@ -320,8 +319,9 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
         Contender(RUNG, check_rung, build_rung, lambda n: 4 * n * n + 4 * n * n),
         Contender(CUBLAS, check_cublas, lambda x: baselines.make("cublas-fp16", [x.a16, x.b16], {}),
                   lambda n: 6 * n * n),
-        Contender(LT, check_lt, lambda x: lib(scaled_mm(x.a8, x.b8, x.scale_a, x.scale_b)), lambda n: 6 * n * n),
-        Contender(CSLT, check_cslt, lambda x: lib(cslt_mm(x.a16_pruned, x.b16)), lambda n: 5 * n * n),
+        # the libraries' launches return torch tensors: nothing converted or copied in the timed loop
+        Contender(LT, check_lt, lambda x: scaled_mm(x.a8, x.b8, x.scale_a, x.scale_b), lambda n: 6 * n * n),
+        Contender(CSLT, check_cslt, lambda x: cslt_mm(x.a16_pruned, x.b16), lambda n: 5 * n * n),
     ]
 
 
@@ -360,7 +360,7 @@ def measure(cands: list[Contender], sizes, pairs=PAIRS, *, timer=time_pair, inpu
         except Unavailable as e:
             checks[c.name] = Check(False, note=_library_cell(e))
         except Exception as e:  # noqa: BLE001 - a contender that fails to build or launch: say so, go on
-            checks[c.name] = Check(False, detail=f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            checks[c.name] = Check(False, note=f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
                                    if str(e) else f"FAILED: {type(e).__name__}")
         out(f"check {c.name}: {checks[c.name].cell}")
     by_name = {c.name: c for c in cands}
@@ -380,9 +380,9 @@ def measure(cands: list[Contender], sizes, pairs=PAIRS, *, timer=time_pair, inpu
         for k, b in pairs:
             if k not in by_name or b not in by_name:
                 continue
-            why = why_not.get(k) or why_not.get(b)
-            if why:
-                results.append(Result(k, b, n, note=why))
+            fault = next((s for s in (k, b) if s in why_not), None)
+            if fault:
+                results.append(Result(k, b, n, note=f"{fault}: {why_not[fault]}"))
             else:
                 ws = max(by_name[k].working_set(n), by_name[b].working_set(n))
                 km, bm, ratio = timer(launches[k], launches[b], ws)
@@ -395,7 +395,7 @@ def measure(cands: list[Contender], sizes, pairs=PAIRS, *, timer=time_pair, inpu
 
 def _why(check: Check) -> str:
     """Why a contender that did not pass its check is not timed."""
-    return check.note or (check.detail if check.detail.startswith("FAILED") else f"WRONG: {check.detail}")
+    return check.note or f"WRONG: {check.detail}"
 
 
 def _free() -> None:
@@ -428,34 +428,32 @@ def _find(results, k, b, n) -> Result | None:
     return next((r for r in results if (r.kernel, r.baseline, r.n) == (k, b, n)), None)
 
 
-def _tflops_of(results, name, n) -> str:
+def _tflops_of(results, name, n, unit="TFLOP/s") -> str:
     """The contender's TFLOP/s at n^3: the median over its timed pairings."""
     vals = [r.tflops(r.kernel_ms if r.kernel == name else r.baseline_ms) for r in results
             if r.n == n and not r.note and name in (r.kernel, r.baseline)]
-    return f"{np.median(vals):.1f}" if vals else "not measured"
+    return f"{np.median(vals):.1f} {unit}" if vals else "not measured"
 
 
 def _vs(results, k, b, n, fmt) -> str:
     r = _find(results, k, b, n)
     if r is None:
         return f"not paired with {LABELS.get(b, b)}"
-    if r.note:
-        return f"{LABELS.get(b, b)}: {r.note}"
-    return fmt(r)
+    return r.note or fmt(r)
 
 
 def summary(results: list[Result], sizes) -> list[str]:
     """The lines the issue asks for, one a contender and size."""
     lines = []
     for n in sizes:
-        lines.append(f"- {n}^3: FP8 mma.sync: {_tflops_of(results, FP8, n)} TFLOP/s, "
+        lines.append(f"- {n}^3: FP8 mma.sync: {_tflops_of(results, FP8, n)}, "
                      f"{_vs(results, FP8, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
                      f"{_vs(results, FP8, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
-        lines.append(f"- {n}^3: 2:4 mma.sp: {_tflops_of(results, SPARSE, n)} dense-equivalent TFLOP/s, "
+        lines.append(f"- {n}^3: 2:4 mma.sp: {_tflops_of(results, SPARSE, n, 'dense-equivalent TFLOP/s')}, "
                      f"{_vs(results, SPARSE, RUNG, n, lambda r: f'{r.ratio:.2f}x the dense fp16 rung')}, "
                      f"{_vs(results, SPARSE, CSLT, n, lambda r: f'{100 * r.ratio:.1f}% of cuSPARSELt')}")
         for lib in (LT, CSLT):
-            lines.append(f"- {n}^3: {lib}: {_tflops_of(results, lib, n)} TFLOP/s{_flops_note(lib)}, "
+            lines.append(f"- {n}^3: {lib}: {_tflops_of(results, lib, n, 'TFLOP/s' + _flops_note(lib))}, "
                          f"{_vs(results, lib, CUBLAS, n, lambda r: f'{r.ratio:.2f}x cuBLAS fp16')}")
     return lines
 

@@ -172,11 +172,12 @@ def test_a_missing_library_and_a_wrong_contender_are_not_timed_and_the_rest_runs
     assert timed == [(bf.FP8, bf.RUNG), (bf.FP8, bf.CUBLAS), (bf.RUNG, bf.CUBLAS)]
     text = bf.record("GPU", "now", checks, results, (1024,))
     assert f"| {bf.LT} | {bf.DESCRIBE[bf.LT]} | library not available here: PyTorch is not installed" in text
-    assert f"| {bf.FP8} | 1024^3 | {bf.LT} | library not available here: PyTorch is not installed" in text
-    assert f"| {bf.SPARSE} | 1024^3 | {bf.RUNG} | WRONG: 64x64x64: 3 bad |" in text
+    assert f"| {bf.FP8} | 1024^3 | {bf.LT} | {bf.LT}: library not available here: PyTorch is not installed" in text
+    assert f"| {bf.SPARSE} | 1024^3 | {bf.RUNG} | {bf.SPARSE}: WRONG: 64x64x64: 3 bad |" in text
     fp8_line = next(ln for ln in text.splitlines() if "FP8 mma.sync:" in ln)
     assert "x the fp16 rung" in fp8_line and "cuBLASLt FP8: library not available here" in fp8_line
-    assert "- 1024^3: 2:4 mma.sp: not measured dense-equivalent TFLOP/s" in text
+    assert f"- 1024^3: 2:4 mma.sp: not measured, {bf.SPARSE}: WRONG: 64x64x64: 3 bad, {bf.SPARSE}: WRONG" in text
+    assert f"- 1024^3: cuSPARSELt: not measured, {bf.CSLT}: library not available here" in text
 
 
 def test_a_library_that_fails_to_build_at_a_size_is_reported():
@@ -188,7 +189,7 @@ def test_a_library_that_fails_to_build_at_a_size_is_reported():
     cands = [bf.Contender(c.name, c.check, broken, c.working_set) if c.name == bf.CSLT else c for c in cands]
     _, results = bf.measure(cands, (1024,), timer=_timer, inputs=lambda n, seed: n, out=lambda s: None)
     r = next(r for r in results if (r.kernel, r.baseline) == (bf.SPARSE, bf.CSLT))
-    assert r.note == "library not available here: cuSPARSELt: operation not supported"
+    assert r.note == f"{bf.CSLT}: library not available here: cuSPARSELt: operation not supported"
 
 
 def test_without_a_gpu_it_says_so():
