@@ -64,6 +64,25 @@ def test_correctness_stage_fails_a_kernel_that_drops_the_scales(emu):
     assert not c.ok and c.cell.startswith("WRONG: 64x64x64")
 
 
+def test_the_contenders_checks_are_wired_right_on_the_emulator(emu, monkeypatch):
+    """bench.fp8's own contenders (their cases, launches and arguments) through the check stage, with
+    the emulator for the GPU and NumPy standing in for CuPy; PyTorch absent here: its rows say so."""
+    import types
+
+    shim = types.SimpleNamespace(asarray=np.asarray, zeros=np.zeros, empty=np.empty, float16=np.float16,
+                                 float32=np.float32, matmul=np.matmul, from_dlpack=np.asarray)
+    monkeypatch.setitem(sys.modules, "cupy", shim)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(bf, "_gpu_module", lambda file: emu[file])
+    monkeypatch.setattr(bf.bench_mma, "module_of", lambda rung: None)  # the fp16 rung: checked at 256k^3 only
+    lines = []
+    checks, results = bf.measure(bf.contenders(check_sizes=(64,), edges=((33, 20, 96),)), (), out=lines.append)
+    assert checks[bf.FP8].ok and checks[bf.SPARSE].ok and 0 < checks[bf.FP8].worst <= 1, lines
+    for lib in (bf.LT, bf.CSLT):
+        assert checks[lib].cell.startswith("library not available here: PyTorch is not installed"), lines
+    assert results == [] and [ln.split(":")[0] for ln in lines] == [f"check {c}" for c in bf.DESCRIBE]
+
+
 # ---------------------------------------------------------------- the library check
 def _fp8_product(case, scaled=True):
     a, b, sa, sb = case.args[0], case.args[1], case.args[6], case.args[7]
