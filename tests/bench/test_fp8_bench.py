@@ -83,6 +83,40 @@ def test_the_contenders_checks_are_wired_right_on_the_emulator(emu, monkeypatch)
     assert results == [] and [ln.split(":")[0] for ln in lines] == [f"check {c}" for c in bf.DESCRIBE]
 
 
+class _Recorder:
+    """A GPU module stand-in: bind() keeps the arguments and launches on the emulator."""
+
+    def __init__(self, module):
+        self.module, self.bound = module, []
+
+    def bind(self, kernel, grid, block, args, shared_mem=0):
+        self.bound.append(args)
+        return lambda: self.module.launch(kernel, grid, block, args, shared_mem=shared_mem)
+
+
+def test_the_timed_launches_compute_the_product_of_the_timing_inputs(emu, monkeypatch):
+    """What is timed is the product asked for: Inputs and each course contender's launch, run on
+    the emulator (NumPy for CuPy) and compared with the float64 product of the same inputs."""
+    import types
+
+    shim = types.SimpleNamespace(asarray=np.asarray, zeros=np.zeros, float32=np.float32)
+    monkeypatch.setitem(sys.modules, "cupy", shim)
+    rec = {f: _Recorder(m) for f, m in emu.items()}
+    monkeypatch.setattr(bf, "_gpu_module", lambda file: rec[file])
+    x = bf.Inputs(64, 7)
+    by = {c.name: c for c in bf.contenders(check_sizes=(64,))}
+    by[bf.FP8].build(x)()
+    C = rec["fp8_gemm_mma"].bound[-1][2]
+    ref = x.scale_a * x.scale_b * fp8.decode(x.a8) @ fp8.decode(x.b8).T
+    assert np.abs(C - ref).max() <= 1e-4 * np.abs(ref).max()
+    by[bf.SPARSE].build(x)()
+    C = rec["sparse_gemm_mma_sp"].bound[-1][3]
+    pruned = x.a16_pruned.astype(np.float64)
+    assert (np.count_nonzero(pruned.reshape(64, 16, 4), axis=2) <= 2).all() and not np.array_equal(pruned, x.a16)
+    ref = pruned @ x.b16.astype(np.float64)
+    assert np.abs(C - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
 # ---------------------------------------------------------------- the library check
 def _fp8_product(case, scaled=True):
     a, b, sa, sb = case.args[0], case.args[1], case.args[6], case.args[7]
