@@ -490,7 +490,8 @@ def record(gpu: str, when: str, checks: dict[str, Check], results: list[Result],
              "| contender | what | correct |", "|---|---|---|"]
     lines += [f"| {name} | {DESCRIBE.get(name, '')} | {c.cell} |" for name, c in checks.items()]
     lines += ["", "### Paired speeds", "", HEAD] + [row(r) for r in results]
-    lines += ["", "### Summary", ""] + summary(results, sizes)
+    lines += ["", "### Summary", "", "Each contender's TFLOP/s is the median over its pairings at that size; the ratios "
+              "are those of the named pairing.", ""] + summary(results, sizes)
     return "\n".join(lines) + "\n"
 
 
