@@ -93,6 +93,17 @@ def dmma_naive() -> GemmSpec:
                          multiple=(8, 8, 4))
 
 
+def fp8_gemm_mma() -> GemmSpec:
+    """kernels/fp8_gemm_mma.cu: e4m3 codes in (uint8; A M x K, B given N x K), fp32 out, scales in
+    the epilogue; two warps per 32 x 16 tile of C; any M, N, K."""
+    return block_tiles("fp8_gemm", "uint8", "float32", 32, 16, 64, library="fp8")
+
+
+def sparse_gemm_mma_sp() -> GemmSpec:
+    """kernels/sparse_gemm_mma_sp.cu's sparse_gemm: 2:4 A compressed (values + metadata), B K x N
+    fp16, fp32 out; two warps per 32 x 16 tile of C; K a multiple of 16."""
+    return block_tiles("sparse_gemm", "float16", "float32", 32, 16, 64, library="fp16", multiple=(1, 1, 16))
+
 # ---------------------------------------------------------------- what a student is given
 def student(rule: str, launch: dict, kernel: str = "", in_dtype: str = "float16",
             out_dtype: str = "float32", **kw) -> GemmSpec:
