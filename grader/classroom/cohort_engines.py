@@ -37,7 +37,10 @@ class LocalEngine:
     """A Dask cluster on this host: one single-threaded worker per GPU (CUDA_VISIBLE_DEVICES=that
     GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
 
-    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1):
+    groups: dict[str, list[str]] = {}  # GPU -> its workers' labels (none: emulator workers)
+    auto = False
+
+    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1, auto: bool = False):
         import dask
         from distributed import Client, Nanny, Scheduler, SpecCluster
 
@@ -56,6 +59,11 @@ class LocalEngine:
                            for j in range(jobs_per_gpu)]
             envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g, TC_GPU_LOCK_DIR=locks) for g in gpus for _ in range(jobs_per_gpu)]
             self.resources = {"GPU": 1}
+            # per GPU, its workers in order: with `auto` (--jobs-per-gpu auto) the cohort grades its
+            # first submissions on each GPU's first worker alone, then uses as many as it measured
+            # to pay (grader.classroom.cohort_concurrency); the rest stay idle
+            self.groups = {g: self.labels[i * jobs_per_gpu:(i + 1) * jobs_per_gpu] for i, g in enumerate(gpus)}
+            self.auto = auto
         else:
             self.labels = [f"cpu{i}" for i in range(workers)]
             envs = [dict(quiet, CUDA_VISIBLE_DEVICES="") for _ in range(workers)]  # the emulator
@@ -67,6 +75,12 @@ class LocalEngine:
         self.cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": dict(
             host="127.0.0.1", dashboard_address=None)}, silence_logs=40)
         self.client = Client(self.cluster)
+
+    def addresses(self, labels: list[str]) -> list[str]:
+        """The Dask addresses of these workers (by name), to pin jobs to them."""
+        self.client.wait_for_workers(len(self.labels), timeout=120)
+        by_name = {str(w.get("name")): a for a, w in _workers(self.client).items()}
+        return [by_name[label] for label in labels if label in by_name]
 
     def close(self):
         self.client.close()
@@ -82,7 +96,11 @@ def _workers(client) -> dict:
 
 class RemoteEngine:
     """An existing Dask scheduler, by address or scheduler file (a Slurm allocation, course/README.md):
-    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`)."""
+    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`).
+    Its jobs per GPU are the workers it was started with per GPU (no `auto` here)."""
+
+    groups: dict[str, list[str]] = {}
+    auto = False
 
     def __init__(self, address: str, min_workers: int = 1):
         from distributed import Client
