@@ -313,8 +313,12 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     students = submissions(course, assignment, pattern)
     skipped = [s for s in students if is_done(course, assignment, s, force)]
     todo = [s for s in students if s not in skipped]
+    sizing = bool(engine.auto and engine.groups)
+    where = (f"on {len(engine.groups)} GPU(s): the first submission on each alone, then as many jobs per GPU as it "
+             f"measures to pay (at most {max(map(len, engine.groups.values()))})" if sizing
+             else f"on {len(engine.labels)} worker(s): {', '.join(engine.labels)}")
     print(f"cohort: {assignment}: {len(students)} submission(s), {len(skipped)} already done, {len(todo)} to grade "
-          f"on {len(engine.labels)} worker(s): {', '.join(engine.labels)}", file=out, flush=True)
+          f"{where}", file=out, flush=True)
     logs = course.logs(assignment)
     logs.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -343,7 +347,8 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                                      tar_folder(course.path("submitted_directory", s, assignment)),
                                      dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
                                      hidden, timeout, key=key, pure=False, resources=engine.resources or None,
-                                     retries=0, **(dict(workers=where[i], allow_other_workers=True) if where else {})))
+                                     retries=0, **(dict(workers=where[i], allow_other_workers=True)
+                                                   if where and where[i] else {})))
         futures.extend(new)
         return new
 
@@ -351,17 +356,19 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     # worker); the rest once their figures say how many jobs a GPU pays for (cohort_concurrency)
     probes: set = set()
     later: list[str] = []
-    if engine.auto and engine.groups:
-        firsts = engine.addresses([labels[0] for labels in engine.groups.values()])[:len(todo)]
+    shown = list(engine.labels)
+    if sizing:
+        shown = [labels[0] for labels in engine.groups.values()][:len(todo)]
+        firsts = engine.addresses(shown)
         probes = set(submit(todo[:len(firsts)], [[a] for a in firsts]))
         later = todo[len(firsts):]
-        engine.choice = concurrency.choose(None, *concurrency.host(len(engine.groups)), upper=1,
-                                           why_none="every submission was graded alone on a GPU")
+        engine.labels = shown
+        engine.choice = dict(n=1, measured=False, why="no more submissions than GPUs: each graded alone on its GPU")
     else:
         submit(todo)
     t_probe = time.time()
     probed: list[dict] = []
-    progress = Progress(len(todo), list(engine.labels), out=out)
+    progress = Progress(len(todo), shown, out=out)
     names = {}
 
     def size() -> None:
@@ -375,7 +382,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         engine.choice = choice = concurrency.choose(fig, cores, memory, upper=per_gpu, why_none=why)
         used = [label for labels in engine.groups.values() for label in labels[:choice["n"]]]
         engine.labels = used
-        progress.per = {label: progress.per.get(label, 0) for label in used}
+        progress.per = {label: progress.per.get(label, 0) for label in used}  # in GPU order
         line = concurrency.describe(choice)
         print(f"cohort: jobs per GPU: {line}", file=out, flush=True)
         phases.record("cohort: jobs per GPU", 0.0, jobs_per_gpu=choice["n"], how=line)
