@@ -114,7 +114,9 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
         slow = max(ran, key=lambda r: r["seconds"])
         rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
                                          f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
-                 ("wall time", f"{_hms(wall)} on {len(labels)} {'GPU' if gpus else 'worker'}(s): {', '.join(labels)}"),
+                 ("wall time", f"{_hms(wall)} on " + (
+                     f"{n_gpus} GPU(s), {len(labels)} job(s) at a time: " if gpus and n_gpus and n_gpus != len(labels)
+                     else f"{len(labels)} {'GPU' if gpus else 'worker'}(s): ") + ", ".join(labels)),
                  *([("jobs per GPU", describe(jobs_per_gpu))] if jobs_per_gpu else []),
                  (unit, f"{busy / 3600:.3f} ({_hms(busy)} of jobs)")]
         total = command_wall if command_wall is not None else wall

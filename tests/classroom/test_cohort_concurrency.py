@@ -100,6 +100,7 @@ def test_summary_and_phases_say_how_many_and_from_what():
     text = cohort.summary("03-cuda-core-gemm", results, [], 100.0, ["gpu0.1", "gpu0.2", "gpu0.3", "gpu0.4"], True,
                           None, n_gpus=1, jobs_per_gpu=c)
     assert f"| jobs per GPU | {line} |" in text
+    assert "| wall time | 1m40s on 1 GPU(s), 4 job(s) at a time: gpu0.1, gpu0.2, gpu0.3, gpu0.4 |" in text
     text = cohort.summary("03-cuda-core-gemm", results, [], 100.0, ["gpu0.1"], True, None,
                           jobs_per_gpu=dict(n=3, given=True))
     assert "| jobs per GPU | 3 (--jobs-per-gpu 3) |" in text
