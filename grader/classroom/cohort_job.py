@@ -15,6 +15,11 @@ The job's nbgrader (the fork) runs in its own process session and dies with the 
 with the worker (PR_SET_PDEATHSIG); past its time limit, or at the end, the fork's whole process
 group is killed, so the sandboxed kernels and the trusted grader it started cannot outlive it.
 TC_COHORT_FORK=0 runs each job as a fresh `python -m nbgrader` process instead (the earlier way).
+
+A job also sends back what it used (Usage: its processes' CPU seconds and peak memory) and its
+step times (grader.classroom.phases, recorded in the scratch course and appended at its end to the
+instructor's TC_PHASES file, if one is named): `--jobs-per-gpu auto` is chosen from them
+(grader.classroom.cohort_concurrency).
 """
 from __future__ import annotations
 
