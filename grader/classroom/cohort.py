@@ -336,7 +336,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     keys = {}
     futures = []
 
-    def submit(students: list[str], where: list[list[str]] | None = None) -> list:
+    def submit(students: list[str], where: list[list[str]] | None = None, threads: int | None = None) -> list:
         """Jobs for these students; where[i]: the workers (addresses) student i's job runs on (others
         only if all of those are gone: a worker that died comes back under a new address)."""
         new = []
@@ -346,7 +346,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
             new.append(client.submit(grade_job, shared, assignment, s,
                                      tar_folder(course.path("submitted_directory", s, assignment)),
                                      dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
-                                     hidden, timeout, key=key, pure=False, resources=engine.resources or None,
+                                     hidden, timeout, threads, key=key, pure=False, resources=engine.resources or None,
                                      retries=0, **(dict(workers=where[i], allow_other_workers=True)
                                                    if where and where[i] else {})))
         futures.extend(new)
@@ -360,7 +360,8 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     if sizing:
         shown = [labels[0] for labels in engine.groups.values()][:len(todo)]
         firsts = engine.addresses(shown)
-        probes = set(submit(todo[:len(firsts)], [[a] for a in firsts]))
+        # alone on its GPU, a first job gets the threads it would have at the default jobs per GPU
+        probes = set(submit(todo[:len(firsts)], [[a] for a in firsts], engine.threads(concurrency.FALLBACK)))
         later = todo[len(firsts):]
         engine.labels = shown
         engine.choice = dict(n=1, measured=False, why="no more submissions than GPUs: each graded alone on its GPU")
@@ -380,6 +381,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                else f"none graded within {concurrency.PROBE_WAIT:.0f} s")
         cores, memory = concurrency.host(len(engine.groups))
         engine.choice = choice = concurrency.choose(fig, cores, memory, upper=per_gpu, why_none=why)
+        choice["threads_per_job"] = engine.threads(choice["n"])  # BLAS/OpenMP, for the record
         used = [label for labels in engine.groups.values() for label in labels[:choice["n"]]]
         engine.labels = used
         progress.per = {label: progress.per.get(label, 0) for label in used}  # in GPU order
@@ -388,7 +390,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         phases.record("cohort: jobs per GPU", 0.0, jobs_per_gpu=choice["n"], how=line)
         rest, later = later, []
         where = engine.addresses(used)
-        waiting.update(submit(rest, [where] * len(rest)))
+        waiting.update(submit(rest, [where] * len(rest), engine.threads(choice["n"])))
 
     def running() -> dict[str, str]:
         try:

@@ -39,6 +39,7 @@ class LocalEngine:
 
     groups: dict[str, list[str]] = {}  # GPU -> its workers' labels (none: emulator workers)
     auto = False
+    share_threads = False
 
     def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1, auto: bool = False):
         import dask
@@ -48,8 +49,11 @@ class LocalEngine:
         dask.config.set({"distributed.scheduler.allowed-failures": 1})
         quiet = {"DASK_LOGGING__DISTRIBUTED": "error", "PYTHONUNBUFFERED": "1"}
         n = len(gpus) * jobs_per_gpu if gpus else workers
-        if n > 1 and not any(os.environ.get(k) for k in THREAD_VARS):
-            # each job's BLAS and OpenMP threads get their share of the cores, not all of them each
+        # each job's BLAS and OpenMP threads get their share of the cores, not all of them each;
+        # with `auto` a job is told its share when it is sent (threads(), below), as the jobs per
+        # GPU are known only then
+        self.share_threads = not any(os.environ.get(k) for k in THREAD_VARS)
+        if n > 1 and self.share_threads:
             quiet.update({k: str(max(1, (os.cpu_count() or 1) // n)) for k in THREAD_VARS})
         if gpus:
             # jobs_per_gpu workers per GPU, each one job at a time; their timed runs hold the GPU
@@ -75,6 +79,12 @@ class LocalEngine:
         self.cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": dict(
             host="127.0.0.1", dashboard_address=None)}, silence_logs=40)
         self.client = Client(self.cluster)
+
+    def threads(self, jobs_per_gpu: int) -> int | None:
+        """BLAS/OpenMP threads per job with this many jobs per GPU (None: the instructor set them)."""
+        if not (self.share_threads and self.groups):
+            return None
+        return max(1, (os.cpu_count() or 1) // (len(self.groups) * jobs_per_gpu))
 
     def addresses(self, labels: list[str]) -> list[str]:
         """The Dask addresses of these workers (by name), to pin jobs to them."""

@@ -352,9 +352,10 @@ def _sweep(base: Path) -> None:
 
 
 def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, layout: dict,
-              hidden: list[str], timeout: float) -> dict:
+              hidden: list[str], timeout: float, threads: int | None = None) -> dict:
     """One submission, on a worker: `nbgrader autograde` in a scratch course. Returns the status,
-    the log's tail, and (when nbgrader ran to its end, success or not) what it wrote."""
+    the log's tail, and (when nbgrader ran to its end, success or not) what it wrote. `threads`:
+    its BLAS/OpenMP threads (its share of the cores; None: the worker's setting)."""
     t0 = time.time()
     # Under /tmp whatever TMPDIR says: every sandbox mounts an empty /tmp, so no job can see another
     # job's scratch course, kernel sockets or connection files (its own are bound back in).
@@ -377,6 +378,10 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
         # the job's step times (grader.classroom.phases) come back with its result: the cohort sizes
         # its jobs per GPU from them; a TC_PHASES file the instructor named gets them too (below)
         env[phases.ENV] = str(scratch / "phases.jsonl")
+        if threads:
+            from grader.classroom.cohort_engines import THREAD_VARS
+
+            env.update({k: str(threads) for k in THREAD_VARS})
         # this GPU's lock (grader.runtime.gpulock): jobs sharing a GPU time their kernels one at a time
         lock = os.environ.get(gpulock.ENV + "_DIR") or str(base / "locks")
         if out["device"]:
