@@ -1,10 +1,13 @@
 """Grade a whole cohort: every submission of an assignment, --jobs-per-gpu grading jobs per GPU
-at a time (default 2), spread by Dask distributed over this host's GPUs or a cluster's (issues
+at a time (default: measured), spread by Dask distributed over this host's GPUs or a cluster's (issues
 #17, #28; course/README.md, "Grading a whole cohort").
 
     python -m grader.classroom.cohort autograde ASSIGNMENT [--gpus all|N|0,2 | --workers N |
-        --scheduler ADDRESS] [--jobs-per-gpu N] [--student GLOB] [--force] [--timeout S]
+        --scheduler ADDRESS] [--jobs-per-gpu auto|N] [--student GLOB] [--force] [--timeout S]
         [--course DIR] [--report FILE] [--baseline-seconds S | --baseline FILE]
+
+--jobs-per-gpu auto (the default) measures how many jobs one GPU pays for on this machine from the
+first submissions, graded alone on each GPU (grader.classroom.cohort_concurrency has the rule).
 
 Jobs that share a GPU share it only outside timed runs: every timed measurement holds that GPU's
 lock exclusively, every other GPU use (a notebook's execution, a kernel's correctness runs) holds
@@ -57,6 +60,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
+from grader.classroom import cohort_concurrency as concurrency
+from grader.classroom import phases
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
@@ -66,8 +71,22 @@ DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 
 TICK = 1.0  # seconds between progress redraws
 # Jobs per GPU at a time (--jobs-per-gpu). A submission's grading is mostly CPU work (nbgrader,
 # the kernel's and the trusted grader's start, compiles, references): a second job uses the GPU
-# while the first one does that, and every timed run still holds the GPU alone (gpulock).
-DEFAULT_JOBS_PER_GPU = 2
+# while the first one does that, and every timed run still holds the GPU alone (gpulock). "auto":
+# as many as the first submissions, graded alone, measure to pay (grader.classroom.cohort_concurrency).
+DEFAULT_JOBS_PER_GPU = "auto"
+
+
+def jobs_per_gpu(text: str) -> int | str:
+    """--jobs-per-gpu: "auto" or a whole number of at least 1."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is neither auto nor a number of jobs (1 or more)")
+    return n
 
 
 # ------------------------------------------------------------------ the course, as nbgrader sees it
@@ -294,8 +313,12 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     students = submissions(course, assignment, pattern)
     skipped = [s for s in students if is_done(course, assignment, s, force)]
     todo = [s for s in students if s not in skipped]
+    sizing = bool(engine.auto and engine.groups)
+    where = (f"on {len(engine.groups)} GPU(s): the first submission on each alone, then as many jobs per GPU as it "
+             f"measures to pay (at most {max(map(len, engine.groups.values()))})" if sizing
+             else f"on {len(engine.labels)} worker(s): {', '.join(engine.labels)}")
     print(f"cohort: {assignment}: {len(students)} submission(s), {len(skipped)} already done, {len(todo)} to grade "
-          f"on {len(engine.labels)} worker(s): {', '.join(engine.labels)}", file=out, flush=True)
+          f"{where}", file=out, flush=True)
     logs = course.logs(assignment)
     logs.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -312,16 +335,62 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     rel = lambda step, s: str(course.path(step, s, assignment).relative_to(course.root))  # noqa: E731
     keys = {}
     futures = []
-    for s in todo:
-        key = f"grade-{uuid.uuid4().hex[:8]}"
-        keys[key] = s
-        futures.append(client.submit(grade_job, shared, assignment, s,
+
+    def submit(students: list[str], where: list[list[str]] | None = None, threads: int | None = None) -> list:
+        """Jobs for these students; where[i]: the workers (addresses) student i's job runs on (others
+        only if all of those are gone: a worker that died comes back under a new address)."""
+        new = []
+        for i, s in enumerate(students):
+            key = f"grade-{uuid.uuid4().hex[:8]}"
+            keys[key] = s
+            new.append(client.submit(grade_job, shared, assignment, s,
                                      tar_folder(course.path("submitted_directory", s, assignment)),
                                      dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
-                                     hidden, timeout, key=key, pure=False, resources=engine.resources or None,
-                                     retries=0))
-    progress = Progress(len(todo), list(engine.labels), out=out)
+                                     hidden, timeout, threads, key=key, pure=False, resources=engine.resources or None,
+                                     retries=0, **(dict(workers=where[i], allow_other_workers=True)
+                                                   if where and where[i] else {})))
+        futures.extend(new)
+        return new
+
+    # --jobs-per-gpu auto: the first submissions one per GPU, each alone on its GPU (its first
+    # worker); the rest once their figures say how many jobs a GPU pays for (cohort_concurrency)
+    probes: set = set()
+    later: list[str] = []
+    shown = list(engine.labels)
+    if sizing:
+        shown = [labels[0] for labels in engine.groups.values()][:len(todo)]
+        firsts = engine.addresses(shown)
+        # alone on its GPU, a first job gets the threads it would have at the default jobs per GPU
+        probes = set(submit(todo[:len(firsts)], [[a] for a in firsts], engine.threads(concurrency.FALLBACK)))
+        later = todo[len(firsts):]
+        engine.labels = shown
+        engine.choice = dict(n=1, measured=False, why="no more submissions than GPUs: each graded alone on its GPU")
+    else:
+        submit(todo)
+    t_probe = time.time()
+    probed: list[dict] = []
+    progress = Progress(len(todo), shown, out=out)
     names = {}
+
+    def size() -> None:
+        """Enough is measured (every first job ended, or PROBE_WAIT passed): choose, go on with the rest."""
+        nonlocal later
+        fig = concurrency.figures(probed)
+        per_gpu = max(len(labels) for labels in engine.groups.values())
+        why = ("no first submission was graded" if len(probed) == len(probes)
+               else f"none graded within {concurrency.PROBE_WAIT:.0f} s")
+        cores, memory = concurrency.host(len(engine.groups))
+        engine.choice = choice = concurrency.choose(fig, cores, memory, upper=per_gpu, why_none=why)
+        choice["threads_per_job"] = engine.threads(choice["n"])  # BLAS/OpenMP, for the record
+        used = [label for labels in engine.groups.values() for label in labels[:choice["n"]]]
+        engine.labels = used
+        progress.per = {label: progress.per.get(label, 0) for label in used}  # in GPU order
+        line = concurrency.describe(choice)
+        print(f"cohort: jobs per GPU: {line}", file=out, flush=True)
+        phases.record("cohort: jobs per GPU", 0.0, jobs_per_gpu=choice["n"], how=line)
+        rest, later = later, []
+        where = engine.addresses(used)
+        waiting.update(submit(rest, [where] * len(rest), engine.threads(choice["n"])))
 
     def running() -> dict[str, str]:
         try:
@@ -334,7 +403,9 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     waiting = set(futures)  # not `pending`: that is the function of the students still to grade
     try:
         with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-            while waiting:
+            while waiting or later:
+                if later and (len(probed) == len(probes) or time.time() - t_probe > concurrency.PROBE_WAIT):
+                    size()
                 try:
                     done, waiting = wait(waiting, timeout=TICK, return_when="FIRST_COMPLETED")
                 except (DaskTimeout, TimeoutError):
@@ -347,6 +418,8 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                         raise
                 for f in done:
                     r = _outcome(f, keys[f.key])
+                    if f in probes:
+                        probed.append(dict(r))  # with its step times (dropped from r below)
                     if r["status"] in ("graded", "failed"):
                         merge(gb, course, assignment, r)
                     if r["status"] == "graded":
@@ -356,7 +429,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                     (logs / f"{r['student']}.log").write_text(
                         f"# {r['status']} on {r.get('worker')} ({r.get('host', '')}) in {r['seconds']:.1f} s "
                         f"{r.get('why', '')}\n{r.get('log', '')}")
-                    for k in ("rows", "autograded", "log"):
+                    for k in ("rows", "autograded", "log", "phases"):  # the phases are in TC_PHASES, if asked
                         r.pop(k, None)
                     results.append(r)
                     progress.finished(r, running())
@@ -371,7 +444,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     return results, skipped, time.time() - t0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m grader.classroom.cohort",
                                  description="Grade every submission of an assignment, --jobs-per-gpu jobs per GPU at a time "
                                              "(course/README.md, 'Grading a whole cohort').")
@@ -394,9 +467,10 @@ def main(argv: list[str] | None = None) -> int:
     ag.add_argument("--course", type=Path, help="the course folder (default: this folder if it holds "
                                                 "nbgrader_config.py, else the repository's course/)")
     ag.add_argument("--report", type=Path, help="also write every job's record as JSON here")
-    ag.add_argument("--jobs-per-gpu", type=int, default=DEFAULT_JOBS_PER_GPU, metavar="N",
-                    help=f"jobs at a time on each GPU (default {DEFAULT_JOBS_PER_GPU}); their timed runs take "
-                         "turns, each holding the GPU alone")
+    ag.add_argument("--jobs-per-gpu", type=jobs_per_gpu, default=DEFAULT_JOBS_PER_GPU, metavar="auto|N",
+                    help="jobs at a time on each GPU; their timed runs take turns, each holding the GPU alone. "
+                         "auto (default): the first submission on each GPU is graded alone, and its measured "
+                         "GPU, CPU and memory use set N (capped by the cores per GPU and the memory)")
     base = ag.add_mutually_exclusive_group()
     base.add_argument("--baseline-seconds", metavar="S", dest="baseline",
                       help="plain `nbgrader autograde`'s seconds per submission on one GPU: the summary's "
@@ -404,10 +478,12 @@ def main(argv: list[str] | None = None) -> int:
     base.add_argument("--baseline", metavar="FILE", dest="baseline",
                       help="the same, recorded per assignment and GPU model in a JSON file (.ci/gpu-cohort "
                            "writes one; default: autograded/.cohort-logs/ASSIGNMENT/baseline.json if present)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     t_command = time.time()
-    if args.jobs_per_gpu < 1:
-        ap.error("--jobs-per-gpu must be 1 or more")
 
     root = args.course or (Path.cwd() if (Path.cwd() / "nbgrader_config.py").exists() else ROOT / "course")
     course = load_course(root)
@@ -429,7 +505,12 @@ def main(argv: list[str] | None = None) -> int:
             workers = args.workers or 1
             print(f"cohort: {workers} emulator worker(s): speed checks need a GPU and award nothing here",
                   file=sys.stderr)
-        engine = LocalEngine(gpus, args.workers or 1, args.jobs_per_gpu)
+        auto = args.jobs_per_gpu == "auto"
+        per_gpu = concurrency.most(concurrency.host(len(gpus))[0]) if auto and gpus else (
+            1 if auto else args.jobs_per_gpu)
+        engine = LocalEngine(gpus, args.workers or 1, per_gpu, auto=auto)
+        if gpus and not auto:
+            engine.choice = dict(n=args.jobs_per_gpu, given=True)
     stopped: list[str] = []
 
     def _term(signum, frame):  # scancel, timeout, kill: stop like Ctrl-C, keeping what is merged
@@ -446,7 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     on_gpus = bool(gpus) or (args.scheduler is not None and engine.resources.get("GPU"))
     baseline = load_baseline(args.baseline, course, assignment, gpu_name() if on_gpus else None)
     text = summary(assignment, results, skipped, wall, engine.labels, bool(on_gpus), course.logs(assignment),
-                   baseline=baseline, command_wall=time.time() - t_command, n_gpus=len(gpus) if gpus else None)
+                   baseline=baseline, command_wall=time.time() - t_command, n_gpus=len(gpus) if gpus else None,
+                   jobs_per_gpu=getattr(engine, "choice", None))
     ungraded = [st for st in submissions(course, assignment, args.student)
                 if not course.path("autograded_directory", st, assignment).is_dir()]
     if ungraded:
@@ -460,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         args.report.write_text(json.dumps(dict(assignment=assignment, wall_seconds=wall, skipped=skipped,
                                                command_seconds=time.time() - t_command, baseline=baseline,
-                                               stopped=stopped, workers=engine.labels, results=results), indent=1))
+                                               stopped=stopped, workers=engine.labels, results=results,
+                                               jobs_per_gpu=getattr(engine, "choice", None)), indent=1))
     return 1 if stopped or any(r["status"] != "graded" for r in results) else 0
 
 

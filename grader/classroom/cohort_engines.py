@@ -37,7 +37,11 @@ class LocalEngine:
     """A Dask cluster on this host: one single-threaded worker per GPU (CUDA_VISIBLE_DEVICES=that
     GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
 
-    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1):
+    groups: dict[str, list[str]] = {}  # GPU -> its workers' labels (none: emulator workers)
+    auto = False
+    share_threads = False
+
+    def __init__(self, gpus: list[str] | None, workers: int, jobs_per_gpu: int = 1, auto: bool = False):
         import dask
         from distributed import Client, Nanny, Scheduler, SpecCluster
 
@@ -45,8 +49,11 @@ class LocalEngine:
         dask.config.set({"distributed.scheduler.allowed-failures": 1})
         quiet = {"DASK_LOGGING__DISTRIBUTED": "error", "PYTHONUNBUFFERED": "1"}
         n = len(gpus) * jobs_per_gpu if gpus else workers
-        if n > 1 and not any(os.environ.get(k) for k in THREAD_VARS):
-            # each job's BLAS and OpenMP threads get their share of the cores, not all of them each
+        # each job's BLAS and OpenMP threads get their share of the cores, not all of them each;
+        # with `auto` a job is told its share when it is sent (threads(), below), as the jobs per
+        # GPU are known only then
+        self.share_threads = not any(os.environ.get(k) for k in THREAD_VARS)
+        if n > 1 and self.share_threads:
             quiet.update({k: str(max(1, (os.cpu_count() or 1) // n)) for k in THREAD_VARS})
         if gpus:
             # jobs_per_gpu workers per GPU, each one job at a time; their timed runs hold the GPU
@@ -56,6 +63,11 @@ class LocalEngine:
                            for j in range(jobs_per_gpu)]
             envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g, TC_GPU_LOCK_DIR=locks) for g in gpus for _ in range(jobs_per_gpu)]
             self.resources = {"GPU": 1}
+            # per GPU, its workers in order: with `auto` (--jobs-per-gpu auto) the cohort grades its
+            # first submissions on each GPU's first worker alone, then uses as many as it measured
+            # to pay (grader.classroom.cohort_concurrency); the rest stay idle
+            self.groups = {g: self.labels[i * jobs_per_gpu:(i + 1) * jobs_per_gpu] for i, g in enumerate(gpus)}
+            self.auto = auto
         else:
             self.labels = [f"cpu{i}" for i in range(workers)]
             envs = [dict(quiet, CUDA_VISIBLE_DEVICES="") for _ in range(workers)]  # the emulator
@@ -67,6 +79,18 @@ class LocalEngine:
         self.cluster = SpecCluster(workers=spec, scheduler={"cls": Scheduler, "options": dict(
             host="127.0.0.1", dashboard_address=None)}, silence_logs=40)
         self.client = Client(self.cluster)
+
+    def threads(self, jobs_per_gpu: int) -> int | None:
+        """BLAS/OpenMP threads per job with this many jobs per GPU (None: the instructor set them)."""
+        if not (self.share_threads and self.groups):
+            return None
+        return max(1, (os.cpu_count() or 1) // (len(self.groups) * jobs_per_gpu))
+
+    def addresses(self, labels: list[str]) -> list[str]:
+        """The Dask addresses of these workers (by name), to pin jobs to them."""
+        self.client.wait_for_workers(len(self.labels), timeout=120)
+        by_name = {str(w.get("name")): a for a, w in _workers(self.client).items()}
+        return [by_name[label] for label in labels if label in by_name]
 
     def close(self):
         self.client.close()
@@ -82,7 +106,11 @@ def _workers(client) -> dict:
 
 class RemoteEngine:
     """An existing Dask scheduler, by address or scheduler file (a Slurm allocation, course/README.md):
-    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`)."""
+    jobs ask for GPU=1 when its workers offer that resource (`dask worker --resources GPU=1`).
+    Its jobs per GPU are the workers it was started with per GPU (no `auto` here)."""
+
+    groups: dict[str, list[str]] = {}
+    auto = False
 
     def __init__(self, address: str, min_workers: int = 1):
         from distributed import Client

@@ -15,6 +15,11 @@ The job's nbgrader (the fork) runs in its own process session and dies with the 
 with the worker (PR_SET_PDEATHSIG); past its time limit, or at the end, the fork's whole process
 group is killed, so the sandboxed kernels and the trusted grader it started cannot outlive it.
 TC_COHORT_FORK=0 runs each job as a fresh `python -m nbgrader` process instead (the earlier way).
+
+A job also sends back what it used (Usage: its processes' CPU seconds and peak memory) and its
+step times (grader.classroom.phases, recorded in the scratch course and appended at its end to the
+instructor's TC_PHASES file, if one is named): `--jobs-per-gpu auto` is chosen from them
+(grader.classroom.cohort_concurrency).
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.classroom import phases
 from grader.runtime import gpulock, proctree
 
 
@@ -143,9 +149,39 @@ for line in sys.stdin:
             finally:
                 os._exit(code)
     proto.write(json.dumps({"pid": pid}) + "\n")
-    _, status = os.waitpid(pid, 0)
-    proto.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
+    # wait4: the fork's CPU seconds, its reaped descendants' included (kernels, trusted grader)
+    _, status, ru = os.wait4(pid, 0)
+    proto.write(json.dumps({"rc": os.waitstatus_to_exitcode(status), "cpu": ru.ru_utime + ru.ru_stime}) + "\n")
 """
+
+
+class Usage:
+    """What one job's processes used (its nbgrader and every process under it: the sandboxed
+    kernel, the trusted grader, their kernel processes): CPU seconds (wait4 of the job, or the
+    worker's children's rusage, so only processes that were reaped count) and the peak of their
+    resident memory added up, sampled every EVERY seconds (shared pages counted in each process:
+    an upper bound). The cohort sizes its jobs per GPU from these (grader.classroom.cohort_concurrency)."""
+
+    EVERY = 0.5
+
+    def __init__(self):
+        self.cpu: float | None = None
+        self.peak = 0
+
+    def sample(self, pid: int) -> None:
+        try:
+            import psutil
+
+            root = psutil.Process(pid)
+            total = 0
+            for p in [root, *root.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+        except Exception:  # gone, or no psutil: a measurement never stops a grading
+            pass
 
 
 class ForkServer:
@@ -173,9 +209,10 @@ class ForkServer:
             raise EOFError("the fork server ended")
         return json.loads(line)
 
-    def run(self, argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float) -> int | None:
+    def run(self, argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float,
+            usage: Usage | None = None) -> int | None:
         """Run `nbgrader *argv` as a fork; its exit status (negative: killed by that signal), or
-        None past `timeout` (then it is killed)."""
+        None past `timeout` (then it is killed). `usage` gets its CPU seconds and peak memory."""
         self.proc.stdin.write(json.dumps(dict(cwd=str(cwd), env=env, argv=argv, log=str(log),
                                               pidfile=str(cwd / "nbgrader.pid"))) + "\n")
         self.proc.stdin.flush()
@@ -183,7 +220,12 @@ class ForkServer:
         pid = (self._read(timeout=30) or {})["pid"]
         got = None
         try:
-            got = self._read(timeout=deadline - time.monotonic())
+            while got is None and time.monotonic() < deadline:
+                if usage is not None:
+                    usage.sample(pid)
+                got = self._read(timeout=min(Usage.EVERY, deadline - time.monotonic()))
+            if got is not None and usage is not None:
+                usage.cpu = got.get("cpu")
             return None if got is None else got["rc"]
         finally:  # the fork's whole process group: kernels and graders it left behind
             if got is None:  # past its limit: the whole tree (sandboxes in sessions of their own too), reaped
@@ -214,13 +256,30 @@ def _server(env: dict) -> ForkServer:
     return _SERVER
 
 
-def _fresh_process(argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float) -> int | None:
+def _fresh_process(argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float,
+                   usage: Usage | None = None) -> int | None:
     """TC_COHORT_FORK=0: `python -m nbgrader *argv` as a fresh process (each job pays its start-up)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # a worker runs one job at a time
     with open(log, "ab") as lf:
         proc = subprocess.Popen([sys.executable, "-c", LAUNCH, str(os.getpid()), *argv], cwd=cwd, env=env, stdout=lf,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + timeout
         try:
-            return proc.wait(timeout=timeout)
+            while True:
+                if usage is not None:
+                    usage.sample(proc.pid)
+                try:
+                    rc = proc.wait(timeout=max(min(Usage.EVERY, deadline - time.monotonic()), 0.01))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline:
+                        raise
+            if usage is not None:
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                usage.cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            return rc
         except subprocess.TimeoutExpired:
             proctree.stop(proc)  # the whole tree (sandboxes in sessions of their own too), reaped
             return None
@@ -262,6 +321,25 @@ def _rows(db: Path, assignment: str, student: str) -> dict | None:
                        for nb in sub.notebooks})
 
 
+def _phases(path: Path) -> list[dict]:
+    """The job's step records; appended as they are to the instructor's TC_PHASES file, if named."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    mine = os.environ.get(phases.ENV)
+    if mine and data:
+        try:
+            fd = os.open(mine, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, data)  # one append: other jobs' lines never interleave with these
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    return phases.load(path)
+
+
 def _sweep(base: Path) -> None:
     """Remove scratch courses whose worker is gone (killed before it could clean up)."""
     for d in base.glob("job-*"):
@@ -274,9 +352,10 @@ def _sweep(base: Path) -> None:
 
 
 def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, layout: dict,
-              hidden: list[str], timeout: float) -> dict:
+              hidden: list[str], timeout: float, threads: int | None = None) -> dict:
     """One submission, on a worker: `nbgrader autograde` in a scratch course. Returns the status,
-    the log's tail, and (when nbgrader ran to its end, success or not) what it wrote."""
+    the log's tail, and (when nbgrader ran to its end, success or not) what it wrote. `threads`:
+    its BLAS/OpenMP threads (its share of the cores; None: the worker's setting)."""
     t0 = time.time()
     # Under /tmp whatever TMPDIR says: every sandbox mounts an empty /tmp, so no job can see another
     # job's scratch course, kernel sockets or connection files (its own are bound back in).
@@ -296,6 +375,13 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
         (scratch / "tmp").mkdir()  # the job's TMPDIR: its kernel's sockets and connection file live there
         env = dict(os.environ, TC_SOURCE_DIR=str(scratch / "source"), PYTHONUNBUFFERED="1", TMPDIR=str(scratch / "tmp"))
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # nbgrader runs `alembic`
+        # the job's step times (grader.classroom.phases) come back with its result: the cohort sizes
+        # its jobs per GPU from them; a TC_PHASES file the instructor named gets them too (below)
+        env[phases.ENV] = str(scratch / "phases.jsonl")
+        if threads:
+            from grader.classroom.cohort_engines import THREAD_VARS
+
+            env.update({k: str(threads) for k in THREAD_VARS})
         # this GPU's lock (grader.runtime.gpulock): jobs sharing a GPU time their kernels one at a time
         lock = os.environ.get(gpulock.ENV + "_DIR") or str(base / "locks")
         if out["device"]:
@@ -309,9 +395,10 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
             except Exception as e:  # it could not start: this job the earlier way, saying so
                 with open(log, "a") as lf:
                     lf.write(f"# the worker's fork server did not start ({type(e).__name__}: {e}): a fresh process\n")
+        usage = Usage()
         if server is not None:
             try:
-                rc = server.run(argv, cwd=scratch, env=env, log=log, timeout=timeout)
+                rc = server.run(argv, cwd=scratch, env=env, log=log, timeout=timeout, usage=usage)
             except Exception as e:  # the server died under the job (or answered nonsense)
                 rc = -signal.SIGKILL
                 with open(log, "a") as lf:
@@ -319,7 +406,8 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
                 if _SERVER is not None:
                     _SERVER.close()
         else:
-            rc = _fresh_process(argv, cwd=scratch, env=env, log=log, timeout=timeout)
+            rc = _fresh_process(argv, cwd=scratch, env=env, log=log, timeout=timeout, usage=usage)
+        out.update(cpu_seconds=usage.cpu, peak_memory=usage.peak or None, phases=_phases(scratch / "phases.jsonl"))
         out["log"] = log.read_bytes()[-20000:].decode(errors="replace") if log.exists() else ""
         if rc is None:
             out.update(status="timed out", why=f"no result after {timeout:.0f} s: killed")

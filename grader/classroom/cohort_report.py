@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.classroom.cohort_concurrency import describe
+
 def _hms(s: float) -> str:
     s = int(round(s))
     return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else (
@@ -99,7 +101,7 @@ def gpu_name() -> str | None:
 
 def summary(assignment: str, results: list[dict], skipped: list[str], wall: float, labels: list[str],
             gpus: bool, logs: Path, baseline: dict | None = None, command_wall: float | None = None,
-            n_gpus: int | None = None) -> str:
+            n_gpus: int | None = None, jobs_per_gpu: dict | None = None) -> str:
     ran = [r for r in results if r["status"] != "lost"]  # a lost job's time is not known
     secs = [r["seconds"] for r in ran]
     busy = sum(secs)
@@ -112,7 +114,10 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
         slow = max(ran, key=lambda r: r["seconds"])
         rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
                                          f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
-                 ("wall time", f"{_hms(wall)} on {len(labels)} {'GPU' if gpus else 'worker'}(s): {', '.join(labels)}"),
+                 ("wall time", f"{_hms(wall)} on " + (
+                     f"{n_gpus} GPU(s), {len(labels)} job(s) at a time: " if gpus and n_gpus and n_gpus != len(labels)
+                     else f"{len(labels)} {'GPU' if gpus else 'worker'}(s): ") + ", ".join(labels)),
+                 *([("jobs per GPU", describe(jobs_per_gpu))] if jobs_per_gpu else []),
                  (unit, f"{busy / 3600:.3f} ({_hms(busy)} of jobs)")]
         total = command_wall if command_wall is not None else wall
         if command_wall is not None:

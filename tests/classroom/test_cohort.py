@@ -295,6 +295,57 @@ def test_progress_and_summary(runs):
           f"hang, 2 workers, beside it): {runs['first']['report']['wall_seconds']:.1f} s")
 
 
+# ------------------------------------------------------------------ jobs per GPU measured (issue #37)
+@pytest.fixture(scope="module")
+def auto_run(tmp_path_factory):
+    """The cohort's `--jobs-per-gpu auto` path through the real pipeline, on CPU: two emulator
+    workers stand in for one GPU's workers (a GPU's group), so its first submission is graded
+    alone, its figures choose how many of the two grade the rest."""
+    import io
+
+    work = tmp_path_factory.mktemp("cohort-auto")
+    subs = _submissions(work / "subs")
+    course = classroom.new_course(work / "course")
+    classroom.release(course, A)
+    for name in GRADED:
+        classroom.submit(course, name, A, [subs[name]])
+    engine = cohort.LocalEngine([], 2)
+    engine.auto, engine.groups = True, {"emu": list(engine.labels)}
+    out = io.StringIO()
+    try:
+        results, _, _ = cohort.autograde(cohort.load_course(course), A, engine=engine, out=out, timeout=300)
+    finally:
+        engine.close()
+    return dict(course=course, results=results, out=out.getvalue(), choice=engine.choice, labels=engine.labels)
+
+
+@pytest.mark.slow
+def test_auto_jobs_per_gpu_measures_first_then_grades_the_rest(auto_run, runs):
+    from grader.classroom import cohort_concurrency as cc
+
+    results, choice = auto_run["results"], auto_run["choice"]
+    assert sorted((r["student"], r["status"]) for r in results) == [(s, "graded") for s in GRADED], results
+    first, *rest = sorted(results, key=lambda r: r["start"])
+    assert first["worker"] == "cpu0"  # the group's first worker
+    assert all(r["start"] >= first["start"] + first["seconds"] - 0.5 for r in rest), results  # it ran alone
+    assert choice["measured"] and choice["submissions"] == 1 and 1 <= choice["n"] <= 2, choice
+    assert choice["seconds"] > 0 and choice["cpu"] > 0 and choice["memory"] > 50 * 2 ** 20, choice
+    assert auto_run["labels"] == ["cpu0", "cpu1"][:choice["n"]]
+    assert {r["worker"] for r in rest} <= set(auto_run["labels"]), results
+    assert f"cohort: jobs per GPU: {cc.describe(choice)}" in auto_run["out"], auto_run["out"]
+    # every score as plain nbgrader's (the sequential course of `runs`)
+    assert classroom.scores(auto_run["course"], A) == classroom.scores(runs["seq"], A)
+    for s in GRADED:
+        assert classroom.cell_scores(auto_run["course"], A, s) == classroom.cell_scores(runs["seq"], A, s), s
+
+
+@pytest.mark.slow
+def test_jobs_report_what_they_used(runs):
+    graded = [r for r in runs["first"]["report"]["results"] if r["status"] == "graded"]
+    assert graded and all(r["cpu_seconds"] > 0.5 and r["peak_memory"] > 50 * 2 ** 20 for r in graded), graded
+    assert all("phases" not in r for r in runs["first"]["report"]["results"])  # they go to TC_PHASES, if named
+
+
 # ------------------------------------------------------------------ sharing a GPU fairly (issue #28)
 LOCK_CHILD = r"""
 import json, os, sys, time
