@@ -211,14 +211,6 @@ def _library_dirs() -> list[str]:
     nvrtc = os.environ.get("TC_NVRTC")
     if nvrtc and os.path.exists(nvrtc):
         out.append(os.path.dirname(os.path.realpath(nvrtc)))
-    # the CUDA headers that come with an NVRTC shown above (pip's layout: nvidia/cuda_nvrtc/lib ->
-    # nvidia/cuda_runtime/include, nvidia/cuda_nvcc/include): without them NVRTC 12 unpacked outside
-    # site-packages (.ci/gpu-cuda12) compiled nothing in an autograde (HeadersNotFound, 2026-11-27)
-    from grader.runtime.nvrtc import headers_beside
-
-    for lib in list(out):
-        for so in sorted(Path(lib).glob("libnvrtc.so*"))[:1]:
-            out += [str(d) for d in headers_beside(so) if d.is_dir() and str(d) not in out]
     return out
 
 
