@@ -140,3 +140,24 @@ def test_the_idle_watch_looks_at_its_own_gpu_only(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     every = hang.gpu_state()
     assert every["procs"] == {4242: "900"} and every["util"] == 97, every
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_the_gpu_a_kernel_that_prints_costs_nothing_but_its_speed():
+    """A printf left in every thread of a correct transpose: its correctness runs still pass, its
+    timed launches' output is thrown away (isolate._discard_output), and the check ends without
+    being stopped for time or disk (before, thousands of timed launches could print GBs into the
+    file the parent reads, and the trusted pass's disk limit stopped the whole notebook)."""
+    import time
+
+    from grader.checking.check import check
+    from grader.checking.exercises import EXERCISES
+
+    ex = EXERCISES["transpose"]
+    src = _inject(kernels.source(ex.reference), ex.kernel,
+                  'printf("thread %d,%d of block %d,%d\\n", threadIdx.x, threadIdx.y, blockIdx.x, blockIdx.y);')
+    t0 = time.monotonic()
+    v = check(ex.id, src, backend="gpu")
+    assert time.monotonic() - t0 < 120, v.text()
+    assert v.score >= ex.points_correct and "stopped" not in v.text(), v.text()
