@@ -23,7 +23,7 @@ from grader.lessons.fast_gemm import code, diff, what_changed  # noqa: F401 - th
 from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.mma import banks_of_read, ldmatrix_passes, ldsm_layout_reference, peak_reference
 from grader.runtime import backend, kernels
-from grader.runtime.device import cannot_run, device_info, has_gpu
+from grader.runtime.device import NotHere, cannot_run, device_info, has_gpu
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 RECORD = "RESULTS-mma.md"  # grader.bench.mma's runs
@@ -476,7 +476,7 @@ def time_student(source: str, n: int = 4096, block_m=128, block_n=256, block_k=6
     launch = dict(block_m=block_m, block_n=block_n, block_k=block_k, threads=threads, shared_mem=shared_mem)
     why = cannot_run("your mma-gemm kernel", shared_mem, min_arch=80)  # mma.sync m16n8k16 (the exercise's min_arch)
     if why:
-        raise ValueError(why)
+        raise NotHere(why)
     spec = gemm_launch.student("block", launch, "mma_gemm", library="fp16", multiple=(block_m, block_n, block_k))
     module = GpuModule(source, spec.options)
     ok, _, detail = bench_wmma.check_sizes(module, spec, (512,))

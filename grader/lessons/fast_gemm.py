@@ -25,7 +25,7 @@ from grader.lessons.records import KERNELS, label_of, record, section
 from grader.problems import gemm, gemm_launch, numerics
 from grader.problems.demos import niter_kernel_reference
 from grader.runtime import backend, kernels
-from grader.runtime.device import cannot_run, device_info, has_gpu
+from grader.runtime.device import NotHere, cannot_run, device_info, has_gpu
 
 NAIVE = "wmma_gemm_naive"
 RUNGS = [NAIVE] + [r.file for r in bench_wmma.LADDER]
@@ -83,12 +83,13 @@ def spec_of(name: str, **defines) -> gemm_launch.GemmSpec:
 def check_rung(name: str, n: int = 128, K: int = 128, backend_name: str = "auto", **defines):
     """Run one rung on fresh random inputs (any backend) and compare to float64; on a GPU that
     cannot run it (arch, shared memory) the one line that says why, instead."""
-    r = None if name == NAIVE else rung(name, **defines)
-    why = cannot_run(name, spec_of(name, **defines).shared_mem, backend=backend_name)
+    spec = spec_of(name, **defines)
+    why = cannot_run(name, spec.shared_mem, backend=backend_name)
     if why:
         return why
+    r = None if name == NAIVE else rung(name, **defines)
     module = backend.load(kernels.source(name), backend_name, r.options if r else ())
-    return gemm.run_once(module, spec_of(name, **defines), n, n, K, secrets.randbits(32)).comparison
+    return gemm.run_once(module, spec, n, n, K, secrets.randbits(32)).comparison
 
 
 # ---------------------------------------------------------------- recorded numbers (no GPU)
@@ -519,10 +520,6 @@ def plot_sweep(rows: list[dict], n=4096, source: str = "measured now"):
 
 
 # ---------------------------------------------------------------- the student's kernel
-class NotHere(ValueError):
-    """This GPU (or the arch TC_ARCH makes it act as) cannot run the kernel: not the student's fault."""
-
-
 def time_student(source: str, n: int = 4096, block_m=128, block_n=128, block_k=64, threads=128,
                  shared_mem=107520) -> dict:
     """Compile a wmma-gemm-fast submission with the grader's -D values, check it at 512^3 and

@@ -95,6 +95,11 @@ def _kb(n: int) -> str:
     return f"{n / 1024:.0f} KB" if n % 1024 == 0 or n >= 10 * 1024 else f"{n} bytes"
 
 
+class NotHere(ValueError):
+    """This GPU (or the arch TC_ARCH makes it act as) cannot run the kernel: not the student's fault.
+    A lesson's timer raises it with cannot_run()'s line."""
+
+
 def cannot_run(kernel: str, shared_mem: int = 0, min_arch: int = 0, backend: str = "auto") -> str:
     """'' when the GPU in hand (TC_ARCH included) can launch `kernel` (a kernels/ file name, or
     any label with `min_arch` given) with `shared_mem` bytes of dynamic shared memory per block;
