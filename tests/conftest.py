@@ -106,3 +106,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(no_gpu)
         if autograding and not gpu and "test_notebook_runs_top_to_bottom" in item.nodeid:
             item.add_marker(covered)
+
+
+class _GpuPart:
+    """TC_GPU_PART=k/n keeps every n-th GPU test from the k-th (1-based): .ci/gpu-accept spreads
+    `pytest -m gpu` over a machine's GPUs, one part each, as it outgrew one 10-minute call
+    (2026-11-27: 57 % of it in 540 s). Item by item, so a file's long tests fall into every part."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        k, n = (int(x) for x in os.environ["TC_GPU_PART"].split("/"))
+        gpu = [i for i in items if "gpu" in i.keywords]
+        keep = set(map(id, gpu[k - 1::n]))
+        config.hook.pytest_deselected(items=[i for i in items if id(i) not in keep])
+        items[:] = [i for i in items if id(i) in keep]
+
+
+def pytest_configure(config):
+    if os.environ.get("TC_GPU_PART"):
+        config.pluginmanager.register(_GpuPart(), "tc-gpu-part")
