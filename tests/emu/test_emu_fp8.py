@@ -199,6 +199,8 @@ def test_every_code_decodes_to_its_value(emu_convert):
         for c in range(256):
             v = value(c, fmt)
             assert (math.isnan(v) and math.isnan(f[c])) or f[c] == v, (fmt, hex(c), f[c], v)
+            if math.isnan(v):  # as an H100 gave it for every NaN code of both formats (2026-11-27)
+                assert int(f[c:c + 1].view(np.uint32)[0]) == 0x7FFFFFFF, (fmt, hex(c))
             # a NaN is the canonical half NaN 0x7FFF, sign dropped (cuda_fp8.hpp, __nv_cvt_fp8_to_halfraw)
             assert h[c] == _half_bits(v), (fmt, hex(c), hex(h[c]))
             if math.isfinite(v):
@@ -561,14 +563,16 @@ def test_emulator_built_for_an_older_arch_refuses_them_as_ptxas_does(src, arch, 
 @pytest.mark.gpu
 def test_gpu_conversions_equal_the_emulator_bit_for_bit(emu_convert):
     gpu = convert_outputs("gpu")
+    differ = {}  # every output at once: one GPU run must show them all (the first stopped at f4)
     for key, e in emu_convert.items():
         g = gpu[key]
         g, e = np.asarray(g), np.asarray(e)
         same = g.view(np.uint8).reshape(g.size, -1) == e.view(np.uint8).reshape(e.size, -1)
         bad = np.nonzero(~same.all(axis=1))[0][:8]
         ubits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[g.itemsize]
-        assert bad.size == 0, (key, [f"[{i}] gpu {int(g.view(ubits)[i]):#x} emu {int(e.view(ubits)[i]):#x}"
-                                     for i in bad])
+        if bad.size:
+            differ[key] = [f"[{i}] gpu {int(g.view(ubits)[i]):#x} emu {int(e.view(ubits)[i]):#x}" for i in bad]
+    assert not differ, differ
 
 
 @pytest.mark.gpu
