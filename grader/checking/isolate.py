@@ -492,10 +492,23 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                     f"; its process had still not ended {STOP_WAIT:.0f} s after it was stopped"
                     + (" (the GPU may still be busy: tell your instructor)" if gpu else ""))
         parent.close()
-        printed.seek(0)
-        result["stdout"] = printed.read()[-20000:].decode(errors="replace")
+        size = printed.seek(0, os.SEEK_END)
+        printed.seek(max(0, size - 20000))
+        result["stdout"] = printed.read().decode(errors="replace")
         printed.close()
+        if "stopped" in result and isinstance(result["error"], errors.KernelTimeout) and size:
+            result["error"].hint = printed_hint(size)
     return result
+
+
+def printed_hint(size: int) -> str:
+    """A stopped kernel that printed: on an H100 (2026-11-27) a correct transpose with a printf in
+    every thread was stopped at 20 s on its 8M-thread case, under a hint about loops only."""
+    amount = f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size} bytes"
+    return (f"Your kernel printed {amount} before it was stopped (some of it is below). A printf in "
+            "every thread of a big launch can take longer than the limit by itself: print from one thread "
+            "(`if (blockIdx.x == 0 && threadIdx.x == 0)`), or remove it once you have seen what you needed. "
+            "If it was not the printing: " + errors.KernelTimeout.hint[0].lower() + errors.KernelTimeout.hint[1:])
 
 
 def _describe(step, job) -> str:
