@@ -223,6 +223,21 @@ def _gpu_fault(exc: Exception) -> errors.KernelFault | None:
     return None
 
 
+def _no_gpu_memory(exc: Exception) -> errors.KernelFault | None:
+    """The GPU had no memory for the check's own arrays. A kernel allocates nothing the host sees
+    (its arrays are the grader's, sized by the exercise), so this is the machine's state: another
+    process holds the memory (a cohort neighbour's notebook, an unrelated job). Told as the grader's
+    failure, so the instructor regrades, not as a crash of the student's kernel."""
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    if type(exc).__name__ == "OutOfMemoryError" or "cudaErrorMemoryAllocation" in text \
+            or "CUDA_ERROR_OUT_OF_MEMORY" in text:
+        return errors.KernelFault(
+            "grader-error", f"the GPU had no free memory for this check's arrays ({text}), not your kernel's doing",
+            hint="Another process held the GPU's memory while you were graded: tell your instructor; a regrade "
+                 "on an idle GPU gives your kernel its verdict.")
+    return None
+
+
 def _grader_fault(exc: Exception) -> errors.KernelFault | None:
     """A Python error that neither CuPy nor CUDA raised is the grader's own (a kernel raises no
     Python exception): the student is told so, not given a hint about their indices (fp8-gemm's
@@ -306,7 +321,7 @@ def _child_steps(conn, job):
     except errors.CourseError as e:
         status = ("error", errors.to_dict(e))
     except Exception as e:  # CUDA errors come as CuPy exceptions
-        fault = _gpu_fault(e) or _grader_fault(e) or errors.KernelFault(
+        fault = _gpu_fault(e) or _no_gpu_memory(e) or _grader_fault(e) or errors.KernelFault(
             "crash", f"{type(e).__name__}: {e}".splitlines()[0])
         fault.extra_traceback = traceback.format_exc()
         status = ("error", errors.to_dict(fault))

@@ -51,6 +51,27 @@ def copy_regular(src: str, dest: str) -> None:
                 shutil.copyfile(p, os.path.join(dest, rel, f), follow_symlinks=False)
 
 
+
+# A notebook's share of its GPU's memory while cohort jobs share the GPU (TC_GPU_LOCK): CuPy's pool
+# stops there (CUPY_GPU_MEMORY_LIMIT), so one careless notebook (a 65536^2 matrix) cannot take the
+# memory a neighbour's trusted pass needs for its checks; that pass would then say the GPU was full
+# (grader.checking.isolate._no_gpu_memory) and the instructor regrade. Two notebooks at 40% leave a
+# fifth of the GPU for the grading itself.
+NOTEBOOK_GPU_MEMORY = "40%"
+
+
+def notebook_env(scratch: str, shared: str) -> dict[str, str]:
+    """The sandboxed notebook kernel's environment: every cache and config in its scratch folder."""
+    env = {"HOME": scratch, "IPYTHONDIR": f"{scratch}/ipython", "MPLCONFIGDIR": f"{scratch}/mpl",
+           "TC_CACHE_DIR": f"{scratch}/cache", "CUPY_CACHE_DIR": f"{scratch}/cupy", "TC_SHARED_CACHE": shared,
+           "XDG_CACHE_HOME": f"{scratch}/xdg", "JUPYTER_RUNTIME_DIR": f"{scratch}/runtime",
+           # the kernel checks still run their own children; a second sandbox is not needed
+           # inside this one, and the hidden paths are already hidden
+           "TC_SANDBOX": "0"}
+    if os.environ.get("TC_GPU_LOCK"):
+        env["CUPY_GPU_MEMORY_LIMIT"] = os.environ.get("TC_NOTEBOOK_GPU_MEMORY") or NOTEBOOK_GPU_MEMORY
+    return env
+
 class SandboxedKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="more paths unreadable inside the sandbox (files or folders); the "
                                   "course's private paths are always hidden").tag(config=True)
@@ -79,12 +100,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             writable.append(os.path.dirname(os.path.realpath(self.ip)))
         scratch = "/tmp/tc-scratch"  # inside the sandbox's private /tmp
         shared = str(prepare_shared())  # the course's own emulator builds, read-only
-        env = {"HOME": scratch, "IPYTHONDIR": f"{scratch}/ipython", "MPLCONFIGDIR": f"{scratch}/mpl",
-               "TC_CACHE_DIR": f"{scratch}/cache", "CUPY_CACHE_DIR": f"{scratch}/cupy", "TC_SHARED_CACHE": shared,
-               "XDG_CACHE_HOME": f"{scratch}/xdg", "JUPYTER_RUNTIME_DIR": f"{scratch}/runtime",
-               # the kernel checks still run their own children; a second sandbox is not needed
-               # inside this one, and the hidden paths are already hidden
-               "TC_SANDBOX": "0"}
+        env = notebook_env(scratch, shared)
         hide = private_paths(CourseDirectory(config=self.config)) + list(self.hidden)
         # (TC_GPU_LOCK: the cohort's GPU lock is the grader's, held around the whole execution,
         # grader.runtime.gpulock; the notebook never sees it.)

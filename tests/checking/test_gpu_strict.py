@@ -151,3 +151,27 @@ def test_a_grader_error_reaches_the_instructors_log_not_only_the_student():
                            dict(grade_id="transpose-test", verdicts=[trusted._render(theirs)])])
     lines = grader_errors(results)
     assert len(lines) == 1 and lines[0].startswith("fp8-gemm-test: ") and "KeyError" in lines[0], lines
+
+
+def test_a_full_gpu_is_not_blamed_on_the_kernel():
+    """CuPy's OutOfMemoryError (or CUDA's allocation error) in the GPU child: the check's own arrays
+    found no room, as when a cohort neighbour's notebook holds the memory. A grader error (the
+    instructor's log says regrade), never a crash of the student's kernel."""
+    from grader.checking.judge import fault_item
+
+    class OutOfMemoryError(MemoryError):
+        pass
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    OutOfMemoryError.__module__ = "cupy.cuda.memory"
+    CUDARuntimeError.__module__ = "cupy_backends.cuda.api.runtime"
+    for exc in (OutOfMemoryError("Out of memory allocating 536,870,912 bytes"),
+                CUDARuntimeError("cudaErrorMemoryAllocation: out of memory")):
+        e = isolate._no_gpu_memory(exc)
+        assert e is not None and e.kind == "grader-error", exc
+        item = fault_item(e, "correct: 4096x4096")
+        assert "not your kernel" in item.message and "instructor" in item.hint and "regrade" in item.hint
+    assert isolate._no_gpu_memory(CUDARuntimeError("cudaErrorIllegalAddress")) is None
+    assert isolate._no_gpu_memory(KeyError("x")) is None

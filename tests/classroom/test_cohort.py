@@ -499,3 +499,44 @@ def test_kernel_process_tells_its_parent_about_a_lock_wait(tmp_path, monkeypatch
     monkeypatch.setenv("TC_GPU_LOCK", gpulock.lock_file(tmp_path, "0"))
     with isolate._locked(Conn(), exclusive=True) as waited:
         assert [m[0] for m in Conn.sent] == ["waiting", "clock"] and waited >= 0
+
+
+def test_a_notebook_sharing_its_gpu_gets_a_share_of_its_memory(monkeypatch):
+    """Cohort jobs on one GPU (TC_GPU_LOCK set): each sandboxed notebook's CuPy pool stops at a
+    share of the GPU (CUPY_GPU_MEMORY_LIMIT), so a careless notebook cannot take what a neighbour's
+    trusted pass needs; alone on its GPU (plain nbgrader) a notebook is not limited. Its caches stay
+    in its scratch folder either way."""
+    from grader.classroom.sandbox_kernel import NOTEBOOK_GPU_MEMORY, notebook_env
+
+    monkeypatch.delenv("TC_GPU_LOCK", raising=False)
+    alone = notebook_env("/tmp/tc-scratch", "/shared")
+    assert "CUPY_GPU_MEMORY_LIMIT" not in alone and alone["CUPY_CACHE_DIR"].startswith("/tmp/tc-scratch")
+    monkeypatch.setenv("TC_GPU_LOCK", "/tmp/locks/gpu-0.lock")
+    shared = notebook_env("/tmp/tc-scratch", "/shared")
+    share = shared["CUPY_GPU_MEMORY_LIMIT"]
+    assert share == NOTEBOOK_GPU_MEMORY and share.endswith("%") and 2 * float(share[:-1]) < 100
+    monkeypatch.setenv("TC_NOTEBOOK_GPU_MEMORY", "25%")
+    assert notebook_env("/tmp/tc-scratch", "/shared")["CUPY_GPU_MEMORY_LIMIT"] == "25%"
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_cupy_stops_a_notebook_at_its_share():
+    """What the share above relies on, on a real GPU: CuPy with CUPY_GPU_MEMORY_LIMIT at the
+    notebook's share refuses an array of more than that share (OutOfMemoryError in the notebook,
+    its own error), and gives one under it."""
+    import subprocess
+    import sys
+
+    from grader.classroom.sandbox_kernel import NOTEBOOK_GPU_MEMORY
+
+    share = float(NOTEBOOK_GPU_MEMORY[:-1]) / 100
+    code = ("import cupy as cp\n"
+            "total = cp.cuda.Device().mem_info[1]\n"
+            f"a = cp.empty(int(total * {share} * 0.8), cp.uint8); del a\n"
+            "try:\n"
+            f"    b = cp.empty(int(total * {share} * 1.2), cp.uint8); print('given')\n"
+            "except cp.cuda.memory.OutOfMemoryError:\n"
+            "    print('refused')\n")
+    env = dict(os.environ, CUPY_GPU_MEMORY_LIMIT=NOTEBOOK_GPU_MEMORY)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "refused", (out.stdout, out.stderr[-2000:])
