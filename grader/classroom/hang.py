@@ -1,6 +1,6 @@
 """A hang or a fault on a real GPU costs its own check only (issue 39): measured, never run by CI.
 
-    python -m grader.classroom.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted,shared]
+    python -m grader.classroom.hang [--out hang.json] [--only spin,timed,illegal,trap,trusted,shared,full]
 
 Each scenario grades a broken kernel through the same path a student or the autograder takes,
 then watches the GPU until it is idle again (nvidia-smi lists no process but this one and
@@ -14,6 +14,9 @@ reports utilisation under IDLE_UTIL %), and looks for zombies (processes left <d
   trusted  the spinning transpose handed in as 01 and autograded by nbgrader (the trusted pass)
   shared   two cohort jobs on one GPU lock: the transpose looping forever in its timed loop, and the
            reference, which must keep its speed and be late by no more than the hang's own limit
+  full     another process holds all of the GPU's memory while the timed exercise's reference is
+           checked: the verdict must say the GPU had no free memory (a grader error: regrade), not
+           blame the kernel; the reference after the scenarios shows the GPU recovered
 The timed exercise's reference (transpose_tiled, timed against a device copy) is checked before and
 after the scenarios: its time after must agree with its time before within the run's noise.
 The exercises are taken from the registry by these properties (grader.checking.exercises).
@@ -220,6 +223,43 @@ def scenario(name: str, exercise: str, source: str) -> dict:
                 first_failure=first, **idle)
 
 
+# Takes every byte of the GPU it can (cudaMalloc, past CuPy's pool), says so, and holds it until stdin closes
+_HOG = ("import sys, cupy as cp\n"
+        "held, chunk = [], 1 << 30\n"
+        "while chunk >= 1 << 20:\n"
+        "    try:\n"
+        "        held.append(cp.cuda.runtime.malloc(chunk))\n"
+        "    except Exception:\n"
+        "        chunk //= 2\n"
+        "print('held', len(held), 'GiB-ish chunks;', cp.cuda.runtime.memGetInfo()[0], 'bytes free', flush=True)\n"
+        "sys.stdin.read()\n")
+
+
+def full() -> dict:
+    """The timed exercise's reference checked while another process holds the GPU's memory."""
+    from grader.checking.check import check
+    from grader.runtime import kernels
+
+    timed, _ = _timed()
+    before = zombies()
+    hog = subprocess.Popen([sys.executable, "-c", _HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        held = hog.stdout.readline().strip()
+        t0 = time.monotonic()
+        v = check(timed.id, kernels.source(timed.reference), backend="gpu")
+        verdict_s = time.monotonic() - t0
+    finally:
+        hog.stdin.close()
+        hog.wait(60)
+    idle = wait_idle(time.monotonic(), before)
+    text = v.text()
+    said = next((ln.strip() for ln in text.splitlines() if "memory" in ln), "")
+    return dict(scenario="full", exercise=f"{timed.id}'s reference, the GPU's memory held elsewhere ({held})",
+                verdict_s=round(verdict_s, 1), score=v.score,
+                says_stopped="no free memory" in text and "not your kernel" in text,
+                first_failure=said[:300], **idle)
+
+
 def trusted() -> dict:
     """The spinning transpose handed in as 01 and autograded with the course's nbgrader config."""
     import nbformat
@@ -260,7 +300,7 @@ def trusted() -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out")
-    ap.add_argument("--only", default="spin,timed,illegal,trap,trusted,shared")
+    ap.add_argument("--only", default="spin,timed,illegal,trap,trusted,shared,full")
     args = ap.parse_args(argv)
     os.environ.setdefault("TC_HEADLESS", "1")
     want = args.only.split(",")
@@ -278,7 +318,7 @@ def main(argv=None) -> int:
     for name in want:
         try:
             r = trusted() if name == "trusted" else shared(res["reference_before"]) if name == "shared" \
-                else scenario(name, *srcs[name])
+                else full() if name == "full" else scenario(name, *srcs[name])
         except Exception as e:  # noqa: BLE001 - one scenario's failure is its row
             r = dict(scenario=name, error=f"{type(e).__name__}: {e}"[:500])
         res["scenarios"].append(r)
