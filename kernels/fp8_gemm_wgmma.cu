@@ -29,7 +29,9 @@
  *    second set of fp32 registers and starts the next chain afresh (scale-d = 0): the error of a
  *    chain no longer grows with K. It costs BLOCK_N / 2 more registers per thread and a drain of
  *    the warpgroup's wgmma queue per promotion, which the other consumer warpgroup covers.
- *    PROMOTE = 0 keeps everything in the wgmma chain (fast accumulation; BLOCK_N 256 then fits).
+ *    PROMOTE = 0 keeps everything in the wgmma chain (fast accumulation; BLOCK_N 256 then fits:
+ *    with PROMOTE, 2 x 128 accumulators a thread spill, a static_assert says so; STAGES 4 then,
+ *    as a stage is 48 KB).
  * 4. The epilogue multiplies by scale_a * scale_b before the store (one multiply per output).
  * Unchanged from hgemm_wgmma: TMA with mbarriers (a full and an empty barrier per stage), the
  * producer warpgroup (setmaxnreg.dec) and the BLOCK_M / 64 consumer warpgroups (setmaxnreg.inc),
@@ -47,6 +49,8 @@
  *   global memory, built on the host (grader.bench.fp8_wgmma): A: uint8, dims {K, M}, row stride
  *   K bytes, box {128, BLOCK_M}; B: uint8, dims {K, N}, row stride K bytes, box {128, BLOCK_N};
  *   both CU_TENSOR_MAP_SWIZZLE_128B.
+ * Registers (ptxas via NVRTC, sm_90a): 168 (the cap for 384 threads; setmaxnreg gives the consumers
+ *   232: 64 chain + 64 promoted accumulators), no spill; the same with BLOCK_N 256, PROMOTE 0, STAGES 4.
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M) (the kernel remaps the block index).
  *         Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 128 + 1024 + 16 * STAGES bytes
  *         [197728] (the 1024: the tiles start on a 1024-byte boundary, as the 128-byte swizzle
@@ -81,9 +85,13 @@
 #define A_BYTES (BLOCK_M * BLOCK_K)
 #define B_BYTES (BLOCK_N * BLOCK_K)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-static_assert(BLOCK_M % 64 == 0 && (BLOCK_N == 128 || BLOCK_N == 256) && BLOCK_M <= 256, "shapes (a TMA box has at most 256 rows)");
+static_assert(BLOCK_M % 64 == 0 && BLOCK_M <= 256 && (BLOCK_N == 128 || BLOCK_N == 256),
+              "shapes (a TMA box has at most 256 rows)");
+static_assert(PROMOTE == 0 || BLOCK_N == 128, "PROMOTE needs BLOCK_N 128: 2 x 128 accumulators a thread would spill");
 static_assert(THREADS == 128 * (CONSUMERS + 1), "one producer warpgroup + one per 64 rows");
 static_assert(PROMOTE >= 0, "PROMOTE: k-tiles per promotion, 0 for none");
+static_assert(STAGES * STAGE_BYTES + 1024 + 16 * STAGES <= 227 * 1024,
+              "more shared memory than sm_90 gives a block (227 KB): fewer STAGES");
 
 typedef unsigned long long u64;
 
@@ -189,7 +197,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BLOCK_N / 2], u64 desc_a, 
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-fp8_gemm_wgmma(const void* tmap_a, const void* tmap_b, float* C, int M, int N, int K, float scale_a, float scale_b)
+fp8_gemm_wgmma(const void* tmap_a, const void* tmap_b, float* C, int M, int N, int K,
+               float scale_a, float scale_b)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     // Tiles on a 1024-byte boundary: the swizzle pattern of TMA and wgmma repeats every 1024 bytes.

@@ -7,6 +7,9 @@ Rows, each timed in alternating rounds with its baseline in the same process
 anything is timed (output poisoned; a wrong contender is reported and never timed):
 - fp8_gemm_mma (e4m3 mma.sync m16n8k32, fp32 out, per-tensor scales in the epilogue) against the
   course's fp16 rung (mma_gemm_tuned, notebook 10), cuBLASLt's FP8 GEMM and cuBLAS fp16;
+- fp8_gemm_wgmma (e4m3 wgmma fed by TMA, sm_90a; grader.bench.fp8_wgmma) against the same fp16
+  rung, fp8_gemm_mma and cuBLASLt's FP8 GEMM, on the same arrays (A and B both K-major); its first
+  launches run in a child process with a time limit (a hang or a bad address cannot stop the rest);
 - sparse_gemm_mma_sp (2:4 mma.sp, fp16 in, fp32 out) against the same fp16 rung (dense, same
   shape), cuSPARSELt and cuBLAS fp16; sparse TFLOP/s count the DENSE product's 2 M N K flops;
 - cuBLASLt FP8, cuSPARSELt and the fp16 rung against cuBLAS fp16 (CuPy), the common yardstick.
@@ -28,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from grader.bench import fp8_wgmma
 from grader.bench import mma as bench_mma
 from grader.bench import wmma as bench_wmma
 from grader.problems import baselines, fp8, gemm_launch, numerics, sparse24
@@ -35,6 +39,9 @@ from grader.runtime.device import device_info
 
 CHECK_SIZES = (256, 1024, 4096)
 EDGES = ((33, 20, 96), (40, 24, 80))  # the course kernels' edge tiles (the libraries need multiples of 16)
+# fp8_gemm_wgmma has no edge tiles: non-square multiples of its 128 x 128 x 128 tile instead, one with
+# fewer k-tiles than a promotion, one with more than its stages and a last chain left over
+WGMMA_SHAPES = ((384, 256, 1152), (256, 640, 384))
 # A library may accumulate in less than fp32 and still be right to that precision; its check then says
 # so. Hopper's FP8 tensor cores keep about 14 mantissa bits of the running sum between a library's
 # promotions to fp32 (DeepSeek-V3 technical report, "Increasing accumulation precision"); a cuSPARSELt
@@ -44,15 +51,18 @@ FP16_ACCUMULATOR = (2.0**13, "fp16 accumulation")
 
 # contender names (row labels)
 FP8 = "fp8_gemm_mma"
+FP8_WGMMA = "fp8_gemm_wgmma"
 SPARSE = "sparse_gemm_mma_sp"
 RUNG = "mma_gemm_tuned"
 CUBLAS = "cuBLAS fp16"
 LT = "cuBLASLt FP8"
 CSLT = "cuSPARSELt"
-LABELS = {RUNG: "the fp16 rung", CUBLAS: "cuBLAS fp16", LT: "cuBLASLt FP8", CSLT: "cuSPARSELt"}
-PAIRS = [(FP8, RUNG), (FP8, LT), (FP8, CUBLAS), (SPARSE, RUNG), (SPARSE, CSLT), (SPARSE, CUBLAS),
+LABELS = {FP8: "FP8 mma.sync", RUNG: "the fp16 rung", CUBLAS: "cuBLAS fp16", LT: "cuBLASLt FP8", CSLT: "cuSPARSELt"}
+PAIRS = [(FP8, RUNG), (FP8, LT), (FP8, CUBLAS), (FP8_WGMMA, RUNG), (FP8_WGMMA, FP8), (FP8_WGMMA, LT),
+         (SPARSE, RUNG), (SPARSE, CSLT), (SPARSE, CUBLAS),
          (LT, CUBLAS), (CSLT, CUBLAS), (RUNG, CUBLAS)]
 DESCRIBE = {FP8: "e4m3 in, fp32 out, scales in the epilogue (kernels/fp8_gemm_mma.cu)",
+            FP8_WGMMA: "e4m3 in, fp32 out, wgmma + TMA, scales in the epilogue (kernels/fp8_gemm_wgmma.cu, sm_90a)",
             SPARSE: "2:4 A (values + metadata) x dense fp16 B, fp32 out (kernels/sparse_gemm_mma_sp.cu)",
             RUNG: "fp16 in, fp32 out, mma.sync m16n8k16 (kernels/mma_gemm_tuned.cu, notebook 10)",
             CUBLAS: "fp16 in, fp16 out (cupy.matmul)",
@@ -63,6 +73,10 @@ SPARSE_NAMES = (SPARSE, CSLT)
 
 class Unavailable(Exception):
     """A contender that cannot run here (a library missing, an arch too old): its rows say why."""
+
+
+class Skipped(Unavailable):
+    """A course kernel this GPU cannot run (fp8_gemm_wgmma below sm_90): its rows say SKIPPED."""
 
 
 # ---------------------------------------------------------------- the correctness stage
@@ -209,6 +223,8 @@ def cslt_mm(a16, b16) -> Callable[[], object]:
 
 
 def _library_cell(e: Exception) -> str:
+    if isinstance(e, Skipped):
+        return f"SKIPPED: {e}"
     return f"library not available here: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
 
 
@@ -250,7 +266,7 @@ def _gpu_module(file: str):
 
 
 def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
-    """The six contenders of the record, their checks sharing one set of float64 cases a size."""
+    """The seven contenders of the record, their checks sharing one set of float64 cases a size."""
     import cupy
 
     rng = np.random.default_rng(secrets.randbits(32))
@@ -286,6 +302,30 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
         C = cupy.zeros((x.n, x.n), cupy.float32)
         return module("fp8_gemm_mma").bind(fp8_spec.kernel, fp8_spec.grid(x.n, x.n, x.n), fp8_spec.block,
                                            [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b])
+
+    wgmma: list = []
+
+    def wgmma_module():
+        if not wgmma:
+            if bench_mma.arch() < 90:
+                raise Skipped(f"needs sm_90a (wgmma, TMA), this GPU is sm_{bench_mma.arch()}")
+            why = fp8_wgmma.probe()  # first launches in a child process: a hang cannot stop the bench
+            if why:
+                raise RuntimeError(f"its first launches ({fp8_wgmma.PROBE_SHAPES}) in a child process: {why}")
+            wgmma.append(fp8_wgmma.Fp8WgmmaGemm())
+        return wgmma[0]
+
+    def check_wgmma():
+        m = wgmma_module()  # the shared cases of the sizes it computes (multiples of its tile), and its own
+        mine = [c for c, s in zip(cases("fp8"), check_sizes) if not m.config.why_not(*_dims(s))]
+        return fp8_wgmma.check(m, mine + fp8_cases(WGMMA_SHAPES, rng), cupy)
+
+    def build_wgmma(x: Inputs):
+        C = cupy.zeros((x.n, x.n), cupy.float32)
+        m = wgmma_module()
+        c = m.config
+        return m.bind(fp8_wgmma.KERNEL, c.grid(x.n, x.n), c.block,
+                      [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b], shared_mem=c.shared_mem)
 
     def check_sparse():
         return check_kernel(module("sparse_gemm_mma_sp"), sp_spec.kernel, cases("sparse") + sparse_cases(edges, rng),
@@ -323,6 +363,7 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
 
     return [
         Contender(FP8, check_fp8, build_fp8, lambda n: 2 * n * n + 4 * n * n),
+        Contender(FP8_WGMMA, check_wgmma, build_wgmma, lambda n: 2 * n * n + 4 * n * n),
         Contender(SPARSE, check_sparse, build_sparse, lambda n: n * n + n * n // 8 + 2 * n * n + 4 * n * n),
         Contender(RUNG, check_rung, build_rung, lambda n: 4 * n * n + 4 * n * n),
         Contender(CUBLAS, check_cublas, lambda x: baselines.make("cublas-fp16", [x.a16, x.b16], {}),
@@ -457,6 +498,10 @@ def summary(results: list[Result], sizes) -> list[str]:
         lines.append(f"- {n}^3: FP8 mma.sync: {_tflops_of(results, FP8, n)}, "
                      f"{_vs(results, FP8, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
                      f"{_vs(results, FP8, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
+        lines.append(f"- {n}^3: FP8 wgmma: {_tflops_of(results, FP8_WGMMA, n)}, "
+                     f"{_vs(results, FP8_WGMMA, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
+                     f"{_vs(results, FP8_WGMMA, FP8, n, lambda r: f'{r.ratio:.2f}x FP8 mma.sync')}, "
+                     f"{_vs(results, FP8_WGMMA, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
         lines.append(f"- {n}^3: 2:4 mma.sp: {_tflops_of(results, SPARSE, n, 'dense-equivalent TFLOP/s')}, "
                      f"{_vs(results, SPARSE, RUNG, n, lambda r: f'{r.ratio:.2f}x the dense fp16 rung')}, "
                      f"{_vs(results, SPARSE, CSLT, n, lambda r: f'{100 * r.ratio:.1f}% of cuSPARSELt')}")
@@ -479,7 +524,11 @@ def header(gpu: str, when: str, check_sizes) -> str:
             "for); kernel / baseline = the median of the per-round time ratios. fp8_gemm_mma and "
             "sparse_gemm_mma_sp are the naive rungs of notebook 11 (fragments loaded from global memory, no "
             "shared memory): beside the tiled fp16 rung they measure the tiling they lack as much as the "
-            "format. cuBLASLt FP8 and cuSPARSELt through PyTorch (torch._scaled_mm, torch._cslt_sparse_mm), "
+            "format. fp8_gemm_wgmma is the Hopper FP8 GEMM (wgmma fed by TMA, warp-specialised, the wgmma chain "
+            "promoted into fp32 registers every few k-tiles), checked also at "
+            f"{', '.join('x'.join(map(str, e)) for e in WGMMA_SHAPES)}; it reads A and B K-major, the same arrays "
+            "as fp8_gemm_mma and cuBLASLt. cuBLASLt FP8 and cuSPARSELt through PyTorch (torch._scaled_mm, "
+            "torch._cslt_sparse_mm), "
             "sharing CuPy's memory by DLPack.")
 
 
