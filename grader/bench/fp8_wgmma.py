@@ -103,6 +103,12 @@ class Fp8WgmmaGemm:
         self.fn.max_dynamic_shared_size_bytes = config.shared_mem
         self._keep: list = []
 
+    @property
+    def xp(self):
+        import cupy
+
+        return cupy
+
     def bind(self, kernel, grid, block, args, shared_mem=0):
         A, B, C, M, N, K, scale_a, scale_b = args
         why = self.config.why_not(M, N, K)
@@ -153,6 +159,14 @@ def probe(config: Config = DEFAULT, timeout: float = PROBE_SECONDS) -> str | Non
     if proc.returncode != 0:
         return (lines[-1] if lines else f"exit status {proc.returncode}")[:200]
     return None
+
+
+def probed(config: Config = DEFAULT) -> Fp8WgmmaGemm:
+    """The module, once its first launches passed in a child process (probe); else RuntimeError."""
+    why = probe(config)
+    if why:
+        raise RuntimeError(f"{FILE}: its first launches ({PROBE_SHAPES}) in a child process: {why}")
+    return Fp8WgmmaGemm(config)
 
 
 def _probe_main(options) -> int:
