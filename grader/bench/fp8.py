@@ -40,8 +40,8 @@ from grader.runtime.device import device_info
 CHECK_SIZES = (256, 1024, 4096)
 EDGES = ((33, 20, 96), (40, 24, 80))  # the course kernels' edge tiles (the libraries need multiples of 16)
 # fp8_gemm_wgmma has no edge tiles: non-square multiples of its 128 x 128 x 128 tile instead, one with
-# fewer k-tiles than a promotion, one with more than its stages and a last chain left over
-WGMMA_SHAPES = ((384, 256, 1152), (256, 640, 384))
+# fewer k-tiles than a promotion, one with more than its stages and a last chain left over, one 256-wide
+WGMMA_SHAPES = ((384, 256, 1152), (256, 640, 384), (256, 512, 640))  # each build checks those it computes
 # A library may accumulate in less than fp32 and still be right to that precision; its check then says
 # so. Hopper's FP8 tensor cores keep about 14 mantissa bits of the running sum between a library's
 # promotions to fp32 (DeepSeek-V3 technical report, "Increasing accumulation precision"); a cuSPARSELt
@@ -52,17 +52,22 @@ FP16_ACCUMULATOR = (2.0**13, "fp16 accumulation")
 # contender names (row labels)
 FP8 = "fp8_gemm_mma"
 FP8_WGMMA = "fp8_gemm_wgmma"
+FP8_WGMMA_FAST = "fp8_gemm_wgmma (fast accumulation)"
 SPARSE = "sparse_gemm_mma_sp"
 RUNG = "mma_gemm_tuned"
 CUBLAS = "cuBLAS fp16"
 LT = "cuBLASLt FP8"
 CSLT = "cuSPARSELt"
-LABELS = {FP8: "FP8 mma.sync", RUNG: "the fp16 rung", CUBLAS: "cuBLAS fp16", LT: "cuBLASLt FP8", CSLT: "cuSPARSELt"}
+LABELS = {FP8: "FP8 mma.sync", FP8_WGMMA: "FP8 wgmma", RUNG: "the fp16 rung", CUBLAS: "cuBLAS fp16",
+          LT: "cuBLASLt FP8", CSLT: "cuSPARSELt"}
 PAIRS = [(FP8, RUNG), (FP8, LT), (FP8, CUBLAS), (FP8_WGMMA, RUNG), (FP8_WGMMA, FP8), (FP8_WGMMA, LT),
+         (FP8_WGMMA_FAST, FP8_WGMMA), (FP8_WGMMA_FAST, LT),
          (SPARSE, RUNG), (SPARSE, CSLT), (SPARSE, CUBLAS),
          (LT, CUBLAS), (CSLT, CUBLAS), (RUNG, CUBLAS)]
 DESCRIBE = {FP8: "e4m3 in, fp32 out, scales in the epilogue (kernels/fp8_gemm_mma.cu)",
-            FP8_WGMMA: "e4m3 in, fp32 out, wgmma + TMA, scales in the epilogue (kernels/fp8_gemm_wgmma.cu, sm_90a)",
+            FP8_WGMMA: "e4m3 in, fp32 out, wgmma + TMA, scales in the epilogue (kernels/fp8_gemm_wgmma.cu, sm_90a; "
+                       "the wgmma chain promoted into fp32 every 4 k-tiles, 128 x 128 tiles)",
+            FP8_WGMMA_FAST: "the same without promotion, 128 x 256 tiles (-DBLOCK_N=256 -DPROMOTE=0 -DSTAGES=4)",
             SPARSE: "2:4 A (values + metadata) x dense fp16 B, fp32 out (kernels/sparse_gemm_mma_sp.cu)",
             RUNG: "fp16 in, fp32 out, mma.sync m16n8k16 (kernels/mma_gemm_tuned.cu, notebook 10)",
             CUBLAS: "fp16 in, fp16 out (cupy.matmul)",
@@ -266,7 +271,7 @@ def _gpu_module(file: str):
 
 
 def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
-    """The seven contenders of the record, their checks sharing one set of float64 cases a size."""
+    """The eight contenders of the record, their checks sharing one set of float64 cases a size."""
     import cupy
 
     rng = np.random.default_rng(secrets.randbits(32))
@@ -303,26 +308,31 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
         return module("fp8_gemm_mma").bind(fp8_spec.kernel, fp8_spec.grid(x.n, x.n, x.n), fp8_spec.block,
                                            [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b])
 
-    wgmma: list = []
+    wgmma: dict = {}
 
-    def wgmma_module():
-        if not wgmma:
+    def wgmma_module(config):
+        if config.options not in wgmma:
             if bench_mma.arch() < 90:
                 raise Skipped(f"needs sm_90a (wgmma, TMA), this GPU is sm_{bench_mma.arch()}")
-            wgmma.append(fp8_wgmma.probed())  # first launches in a child process: a hang cannot stop the bench
-        return wgmma[0]
+            # its first launches in a child process: a hang or a bad address cannot stop the bench
+            wgmma[config.options] = fp8_wgmma.probed(config)
+        return wgmma[config.options]
 
-    def check_wgmma():
-        m = wgmma_module()  # the shared cases of the sizes it computes (multiples of its tile), and its own
-        mine = [c for c, s in zip(cases("fp8"), check_sizes) if not m.config.why_not(*_dims(s))]
-        return fp8_wgmma.check(m, mine + fp8_cases(WGMMA_SHAPES, rng), cupy)
+    def check_wgmma(config):
+        def check():
+            m = wgmma_module(config)  # the shared cases of the sizes it computes (tile multiples), and its own
+            mine = [c for c, s in zip(cases("fp8"), check_sizes) if not config.why_not(*_dims(s))]
+            own = [s for s in WGMMA_SHAPES if not config.why_not(*s)]
+            return fp8_wgmma.check(m, mine + fp8_cases(own, rng), cupy)
+        return check
 
-    def build_wgmma(x: Inputs):
-        C = cupy.zeros((x.n, x.n), cupy.float32)
-        m = wgmma_module()
-        c = m.config
-        return m.bind(fp8_wgmma.KERNEL, c.grid(x.n, x.n), c.block,
-                      [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b], shared_mem=c.shared_mem)
+    def build_wgmma(config):
+        def build(x: Inputs):
+            C = cupy.zeros((x.n, x.n), cupy.float32)
+            return wgmma_module(config).bind(fp8_wgmma.KERNEL, config.grid(x.n, x.n), config.block,
+                                             [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b],
+                                             shared_mem=config.shared_mem)
+        return build
 
     def check_sparse():
         return check_kernel(module("sparse_gemm_mma_sp"), sp_spec.kernel, cases("sparse") + sparse_cases(edges, rng),
@@ -360,7 +370,10 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
 
     return [
         Contender(FP8, check_fp8, build_fp8, lambda n: 2 * n * n + 4 * n * n),
-        Contender(FP8_WGMMA, check_wgmma, build_wgmma, lambda n: 2 * n * n + 4 * n * n),
+        Contender(FP8_WGMMA, check_wgmma(fp8_wgmma.DEFAULT), build_wgmma(fp8_wgmma.DEFAULT),
+                  lambda n: 2 * n * n + 4 * n * n),
+        Contender(FP8_WGMMA_FAST, check_wgmma(fp8_wgmma.FAST), build_wgmma(fp8_wgmma.FAST),
+                  lambda n: 2 * n * n + 4 * n * n),
         Contender(SPARSE, check_sparse, build_sparse, lambda n: n * n + n * n // 8 + 2 * n * n + 4 * n * n),
         Contender(RUNG, check_rung, build_rung, lambda n: 4 * n * n + 4 * n * n),
         Contender(CUBLAS, check_cublas, lambda x: baselines.make("cublas-fp16", [x.a16, x.b16], {}),
@@ -499,6 +512,9 @@ def summary(results: list[Result], sizes) -> list[str]:
                      f"{_vs(results, FP8_WGMMA, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
                      f"{_vs(results, FP8_WGMMA, FP8, n, lambda r: f'{r.ratio:.2f}x FP8 mma.sync')}, "
                      f"{_vs(results, FP8_WGMMA, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
+        lines.append(f"- {n}^3: FP8 wgmma, fast accumulation: {_tflops_of(results, FP8_WGMMA_FAST, n)}, "
+                     f"{_vs(results, FP8_WGMMA_FAST, FP8_WGMMA, n, lambda r: f'{r.ratio:.2f}x the promoted one')}, "
+                     f"{_vs(results, FP8_WGMMA_FAST, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
         lines.append(f"- {n}^3: 2:4 mma.sp: {_tflops_of(results, SPARSE, n, 'dense-equivalent TFLOP/s')}, "
                      f"{_vs(results, SPARSE, RUNG, n, lambda r: f'{r.ratio:.2f}x the dense fp16 rung')}, "
                      f"{_vs(results, SPARSE, CSLT, n, lambda r: f'{100 * r.ratio:.1f}% of cuSPARSELt')}")
@@ -521,12 +537,13 @@ def header(gpu: str, when: str, check_sizes) -> str:
             "for); kernel / baseline = the median of the per-round time ratios. fp8_gemm_mma and "
             "sparse_gemm_mma_sp are the naive rungs of notebook 11 (fragments loaded from global memory, no "
             "shared memory): beside the tiled fp16 rung they measure the tiling they lack as much as the "
-            "format. fp8_gemm_wgmma is the Hopper FP8 GEMM (wgmma fed by TMA, warp-specialised, the wgmma chain "
-            "promoted into fp32 registers every few k-tiles), checked also at "
-            f"{', '.join('x'.join(map(str, e)) for e in WGMMA_SHAPES)}; it reads A and B K-major, the same arrays "
-            "as fp8_gemm_mma and cuBLASLt. cuBLASLt FP8 and cuSPARSELt through PyTorch (torch._scaled_mm, "
-            "torch._cslt_sparse_mm), "
-            "sharing CuPy's memory by DLPack.")
+            "format. fp8_gemm_wgmma is the Hopper FP8 GEMM (wgmma fed by TMA, warp-specialised, the wgmma "
+            "chain promoted into fp32 registers every 4 k-tiles; its fast-accumulation build keeps the whole "
+            "sum in the chain, as cuBLASLt's fast-accumulation mode, which torch._scaled_mm does not use by "
+            f"default), checked also at {', '.join('x'.join(map(str, e)) for e in WGMMA_SHAPES)} (those a build's "
+            "tile divides); it reads A and B K-major, the same arrays as fp8_gemm_mma and cuBLASLt. cuBLASLt FP8 "
+            "and cuSPARSELt through PyTorch (torch._scaled_mm, torch._cslt_sparse_mm), sharing CuPy's memory by "
+            "DLPack.")
 
 
 def record(gpu: str, when: str, checks: dict[str, Check], results: list[Result], sizes,

@@ -85,6 +85,8 @@ class Config:
 
 
 DEFAULT = Config()
+# everything in the wgmma chain (cuBLASLt's "fast accumulation") with the wide tile it makes room for
+FAST = Config(dict(BLOCK_N=256, PROMOTE=0, STAGES=4))
 
 
 class Fp8WgmmaGemm:

@@ -170,7 +170,7 @@ def test_library_not_available_without_pytorch(monkeypatch):
 
 
 # ---------------------------------------------------------------- measurement and record, faked
-MS = {bf.FP8: 2.0, bf.FP8_WGMMA: 0.4, bf.SPARSE: 4.0, bf.RUNG: 1.0, bf.CUBLAS: 0.8, bf.LT: 0.5, bf.CSLT: 0.6}
+MS = {bf.FP8: 2.0, bf.FP8_WGMMA: 0.4, bf.FP8_WGMMA_FAST: 0.35, bf.SPARSE: 4.0, bf.RUNG: 1.0, bf.CUBLAS: 0.8, bf.LT: 0.5, bf.CSLT: 0.6}
 
 
 def _fake(missing=(), wrong=()):
@@ -226,7 +226,7 @@ def test_a_missing_library_and_a_wrong_contender_are_not_timed_and_the_rest_runs
     checks, results = bf.measure(_fake(missing=(bf.LT, bf.CSLT), wrong=(bf.SPARSE,)), (1024,), timer=timer,
                                  inputs=lambda n, seed: n, out=lambda s: None)
     assert timed == [(bf.FP8, bf.RUNG), (bf.FP8, bf.CUBLAS), (bf.FP8_WGMMA, bf.RUNG), (bf.FP8_WGMMA, bf.FP8),
-                     (bf.RUNG, bf.CUBLAS)]
+                     (bf.FP8_WGMMA_FAST, bf.FP8_WGMMA), (bf.RUNG, bf.CUBLAS)]
     text = bf.record("GPU", "now", checks, results, (1024,))
     assert f"| {bf.LT} | {bf.DESCRIBE[bf.LT]} | library not available here: PyTorch is not installed" in text
     assert f"| {bf.FP8} | 1024^3 | {bf.LT} | {bf.LT}: library not available here: PyTorch is not installed" in text

@@ -22,7 +22,7 @@ from grader.runtime import kernels
 
 SRC = kernels.source(fw.FILE)
 HEAD = SRC.split("*/", 1)[0]
-FAST = fw.Config(dict(BLOCK_N=256, PROMOTE=0, STAGES=4))  # everything in the wgmma chain, cuBLASLt's "fast accumulation"
+FAST = fw.FAST  # everything in the wgmma chain, cuBLASLt's "fast accumulation"
 
 
 # ---------------------------------------------------------------- the kernel, compiled here
@@ -178,19 +178,21 @@ def test_the_layout_model_catches_a_wrong_step():
 
 # ---------------------------------------------------------------- the bench's rows
 def test_the_bench_pairs_it_with_the_fp16_rung_fp8_mma_and_cublaslt():
-    pairs = {b for k, b in bf.PAIRS if k == bf.FP8_WGMMA}
-    assert pairs == {bf.RUNG, bf.FP8, bf.LT} and bf.FP8_WGMMA in bf.DESCRIBE
+    assert {b for k, b in bf.PAIRS if k == bf.FP8_WGMMA} == {bf.RUNG, bf.FP8, bf.LT}
+    assert {b for k, b in bf.PAIRS if k == bf.FP8_WGMMA_FAST} == {bf.FP8_WGMMA, bf.LT}
+    assert bf.FP8_WGMMA in bf.DESCRIBE and bf.FP8_WGMMA_FAST in bf.DESCRIBE
     for M, N, K in bf.WGMMA_SHAPES:
         assert fw.DEFAULT.why_not(M, N, K) == "" and M != N
+    assert sum(not FAST.why_not(*s) for s in bf.WGMMA_SHAPES) >= 2  # the wide build has non-square checks too
     assert any((K // 128) > fw.DEFAULTS["STAGES"] and (K // 128) % fw.DEFAULTS["PROMOTE"] for _, _, K in bf.WGMMA_SHAPES)
     assert any((K // 128) < fw.DEFAULTS["PROMOTE"] for _, _, K in bf.WGMMA_SHAPES)
 
 
 def test_without_sm90_its_rows_say_skipped_and_the_rest_runs(monkeypatch):
     monkeypatch.setattr(bm, "arch", lambda: 89)
-    c = next(c for c in bf.contenders(check_sizes=(64,)) if c.name == bf.FP8_WGMMA)
-    checks, results = bf.measure([c], (), out=lambda s: None)
-    assert checks[bf.FP8_WGMMA].cell == "SKIPPED: needs sm_90a (wgmma, TMA), this GPU is sm_89"
+    cands = [c for c in bf.contenders(check_sizes=(64,)) if c.name in (bf.FP8_WGMMA, bf.FP8_WGMMA_FAST)]
+    checks, results = bf.measure(cands, (), out=lambda s: None)
+    assert [c.cell for c in checks.values()] == ["SKIPPED: needs sm_90a (wgmma, TMA), this GPU is sm_89"] * 2
 
 
 def test_a_probe_that_hangs_or_fails_is_reported_not_raised(monkeypatch):
@@ -208,8 +210,8 @@ def test_a_probe_that_hangs_or_fails_is_reported_not_raised(monkeypatch):
         fw.probed()
 
 
-def test_the_record_has_its_summary_line():
-    ms = {bf.FP8: 2.0, bf.FP8_WGMMA: 0.25, bf.RUNG: 1.0, bf.LT: 0.2}
+def test_the_record_has_its_summary_lines():
+    ms = {bf.FP8: 2.0, bf.FP8_WGMMA: 0.25, bf.FP8_WGMMA_FAST: 0.2, bf.RUNG: 1.0, bf.LT: 0.2}
     results = [bf.Result(k, b, 4096, ms[k], ms[b], ms[b] / ms[k]) for k, b in bf.PAIRS if k in ms and b in ms]
     text = "\n".join(bf.summary(results, (4096,)))
     m = re.search(r"- 4096\^3: FP8 wgmma: ([\d.]+) TFLOP/s, ([\d.]+)x the fp16 rung, ([\d.]+)x FP8 mma.sync, "
@@ -217,6 +219,17 @@ def test_the_record_has_its_summary_line():
     assert m, text
     assert float(m.group(1)) == pytest.approx(2 * 4096**3 / 0.25e-3 / 1e12, abs=0.05)
     assert (float(m.group(2)), float(m.group(3)), float(m.group(4))) == (4.0, 8.0, 80.0)
+    assert "- 4096^3: FP8 wgmma, fast accumulation: 687.2 TFLOP/s, 1.25x the promoted one, 100.0% of cuBLASLt FP8" in text
+
+
+def test_the_device_script_runs_its_gpu_tests_within_one_call():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / ".ci" / "gpu-fp8").read_text()
+    assert "-m gpu tests/bench/test_fp8_wgmma.py" in text
+    limits = [int(v) for v in re.findall(r"\$\{(?:FP8_LIMIT|TESTS_LIMIT):-(\d+)\}", text)]
+    assert len(limits) == 2 and sum(limits) + 30 <= 540, limits  # 30 s: start-up, nvidia-smi, torch's line
+    assert fw.PROBE_SECONDS < limits[0] / 2  # a hung probe leaves the bench most of its time
 
 
 # ---------------------------------------------------------------- on a GPU
