@@ -314,8 +314,14 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
         if config.options not in wgmma:
             if bench_mma.arch() < 90:
                 raise Skipped(f"needs sm_90a (wgmma, TMA), this GPU is sm_{bench_mma.arch()}")
-            # its first launches in a child process: a hang or a bad address cannot stop the bench
-            wgmma[config.options] = fp8_wgmma.probed(config)
+            if "hung" in wgmma:  # the builds share their pipeline: a second hang would only cost the time again
+                raise RuntimeError(f"not tried: {wgmma['hung']}")
+            try:  # its first launches in a child process: a hang or a bad address cannot stop the bench
+                wgmma[config.options] = fp8_wgmma.probed(config)
+            except RuntimeError as e:
+                if "HANG" in str(e):
+                    wgmma["hung"] = f"the build {' '.join(config.options) or 'of the defaults'} hung in its probe"
+                raise
         return wgmma[config.options]
 
     def check_wgmma(config):

@@ -25,7 +25,7 @@ FILE = KERNEL = "fp8_gemm_wgmma"
 # 128 (one 128-byte swizzle row of one-byte codes).
 DEFAULTS = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, STAGES=6, GROUP_M=16, PROMOTE=4)
 PROBE_SHAPES = (256, (384, 256, 1152))  # square, and non-square with 9 k-tiles (> STAGES, a tail chain)
-PROBE_SECONDS = 150
+PROBE_SECONDS = 90  # a right probe takes seconds (an NVRTC compile, CuPy, two small checks)
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,23 @@ def test_a_probe_that_hangs_or_fails_is_reported_not_raised(monkeypatch):
         fw.probed()
 
 
+def test_after_one_build_hangs_the_other_is_not_probed(monkeypatch):
+    """Both builds share the pipeline: one hang costs its probe's time once, not twice."""
+    probed = []
+
+    def hangs(config):
+        probed.append(config.options)
+        raise RuntimeError("fp8_gemm_wgmma: its first launches (...) in a child process: HANG: no result within 90 s")
+
+    monkeypatch.setattr(bm, "arch", lambda: 90)
+    monkeypatch.setattr(fw, "probed", hangs)
+    cands = [c for c in bf.contenders(check_sizes=(64,)) if c.name in (bf.FP8_WGMMA, bf.FP8_WGMMA_FAST)]
+    checks, _ = bf.measure(cands, (), out=lambda s: None)
+    assert probed == [fw.DEFAULT.options]
+    assert "HANG" in checks[bf.FP8_WGMMA].cell and checks[bf.FP8_WGMMA].cell.startswith("FAILED: RuntimeError")
+    assert "not tried: the build of the defaults hung in its probe" in checks[bf.FP8_WGMMA_FAST].cell
+
+
 def test_the_record_has_its_summary_lines():
     ms = {bf.FP8: 2.0, bf.FP8_WGMMA: 0.25, bf.FP8_WGMMA_FAST: 0.2, bf.RUNG: 1.0, bf.LT: 0.2}
     results = [bf.Result(k, b, 4096, ms[k], ms[b], ms[b] / ms[k]) for k, b in bf.PAIRS if k in ms and b in ms]
