@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grader.bench import fp8_checks
 from grader.bench import mma as bench_mma
 
 FILE = KERNEL = "fp8_gemm_wgmma"
@@ -132,9 +133,7 @@ class Fp8WgmmaGemm:
 def check(module, cases, xp):
     """The float64 check of grader.bench.fp8 on this kernel: each case (fp8.gemm_case) launched with
     this kernel's geometry, its output poisoned; the plain fp32 bound first, the FP8 accumulator's
-    slack only where that fails, and then said (grader.bench.fp8.check_library)."""
-    from grader.bench import fp8 as bench_fp8
-
+    slack only where that fails, and then said (fp8_checks.check_library)."""
     config = module.config
 
     def run(case):
@@ -143,7 +142,7 @@ def check(module, cases, xp):
         module.launch(KERNEL, c.grid, c.block, args, shared_mem=c.shared_mem)
         return args[2]
 
-    return bench_fp8.check_library(run, cases, 2, fallback=bench_fp8.FP8_ACCUMULATOR)
+    return fp8_checks.check_library(run, cases, 2, fallback=fp8_checks.FP8_ACCUMULATOR)
 
 
 def probe(config: Config = DEFAULT, timeout: float = PROBE_SECONDS) -> str | None:
@@ -176,14 +175,12 @@ def _probe_main(options) -> int:
 
     import cupy
 
-    from grader.bench import fp8 as bench_fp8
-
     defines = {}
     for opt in options:
         key, _, value = opt.removeprefix("-D").partition("=")
         defines[key] = int(value)
     module = Fp8WgmmaGemm(Config(defines))
-    got = check(module, bench_fp8.fp8_cases(PROBE_SHAPES, np.random.default_rng(secrets.randbits(32))), cupy)
+    got = check(module, fp8_checks.fp8_cases(PROBE_SHAPES, np.random.default_rng(secrets.randbits(32))), cupy)
     print("ok: " + got.cell if got.ok else f"WRONG: {got.detail}")
     return 0 if got.ok else 1
 
