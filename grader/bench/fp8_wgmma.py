@@ -170,16 +170,23 @@ def probed(config: Config = DEFAULT) -> Fp8WgmmaGemm:
     return Fp8WgmmaGemm(config)
 
 
+def config_of(options) -> Config:
+    """The Config whose .options these are (the probe's child is given them on its command line)."""
+    defines = {}
+    for opt in options:
+        key, eq, value = opt.removeprefix("-D").partition("=")
+        if not opt.startswith("-D") or not eq or key not in DEFAULTS or key == "BLOCK_K":
+            raise ValueError(f"not a define of {FILE}: {opt!r} (one of -D{'=N, -D'.join(sorted(DEFAULTS))}=N)")
+        defines[key] = int(value)
+    return Config(defines)
+
+
 def _probe_main(options) -> int:
     import secrets
 
     import cupy
 
-    defines = {}
-    for opt in options:
-        key, _, value = opt.removeprefix("-D").partition("=")
-        defines[key] = int(value)
-    module = Fp8WgmmaGemm(Config(defines))
+    module = Fp8WgmmaGemm(config_of(options))
     got = check(module, fp8_checks.fp8_cases(PROBE_SHAPES, np.random.default_rng(secrets.randbits(32))), cupy)
     print("ok: " + got.cell if got.ok else f"WRONG: {got.detail}")
     return 0 if got.ok else 1

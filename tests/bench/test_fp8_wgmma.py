@@ -210,6 +210,13 @@ def test_a_probe_that_hangs_or_fails_is_reported_not_raised(monkeypatch):
         fw.probed()
 
 
+def test_the_probe_child_builds_what_it_was_asked_to():
+    for config in (fw.DEFAULT, FAST, fw.Config(dict(PROMOTE=1, STAGES=4))):
+        assert fw.config_of(config.options) == config
+    with pytest.raises(ValueError, match="not a define of fp8_gemm_wgmma: '-DBLOCK_Q=3'"):
+        fw.config_of(["-DBLOCK_Q=3"])
+
+
 def test_after_one_build_hangs_the_other_is_not_probed(monkeypatch):
     """Both builds share the pipeline: one hang costs its probe's time once, not twice."""
     probed = []
