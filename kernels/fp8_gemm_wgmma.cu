@@ -22,9 +22,11 @@
  *    Both descriptors are the K-major 128B-swizzle ones hgemm_wgmma uses for A: SBO = 1024 bytes
  *    (8 rows of 128 bytes), LBO unused (encoded 1), the k-step advancing the start by 32 bytes
  *    (k32 of one byte each), 4 instructions per stage; the tiles start on a 1024-byte boundary.
- * 3. Promotion (PROMOTE, see below): Hopper's FP8 tensor cores keep only about 14 bits of the
- *    running sum inside a chain of wgmma (DeepSeek-V3 technical report, "Increasing accumulation
- *    precision"; cuBLASLt calls the unpromoted mode "fast accumulation"). Every PROMOTE k-tiles
+ * 3. Promotion (PROMOTE, see below): Hopper's FP8 tensor cores are reported to keep only about 14
+ *    bits of the running sum inside a chain of wgmma (DeepSeek-V3 technical report, "Increasing
+ *    accumulation precision"; not measured here yet: the bench times both builds and its check
+ *    says when a build meets only a widened bound; cuBLASLt calls the unpromoted mode "fast
+ *    accumulation"). Every PROMOTE k-tiles
  *    (PROMOTE * 128 k values) a consumer waits for its wgmma, adds the chain's result into a
  *    second set of fp32 registers and starts the next chain afresh (scale-d = 0): the error of a
  *    chain no longer grows with K. It costs BLOCK_N / 2 more registers per thread and a drain of

@@ -217,6 +217,19 @@ def test_the_probe_child_builds_what_it_was_asked_to():
         fw.config_of(["-DBLOCK_Q=3"])
 
 
+def test_the_probe_command_line_reaches_the_child(monkeypatch):
+    """probe() runs `python -m grader.bench.fp8_wgmma --probe -DKEY=V ...`: main() hands those -D
+    options to the child's check whole (argparse leaves them over), and without a GPU exits 2."""
+    import grader.runtime.device as device
+
+    got = []
+    monkeypatch.setattr(fw, "_probe_main", lambda options: got.append(list(options)) or 0)
+    monkeypatch.setattr(device, "device_info", lambda: object())
+    assert fw.main(["--probe", *FAST.options]) == 0 and fw.config_of(got[0]) == FAST
+    monkeypatch.setattr(device, "device_info", lambda: None)
+    assert fw.main(["--probe"]) == 2
+
+
 def test_after_one_build_hangs_the_other_is_not_probed(monkeypatch):
     """Both builds share the pipeline: one hang costs its probe's time once, not twice."""
     probed = []
