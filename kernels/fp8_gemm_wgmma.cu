@@ -26,10 +26,9 @@
  *    bits of the running sum inside a chain of wgmma (DeepSeek-V3 technical report, "Increasing
  *    accumulation precision"; not measured here yet: the bench times both builds and its check
  *    says when a build meets only a widened bound; cuBLASLt calls the unpromoted mode "fast
- *    accumulation"). Every PROMOTE k-tiles
- *    (PROMOTE * 128 k values) a consumer waits for its wgmma, adds the chain's result into a
- *    second set of fp32 registers and starts the next chain afresh (scale-d = 0): the error of a
- *    chain no longer grows with K. It costs BLOCK_N / 2 more registers per thread and a drain of
+ *    accumulation"). Every PROMOTE k-tiles (PROMOTE * 128 k values) a consumer waits for its
+ *    wgmma, adds the chain's result into a second set of fp32 registers and starts the next
+ *    chain afresh (scale-d = 0): the error of a chain no longer grows with K. It costs BLOCK_N / 2 more registers per thread and a drain of
  *    the warpgroup's wgmma queue per promotion, which the other consumer warpgroup covers.
  *    PROMOTE = 0 keeps everything in the wgmma chain (fast accumulation; BLOCK_N 256 then fits:
  *    with PROMOTE, 2 x 128 accumulators a thread spill, a static_assert says so; STAGES 4 then,
