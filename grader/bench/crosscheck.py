@@ -314,13 +314,19 @@ def _items() -> list[Item]:
 
 def _fp8_sparse_items() -> list[Item]:
     """Notebook 11's foundation (issue #36): the e4m3 mma.sync GEMM and the 2:4 sparse mma.sp GEMM."""
+    from grader.bench import fp8_wgmma
     from grader.problems import fp8, sparse24
 
     return [Item("fp8_gemm_mma (e4m3, scaled)", "fp8_gemm_mma", "fp8_gemm", (),
                  lambda rng: [fp8.gemm_case(*s, rng) for s in ((32, 48, 64), (33, 20, 96))]),
             Item("sparse_gemm_mma_sp (2:4)", "sparse_gemm_mma_sp", "", (),
                  lambda rng: [sparse24.compress_case(48, 64, rng)]
-                 + [sparse24.gemm_case(*s, rng) for s in ((32, 48, 64), (40, 24, 80))])]
+                 + [sparse24.gemm_case(*s, rng) for s in ((32, 48, 64), (40, 24, 80))]),
+            Item("fp8_gemm_wgmma (e4m3, scaled)", "fp8_gemm_wgmma", "fp8_gemm_wgmma", (),
+                 lambda rng: [fp8_wgmma.DEFAULT.case(fp8.gemm_case(*s, rng))
+                              for s in ((128, 128, 128), (256, 384, 640))],
+                 gpu_only="wgmma.mma_async, TMA and mbarriers (sm_90a); the emulator does not model them",
+                 load=fp8_wgmma.probed)]  # its first launches in a child process: a hang stops no run
 
 
 ITEMS = _items()

@@ -7,6 +7,9 @@ Rows, each timed in alternating rounds with its baseline in the same process
 anything is timed (output poisoned; a wrong contender is reported and never timed):
 - fp8_gemm_mma (e4m3 mma.sync m16n8k32, fp32 out, per-tensor scales in the epilogue) against the
   course's fp16 rung (mma_gemm_tuned, notebook 10), cuBLASLt's FP8 GEMM and cuBLAS fp16;
+- fp8_gemm_wgmma (e4m3 wgmma fed by TMA, sm_90a; grader.bench.fp8_wgmma) against the same fp16
+  rung, fp8_gemm_mma and cuBLASLt's FP8 GEMM, on the same arrays (A and B both K-major); its first
+  launches run in a child process with a time limit (a hang or a bad address cannot stop the rest);
 - sparse_gemm_mma_sp (2:4 mma.sp, fp16 in, fp32 out) against the same fp16 rung (dense, same
   shape), cuSPARSELt and cuBLAS fp16; sparse TFLOP/s count the DENSE product's 2 M N K flops;
 - cuBLASLt FP8, cuSPARSELt and the fp16 rung against cuBLAS fp16 (CuPy), the common yardstick.
@@ -28,31 +31,40 @@ from typing import Callable
 
 import numpy as np
 
+from grader.bench import fp8_wgmma
 from grader.bench import mma as bench_mma
 from grader.bench import wmma as bench_wmma
-from grader.problems import baselines, fp8, gemm_launch, numerics, sparse24
+# the correctness stage (its own module, shared with fp8_wgmma); its names stay reachable from here
+from grader.bench.fp8_checks import (FP8_ACCUMULATOR, FP16_ACCUMULATOR, Check, _dims, check_kernel,  # noqa: F401
+                                     check_library, dense_of_sparse_case, fp8_cases, sparse_cases)
+from grader.problems import baselines, fp8, gemm_launch, sparse24
 from grader.runtime.device import device_info
 
 CHECK_SIZES = (256, 1024, 4096)
 EDGES = ((33, 20, 96), (40, 24, 80))  # the course kernels' edge tiles (the libraries need multiples of 16)
-# A library may accumulate in less than fp32 and still be right to that precision; its check then says
-# so. Hopper's FP8 tensor cores keep about 14 mantissa bits of the running sum between a library's
-# promotions to fp32 (DeepSeek-V3 technical report, "Increasing accumulation precision"); a cuSPARSELt
-# built for fp16 compute accumulates in fp16. The slack: that accumulator's unit over fp32's (2^-24).
-FP8_ACCUMULATOR = (2.0**11, "FP8 tensor-core accumulation")
-FP16_ACCUMULATOR = (2.0**13, "fp16 accumulation")
+# fp8_gemm_wgmma has no edge tiles: non-square multiples of its 128 x 128 x 128 tile instead, one with
+# fewer k-tiles than a promotion, one with more than its stages and a last chain left over, one 256-wide
+WGMMA_SHAPES = ((384, 256, 1152), (256, 640, 384), (256, 512, 640))  # each build checks those it computes
 
 # contender names (row labels)
 FP8 = "fp8_gemm_mma"
+FP8_WGMMA = "fp8_gemm_wgmma"
+FP8_WGMMA_FAST = "fp8_gemm_wgmma (fast accumulation)"
 SPARSE = "sparse_gemm_mma_sp"
 RUNG = "mma_gemm_tuned"
 CUBLAS = "cuBLAS fp16"
 LT = "cuBLASLt FP8"
 CSLT = "cuSPARSELt"
-LABELS = {RUNG: "the fp16 rung", CUBLAS: "cuBLAS fp16", LT: "cuBLASLt FP8", CSLT: "cuSPARSELt"}
-PAIRS = [(FP8, RUNG), (FP8, LT), (FP8, CUBLAS), (SPARSE, RUNG), (SPARSE, CSLT), (SPARSE, CUBLAS),
+LABELS = {FP8: "FP8 mma.sync", FP8_WGMMA: "FP8 wgmma", RUNG: "the fp16 rung", CUBLAS: "cuBLAS fp16",
+          LT: "cuBLASLt FP8", CSLT: "cuSPARSELt"}
+PAIRS = [(FP8, RUNG), (FP8, LT), (FP8, CUBLAS), (FP8_WGMMA, RUNG), (FP8_WGMMA, FP8), (FP8_WGMMA, LT),
+         (FP8_WGMMA_FAST, FP8_WGMMA), (FP8_WGMMA_FAST, LT),
+         (SPARSE, RUNG), (SPARSE, CSLT), (SPARSE, CUBLAS),
          (LT, CUBLAS), (CSLT, CUBLAS), (RUNG, CUBLAS)]
 DESCRIBE = {FP8: "e4m3 in, fp32 out, scales in the epilogue (kernels/fp8_gemm_mma.cu)",
+            FP8_WGMMA: "e4m3 in, fp32 out, wgmma + TMA, scales in the epilogue (kernels/fp8_gemm_wgmma.cu, sm_90a; "
+                       "the wgmma chain promoted into fp32 every 4 k-tiles, 128 x 128 tiles)",
+            FP8_WGMMA_FAST: "the same without promotion, 128 x 256 tiles (-DBLOCK_N=256 -DPROMOTE=0 -DSTAGES=4)",
             SPARSE: "2:4 A (values + metadata) x dense fp16 B, fp32 out (kernels/sparse_gemm_mma_sp.cu)",
             RUNG: "fp16 in, fp32 out, mma.sync m16n8k16 (kernels/mma_gemm_tuned.cu, notebook 10)",
             CUBLAS: "fp16 in, fp16 out (cupy.matmul)",
@@ -65,83 +77,8 @@ class Unavailable(Exception):
     """A contender that cannot run here (a library missing, an arch too old): its rows say why."""
 
 
-# ---------------------------------------------------------------- the correctness stage
-@dataclass
-class Check:
-    ok: bool
-    worst: float = 0.0  # the worst |error| / bound over every case
-    detail: str = ""  # what failed, or how the bound was met when not the plain one
-    note: str = ""  # set instead when it could not run: "library not available here: ...", "FAILED: ..."
-
-    @property
-    def cell(self) -> str:
-        if self.note:
-            return self.note
-        if not self.ok:
-            return f"WRONG: {self.detail}"
-        return f"yes ({self.worst:.2g} of bound{'; ' + self.detail if self.detail else ''})"
-
-
-def _dims(size) -> tuple[int, int, int]:
-    return tuple(size) if isinstance(size, tuple) else (size, size, size)
-
-
-def _host(a) -> np.ndarray:
-    return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
-def fp8_cases(sizes, rng) -> list:
-    return [fp8.gemm_case(*_dims(s), rng) for s in sizes]
-
-
-def sparse_cases(sizes, rng) -> list:
-    return [sparse24.gemm_case(*_dims(s), rng) for s in sizes]
-
-
-def check_kernel(module, kernel: str, cases, xp=np) -> Check:
-    """Launch `kernel` of `module` (the GPU's or the emulator's) on every case, its output poisoned,
-    and compare with the case's float64 reference and bound."""
-    worst = 0.0
-    for case in cases:
-        args = [xp.asarray(a) if isinstance(a, np.ndarray) else a for a in case.args]
-        module.launch(kernel, case.grid, case.block, args)
-        for pos, e in case.expected.items():
-            cmp = numerics.compare(_host(args[pos]).reshape(e.ref.shape), e.ref, e.bound)
-            if not cmp.ok:
-                return Check(False, cmp.worst_ratio, f"{case.label}: {cmp}")
-            worst = max(worst, cmp.worst_ratio)
-    return Check(True, worst)
-
-
-def check_library(run: Callable, cases, out_pos: int, *, fp16_out: bool = False,
-                  fallback: tuple[float, str] | None = None) -> Check:
-    """A library's output `run(case)` (any array) against the same float64 reference and bound as
-    the course kernel's (output `out_pos` of each case); an fp16 output adds its rounding
-    (2^-10 |C|). `fallback` = (slack, why): where the plain bound is missed, an output within
-    slack x that bound whose normwise error is also under 2^-7 (a wrong product's is about 1)
-    passes, and the check says so: a library may accumulate in less than fp32."""
-    worst, loose = 0.0, ""
-    for case in cases:
-        e = case.expected[out_pos]
-        got = np.asarray(_host(run(case)), np.float64).reshape(e.ref.shape)
-        bound = e.bound + (2.0**-10 * np.abs(e.ref) if fp16_out else 0.0)
-        cmp = numerics.compare(got, e.ref, bound)
-        if not cmp.ok and fallback:
-            slack, why = fallback
-            rel = float(np.linalg.norm(got - e.ref) / np.linalg.norm(e.ref)) if np.isfinite(got).all() else np.inf
-            if rel <= 2.0**-7 and numerics.compare(got, e.ref, slack * bound).ok:
-                loose = f"within {slack:g} x the fp32 bound only ({why}; normwise error {rel:.1e})"
-                worst = max(worst, cmp.worst_ratio)  # in units of the plain bound
-                continue
-        if not cmp.ok:
-            return Check(False, cmp.worst_ratio, f"{case.label}: {cmp}")
-        worst = max(worst, cmp.worst_ratio)
-    return Check(True, worst, loose)
-
-
-def dense_of_sparse_case(case) -> np.ndarray:
-    """The pruned fp16 A (M x K) a sparse case's (values, metadata) stand for: what a library compresses."""
-    return sparse24.decompress(case.args[0], case.args[1]).astype(np.float16)
+class Skipped(Unavailable):
+    """A course kernel this GPU cannot run (fp8_gemm_wgmma below sm_90): its rows say SKIPPED."""
 
 
 # ---------------------------------------------------------------- the libraries, through PyTorch
@@ -209,6 +146,8 @@ def cslt_mm(a16, b16) -> Callable[[], object]:
 
 
 def _library_cell(e: Exception) -> str:
+    if isinstance(e, Skipped):
+        return f"SKIPPED: {e}"
     return f"library not available here: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
 
 
@@ -250,7 +189,7 @@ def _gpu_module(file: str):
 
 
 def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
-    """The six contenders of the record, their checks sharing one set of float64 cases a size."""
+    """The eight contenders of the record, their checks sharing one set of float64 cases a size."""
     import cupy
 
     rng = np.random.default_rng(secrets.randbits(32))
@@ -286,6 +225,38 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
         C = cupy.zeros((x.n, x.n), cupy.float32)
         return module("fp8_gemm_mma").bind(fp8_spec.kernel, fp8_spec.grid(x.n, x.n, x.n), fp8_spec.block,
                                            [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b])
+
+    wgmma: dict = {}
+
+    def wgmma_module(config):
+        if config.options not in wgmma:
+            if bench_mma.arch() < 90:
+                raise Skipped(f"needs sm_90a (wgmma, TMA), this GPU is sm_{bench_mma.arch()}")
+            if "hung" in wgmma:  # the builds share their pipeline: a second hang would only cost the time again
+                raise RuntimeError(f"not tried: {wgmma['hung']}")
+            try:  # its first launches in a child process: a hang or a bad address cannot stop the bench
+                wgmma[config.options] = fp8_wgmma.probed(config)
+            except RuntimeError as e:
+                if "HANG" in str(e):
+                    wgmma["hung"] = f"the build {' '.join(config.options) or 'of the defaults'} hung in its probe"
+                raise
+        return wgmma[config.options]
+
+    def check_wgmma(config):
+        def check():
+            m = wgmma_module(config)  # the shared cases of the sizes it computes (tile multiples), and its own
+            mine = [c for c, s in zip(cases("fp8"), check_sizes) if not config.why_not(*_dims(s))]
+            own = [s for s in WGMMA_SHAPES if not config.why_not(*s)]
+            return fp8_wgmma.check(m, mine + fp8_cases(own, rng), cupy)
+        return check
+
+    def build_wgmma(config):
+        def build(x: Inputs):
+            C = cupy.zeros((x.n, x.n), cupy.float32)
+            return wgmma_module(config).bind(fp8_wgmma.KERNEL, config.grid(x.n, x.n), config.block,
+                                             [x.a8, x.b8, C, x.n, x.n, x.n, x.scale_a, x.scale_b],
+                                             shared_mem=config.shared_mem)
+        return build
 
     def check_sparse():
         return check_kernel(module("sparse_gemm_mma_sp"), sp_spec.kernel, cases("sparse") + sparse_cases(edges, rng),
@@ -323,6 +294,10 @@ def contenders(check_sizes=CHECK_SIZES, edges=EDGES) -> list[Contender]:
 
     return [
         Contender(FP8, check_fp8, build_fp8, lambda n: 2 * n * n + 4 * n * n),
+        Contender(FP8_WGMMA, check_wgmma(fp8_wgmma.DEFAULT), build_wgmma(fp8_wgmma.DEFAULT),
+                  lambda n: 2 * n * n + 4 * n * n),
+        Contender(FP8_WGMMA_FAST, check_wgmma(fp8_wgmma.FAST), build_wgmma(fp8_wgmma.FAST),
+                  lambda n: 2 * n * n + 4 * n * n),
         Contender(SPARSE, check_sparse, build_sparse, lambda n: n * n + n * n // 8 + 2 * n * n + 4 * n * n),
         Contender(RUNG, check_rung, build_rung, lambda n: 4 * n * n + 4 * n * n),
         Contender(CUBLAS, check_cublas, lambda x: baselines.make("cublas-fp16", [x.a16, x.b16], {}),
@@ -457,6 +432,13 @@ def summary(results: list[Result], sizes) -> list[str]:
         lines.append(f"- {n}^3: FP8 mma.sync: {_tflops_of(results, FP8, n)}, "
                      f"{_vs(results, FP8, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
                      f"{_vs(results, FP8, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
+        lines.append(f"- {n}^3: FP8 wgmma: {_tflops_of(results, FP8_WGMMA, n)}, "
+                     f"{_vs(results, FP8_WGMMA, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
+                     f"{_vs(results, FP8_WGMMA, FP8, n, lambda r: f'{r.ratio:.2f}x FP8 mma.sync')}, "
+                     f"{_vs(results, FP8_WGMMA, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
+        lines.append(f"- {n}^3: FP8 wgmma, fast accumulation: {_tflops_of(results, FP8_WGMMA_FAST, n)}, "
+                     f"{_vs(results, FP8_WGMMA_FAST, FP8_WGMMA, n, lambda r: f'{r.ratio:.2f}x the promoted one')}, "
+                     f"{_vs(results, FP8_WGMMA_FAST, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
         lines.append(f"- {n}^3: 2:4 mma.sp: {_tflops_of(results, SPARSE, n, 'dense-equivalent TFLOP/s')}, "
                      f"{_vs(results, SPARSE, RUNG, n, lambda r: f'{r.ratio:.2f}x the dense fp16 rung')}, "
                      f"{_vs(results, SPARSE, CSLT, n, lambda r: f'{100 * r.ratio:.1f}% of cuSPARSELt')}")
@@ -479,8 +461,13 @@ def header(gpu: str, when: str, check_sizes) -> str:
             "for); kernel / baseline = the median of the per-round time ratios. fp8_gemm_mma and "
             "sparse_gemm_mma_sp are the naive rungs of notebook 11 (fragments loaded from global memory, no "
             "shared memory): beside the tiled fp16 rung they measure the tiling they lack as much as the "
-            "format. cuBLASLt FP8 and cuSPARSELt through PyTorch (torch._scaled_mm, torch._cslt_sparse_mm), "
-            "sharing CuPy's memory by DLPack.")
+            "format. fp8_gemm_wgmma is the Hopper FP8 GEMM (wgmma fed by TMA, warp-specialised, the wgmma "
+            "chain promoted into fp32 registers every 4 k-tiles; its fast-accumulation build keeps the whole "
+            "sum in the chain, as cuBLASLt's fast-accumulation mode, which torch._scaled_mm does not use by "
+            f"default), checked also at {', '.join('x'.join(map(str, e)) for e in WGMMA_SHAPES)} (those a build's "
+            "tile divides); it reads A and B K-major, the same arrays as fp8_gemm_mma and cuBLASLt. cuBLASLt FP8 "
+            "and cuSPARSELt through PyTorch (torch._scaled_mm, torch._cslt_sparse_mm), sharing CuPy's memory by "
+            "DLPack.")
 
 
 def record(gpu: str, when: str, checks: dict[str, Check], results: list[Result], sizes,

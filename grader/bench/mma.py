@@ -174,16 +174,49 @@ class CubinModule:
         return self.module.get_function(name)
 
 
-_CU_TENSOR_MAP_DATA_TYPE_FLOAT16, _CU_TENSOR_MAP_SWIZZLE_128B, _CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 6, 3, 2
+# CUtensorMapDataType of the element types the course's TMA kernels read (cuda.h's enum)
+_CU_TENSOR_MAP_DATA_TYPE = {"uint8": 0, "float16": 6}
+_CU_TENSOR_MAP_SWIZZLE_128B, _CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 3, 2
+
+
+@dataclass(frozen=True)
+class TensorMapLayout:
+    """What cuTensorMapEncodeTiled is told about a row-major 2-D array: its CUtensorMapDataType,
+    dims and box innermost first ({cols, rows}), and the byte stride from one row to the next."""
+
+    data_type: int
+    dims: tuple[int, int]
+    row_stride: int
+    box: tuple[int, int]
+
+
+def tensor_map_layout(shape, dtype, box_cols: int, box_rows: int) -> TensorMapLayout:
+    """The tiled, 128-byte-swizzled tensor map of a row-major (rows, cols) array of `dtype`, with
+    the driver's rules checked here so a wrong shape reads as one line: the box's inner extent at
+    most the 128 bytes of the swizzle, at most 256 elements a side, rows 16-byte aligned."""
+    rows, cols = shape
+    dt = np.dtype(dtype)
+    if dt.name not in _CU_TENSOR_MAP_DATA_TYPE:
+        raise ValueError(f"no tensor map for {dt.name} arrays here (only {', '.join(_CU_TENSOR_MAP_DATA_TYPE)})")
+    if box_cols * dt.itemsize > 128:
+        raise ValueError(f"a box {box_cols} {dt.name} wide is {box_cols * dt.itemsize} bytes: the 128-byte "
+                         "swizzle allows at most 128")
+    if not (0 < box_cols <= 256 and 0 < box_rows <= 256):
+        raise ValueError(f"box {box_rows} x {box_cols}: each side must be 1 to 256 elements")
+    if (cols * dt.itemsize) % 16:
+        raise ValueError(f"rows of {cols} {dt.name} are {cols * dt.itemsize} bytes: TMA needs a multiple of 16")
+    return TensorMapLayout(_CU_TENSOR_MAP_DATA_TYPE[dt.name], (cols, rows), cols * dt.itemsize, (box_cols, box_rows))
 
 
 def tensor_map(a, box_cols: int, box_rows: int):
-    """A CUtensorMap (128 bytes, in a cupy uint8 array on the device) for a row-major 2-D fp16
-    array `a`: dims {cols, rows}, box {box_cols, box_rows}, 128-byte swizzle (what
-    hgemm_wgmma's header asks for), built by the driver's cuTensorMapEncodeTiled."""
+    """A CUtensorMap (128 bytes, in a cupy uint8 array on the device) for a row-major 2-D fp16 or
+    uint8 (e4m3 codes) array `a`: dims {cols, rows}, box {box_cols, box_rows}, 128-byte swizzle
+    (what hgemm_wgmma's and fp8_gemm_wgmma's headers ask for), built by the driver's
+    cuTensorMapEncodeTiled from tensor_map_layout."""
     import cupy
 
     rows, cols = a.shape
+    lay = tensor_map_layout(a.shape, a.dtype, box_cols, box_rows)
     lib = ctypes.CDLL("libcuda.so.1")
     fn = lib.cuTensorMapEncodeTiled
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
@@ -191,11 +224,11 @@ def tensor_map(a, box_cols: int, box_rows: int):
                    ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     fn.restype = ctypes.c_int
     tmap = (ctypes.c_uint8 * 128)()
-    dims = (u64 * 2)(cols, rows)
-    strides = (u64 * 1)(cols * 2)  # bytes from one row to the next
-    box = (u32 * 2)(box_cols, box_rows)
+    dims = (u64 * 2)(*lay.dims)
+    strides = (u64 * 1)(lay.row_stride)  # bytes from one row to the next
+    box = (u32 * 2)(*lay.box)
     elem = (u32 * 2)(1, 1)
-    rc = fn(ctypes.addressof(tmap), _CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ctypes.c_void_p(a.data.ptr), dims, strides,
+    rc = fn(ctypes.addressof(tmap), lay.data_type, 2, ctypes.c_void_p(a.data.ptr), dims, strides,
             box, elem, 0, _CU_TENSOR_MAP_SWIZZLE_128B, _CU_TENSOR_MAP_L2_PROMOTION_L2_128B, 0)
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc} for a {rows} x {cols} array, "

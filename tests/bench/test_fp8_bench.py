@@ -170,7 +170,7 @@ def test_library_not_available_without_pytorch(monkeypatch):
 
 
 # ---------------------------------------------------------------- measurement and record, faked
-MS = {bf.FP8: 2.0, bf.SPARSE: 4.0, bf.RUNG: 1.0, bf.CUBLAS: 0.8, bf.LT: 0.5, bf.CSLT: 0.6}
+MS = {bf.FP8: 2.0, bf.FP8_WGMMA: 0.4, bf.FP8_WGMMA_FAST: 0.35, bf.SPARSE: 4.0, bf.RUNG: 1.0, bf.CUBLAS: 0.8, bf.LT: 0.5, bf.CSLT: 0.6}
 
 
 def _fake(missing=(), wrong=()):
@@ -225,7 +225,8 @@ def test_a_missing_library_and_a_wrong_contender_are_not_timed_and_the_rest_runs
 
     checks, results = bf.measure(_fake(missing=(bf.LT, bf.CSLT), wrong=(bf.SPARSE,)), (1024,), timer=timer,
                                  inputs=lambda n, seed: n, out=lambda s: None)
-    assert timed == [(bf.FP8, bf.RUNG), (bf.FP8, bf.CUBLAS), (bf.RUNG, bf.CUBLAS)]
+    assert timed == [(bf.FP8, bf.RUNG), (bf.FP8, bf.CUBLAS), (bf.FP8_WGMMA, bf.RUNG), (bf.FP8_WGMMA, bf.FP8),
+                     (bf.FP8_WGMMA_FAST, bf.FP8_WGMMA), (bf.RUNG, bf.CUBLAS)]
     text = bf.record("GPU", "now", checks, results, (1024,))
     assert f"| {bf.LT} | {bf.DESCRIBE[bf.LT]} | library not available here: PyTorch is not installed" in text
     assert f"| {bf.FP8} | 1024^3 | {bf.LT} | {bf.LT}: library not available here: PyTorch is not installed" in text
@@ -269,9 +270,11 @@ def test_device_script_runs_the_bench_under_a_time_limit():
 # ---------------------------------------------------------------- on a GPU
 @pytest.mark.gpu
 def test_every_contender_checks_on_the_gpu():
+    may_not_run = (bf.LT, bf.CSLT, bf.FP8_WGMMA, bf.FP8_WGMMA_FAST)  # a library missing; wgmma below sm_90
     for c in bf.contenders(check_sizes=(256,)):
-        got = c.check() if c.name not in (bf.LT, bf.CSLT) else _or_unavailable(c.check)
-        assert got.ok or got.note.startswith("library not available here"), (c.name, got.cell)
+        got = c.check() if c.name not in may_not_run else _or_unavailable(c.check)
+        assert got.ok or got.note.startswith(("library not available here", "SKIPPED: needs sm_90a")), (c.name,
+                                                                                                      got.cell)
 
 
 def _or_unavailable(check):
