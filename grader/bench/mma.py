@@ -144,6 +144,12 @@ SWEEP = [
     _v("mma_gemm_tuned", GROUP_M=16),
     _v("mma_gemm_tuned", BLOCK_M=256, BLOCK_N=128),
     _v("mma_gemm_tuned", BLOCK_N=128),                    # 4 warps, 98304 B: 2 blocks per SM
+    # the persistent contender (issue #35), each one block per SM at 244-249 registers (sm_90, NVRTC 13.0):
+    # a deeper pipeline, a wider group of tile rows, and twice the barriers in half-size k-tiles
+    # (256 x 128 is left out: it spills 8 bytes here)
+    _v("mma_gemm_persistent", STAGES=4),                  # 196608 B: sm_90 only
+    _v("mma_gemm_persistent", GROUP_M=16),
+    _v("mma_gemm_persistent", BLOCK_K=32, STAGES=6),      # 147456 B
     _v("hgemm_wgmma", BLOCK_N=128),
     _v("hgemm_wgmma", STAGES=3),
     _v("hgemm_wgmma", BLOCK_M=64, STAGES=6),              # one consumer warpgroup

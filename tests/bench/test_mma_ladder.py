@@ -6,7 +6,10 @@ bench and grader rely on, the bench's defaults and shared-memory formulas match 
 the exercise launches its reference as the bench does, the notebook's record parser reads what
 the bench writes, and a wrong swizzle is caught. GPU (marked `gpu`): correctness at several
 sizes, and the issue's aims (mma.sync rung >= 70% of cuBLAS fp16; wgmma >= 90% at 8192^3).
+The contenders for the mma.sync rung (issue #35: mma_gemm_persistent and its variants) are checked
+on the emulator with a grid smaller than their tile count, and their GPU sweep's logic on the CPU.
 """
+import dataclasses
 import re
 
 import numpy as np
@@ -20,9 +23,10 @@ from grader.problems.mma import ldmatrix_passes
 from grader.runtime import kernels
 from grader.runtime.compile import nvrtc_compile
 
-FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_peak_niter", "mma_peak_niter_f64",
+FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_persistent", "mma_peak_niter", "mma_peak_niter_f64",
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
-RUNGS = bm.LADDER + [bm.WGMMA, bm.DMMA]
+RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
+PERSISTENT = [r for r in bm.CONTENDERS + bm.SWEEP if r.persistent]
 
 
 @pytest.mark.parametrize("rung", RUNGS + bm.SWEEP, ids=lambda r: r.name)
@@ -191,3 +195,106 @@ def test_a_broken_pipeline_fails_the_exercise_on_the_emulator(bug):
     assert not v.passed and v.score == 0
     text = v.text()
     assert "cp.async.wait_group" in text and "__pipeline_wait_prior" not in text, text
+
+
+# ---------------------------------------------------------------- the contenders (issue #35 item 2)
+def test_persistent_grid_is_one_block_per_sm_never_more_than_the_tiles():
+    spec = dataclasses.replace(bm.CONTENDERS[0].spec(), blocks=132)
+    assert spec.grid(4096, 4096, 4096) == (132, 1, 1)  # 512 tiles of 128 x 256
+    assert spec.grid(256, 512, 64) == (4, 1, 1)
+    assert spec.grid(128, 256, 64) == (1, 1, 1)
+    assert all(not r.persistent for r in bm.LADDER) and all(r.persistent for r in bm.CONTENDERS)
+
+
+@pytest.mark.parametrize("blocks,shape", [(3, (256, 512, 320)), (2, (128, 768, 64)), (1, (384, 256, 128)),
+                                          (5, (512, 512, 192))], ids=str)
+def test_persistent_contender_is_right_on_the_emulator_with_fewer_blocks_than_tiles(blocks, shape):
+    """Each block walks several tiles; with K of one k-tile the loader crosses into the next tile
+    inside the prologue."""
+    from grader.runtime import backend
+
+    rung = bm.CONTENDERS[0]
+    spec = dataclasses.replace(rung.spec(), blocks=blocks)
+    run = gemm.run_once(backend.load(kernels.source(rung.file), "emu", rung.options), spec, *shape, 1)
+    assert run.comparison.ok, run.comparison
+
+
+@pytest.mark.parametrize("bug", ["accumulators not reset between tiles", "next tile's first fragments not loaded"])
+def test_a_broken_walk_is_caught_on_the_emulator(bug):
+    from grader.runtime import backend
+
+    rung = bm.CONTENDERS[0]
+    src = kernels.source(rung.file)
+    broken = (src.replace("acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;", "")
+              if bug.startswith("accumulators") else
+              src.replace("const bool more = tile + static_cast<int>(gridDim.x) < tiles;", "const bool more = false;"))
+    assert broken != src
+    spec = dataclasses.replace(rung.spec(), blocks=2)
+    run = gemm.run_once(backend.load(broken, "emu", rung.options), spec, 384, 256, 128, 1)
+    assert not run.comparison.ok
+
+
+def test_sweep_times_the_tuned_rung_beside_every_contender():
+    from grader.bench import mma_sweep
+
+    names = [r.name for r in mma_sweep.candidates()]
+    assert names[0] == bm.TUNED and len(names) == len(set(names))
+    assert {r.name for r in PERSISTENT} <= set(names) and len(PERSISTENT) >= 2
+    assert all(r.shared_mem <= 232448 for r in mma_sweep.candidates())  # sm_90's 227 KB per block
+    for n in mma_sweep.CHECK_SIZES:  # every check size is a whole number of every candidate's tiles
+        M, N, K = n if isinstance(n, tuple) else (n, n, n)
+        for r in mma_sweep.candidates():
+            bm_, bn, bk = r.spec().multiple
+            assert M % bm_ == 0 and N % bn == 0 and K % bk == 0, (r.name, n)
+
+
+def test_sweep_summary_names_the_candidate_whose_worse_size_is_best():
+    from grader.bench import mma_sweep
+
+    rows = {"a": {4096: [0.72, 0.74], 8192: [0.60, 0.58]},   # worse size 0.59
+            "b": {4096: [0.66, 0.68], 8192: [0.65, 0.64]},   # worse size 0.645: the best
+            "c": {4096: [0.90], 8192: []}}                   # not timed at 8192
+    line, best = mma_sweep.summary(rows, [4096, 8192])
+    assert best == "b"
+    assert re.match(r"mma\.sync rung: 67\.0% / 64\.5% of cuBLAS \(4096\^3 / 8192\^3; b:", line), line
+    assert "does not meet the 70% aim" in line
+    line, best = mma_sweep.summary({"d": {4096: [0.71, 0.75], 8192: [0.70, 0.72]}}, [4096, 8192])
+    assert best == "d" and "73.0% / 71.0%" in line and "; meets the 70% aim" in line
+    assert mma_sweep.summary({"c": {4096: [0.9], 8192: []}}, [4096, 8192])[1] is None
+
+
+def test_sweep_refuses_without_a_gpu(capsys):
+    from grader.bench import mma_sweep
+    from grader.runtime.device import has_gpu
+
+    if has_gpu():
+        pytest.skip("this machine has a GPU")
+    assert mma_sweep.main(["--sizes", "256"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+
+
+def test_gpu_sweep_script_is_one_bounded_call():
+    import subprocess
+
+    script = kernels.KERNELS_DIR.parent / ".ci" / "gpu-mma-sweep"
+    text = script.read_text()
+    assert script.stat().st_mode & 0o111
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert "grader.bench.mma_sweep" in text and "MMA-SWEEP.md" in text
+    # every step under grader.runtime.proctree's limit; the sweep's limit leaves room under 540 s
+    assert text.count("run ") >= 2 and "proctree --timeout" in text
+    assert int(re.search(r"SWEEP_LIMIT:-(\d+)", text).group(1)) <= 420
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung", PERSISTENT, ids=lambda r: r.name)
+def test_contender_correct_with_its_grid_and_a_small_one(rung):
+    from grader.runtime.device import device_info
+
+    if rung.shared_mem > device_info().max_shared_optin:
+        pytest.skip(f"needs {rung.shared_mem} B of shared memory per block")
+    module = bm.module_of(rung)
+    shapes = (256, (1024, 2048, 512), (2048, 768, 1536), 4096)
+    for spec in (rung.spec(), dataclasses.replace(rung.spec(), blocks=7)):
+        ok, worst, detail = bw.check_sizes(module, spec, shapes)
+        assert ok, (spec.grid(4096, 4096), detail)
