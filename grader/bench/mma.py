@@ -44,7 +44,8 @@ class Rung:
     name: str  # row label
     file: str  # kernels/<file>.cu
     defines: dict = field(default_factory=dict)
-    kind: str = "mma"  # "mma": fp16 in, fp32 out, mma.sync; "wgmma": sm_90a; "dmma": fp64
+    kind: str = "mma"  # "mma": fp16 in, fp32 out, mma.sync; "tma": the same fed by TMA (sm_90, tensor-map
+    #                    arguments); "wgmma": sm_90a; "dmma": fp64
 
     def value(self, key: str):
         return self.defines.get(key, _DEFAULTS[self.file].get(key))
@@ -60,7 +61,7 @@ class Rung:
     def shared_mem(self) -> int:
         """The header's formula of dynamic shared memory, in bytes."""
         bm, bn, bk, stages = (self.value(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "STAGES"))
-        if self.kind == "wgmma":
+        if self.kind in TMA_KINDS:
             return stages * (bm + bn) * 64 * 2 + 1024 + 16 * stages
         pad = self.value("SMEM_PAD") or 0
         return stages * (bm * (bk + pad) + bk * (bn + pad)) * (8 if self.kind == "dmma" else 2)
@@ -113,6 +114,8 @@ _DEFAULTS = {
                            GROUP_M=8),
     "mma_gemm_persistent": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=3,
                                 GROUP_M=8),
+    "mma_gemm_tma": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=4,
+                         GROUP_M=8),
     "hgemm_wgmma": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, STAGES=4, GROUP_M=16),
     "dmma_gemm_m16n8k16": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, WARP_TILE_M=32, WARP_TILE_N=32, SMEM_PAD=4,
                                STAGES=4),
@@ -123,7 +126,8 @@ TUNED = "mma_gemm_tuned"  # the reference of exercise mma-gemm, the rung the 70%
 # Contenders for the tuned rung's place (issue #35 item 2), timed beside it in the same run; the
 # one that reaches 70% of cuBLAS on an H100 becomes rung 3 (and the 70% test points at it).
 PERSISTENT_FILES = ("mma_gemm_persistent",)
-CONTENDERS = [Rung(f, f) for f in PERSISTENT_FILES]
+TMA_KINDS = ("tma", "wgmma")  # built as sm_90a cubins, launched with tensor maps (WgmmaGemm)
+CONTENDERS = [Rung(f, f) for f in PERSISTENT_FILES] + [Rung("mma_gemm_tma", "mma_gemm_tma", kind="tma")]
 WGMMA = Rung("hgemm_wgmma", "hgemm_wgmma", kind="wgmma")
 DMMA = Rung("dmma_gemm_m16n8k16", "dmma_gemm_m16n8k16", kind="dmma")
 BASELINE = "wmma_gemm_fragdb"  # notebook 06's best rung
@@ -132,8 +136,9 @@ BASELINE = "wmma_gemm_fragdb"  # notebook 06's best rung
 def _v(file, **kw) -> Rung:
     tag = ",".join(f"{k}={v}" for k, v in kw.items())
     base = _DEFAULTS[file]
-    kind = "wgmma" if file == "hgemm_wgmma" else "dmma" if file.startswith("dmma") else "mma"
-    assert set(kw) <= set(base) | {"NACC"}, kw
+    kind = ("wgmma" if file == "hgemm_wgmma" else "tma" if file == "mma_gemm_tma" else "dmma" if file.startswith("dmma")
+            else "mma")
+    assert set(kw) <= set(base) | {"NACC", "PREFETCH"}, kw
     return Rung(f"{file}[{tag}]", file, kw, kind=kind)
 
 
@@ -148,8 +153,11 @@ SWEEP = [
     # a deeper pipeline, a wider group of tile rows, and twice the barriers in half-size k-tiles
     # (256 x 128 is left out: it spills 8 bytes here)
     _v("mma_gemm_persistent", STAGES=4),                  # 196608 B: sm_90 only
-    _v("mma_gemm_persistent", GROUP_M=16),
     _v("mma_gemm_persistent", BLOCK_K=32, STAGES=6),      # 147456 B
+    # the TMA contender (226 registers): refill the stage read two k-tiles ago (thread 0 then rarely
+    # waits for a slow warp), and the taller tile (224 registers)
+    _v("mma_gemm_tma", PREFETCH=2),
+    _v("mma_gemm_tma", BLOCK_M=256, BLOCK_N=128),
     _v("hgemm_wgmma", BLOCK_N=128),
     _v("hgemm_wgmma", STAGES=3),
     _v("hgemm_wgmma", BLOCK_M=64, STAGES=6),              # one consumer warpgroup
@@ -239,14 +247,15 @@ def tensor_map(a, box_cols: int, box_rows: int):
 
 
 class WgmmaGemm:
-    """hgemm_wgmma with the GemmSpec-style `bind` the timing and checks use."""
+    """A kernel taking tensor maps (hgemm_wgmma, mma_gemm_tma) with the GemmSpec-style `bind` the
+    timing and checks use: A's box is 64 k x BLOCK_M rows, B's 64 n x 64 k, both 128-byte swizzled."""
 
     backend = "gpu"
 
     def __init__(self, rung: Rung = WGMMA):
         self.rung = rung
         self.module = CubinModule(kernels.source(rung.file), rung.options)
-        self.fn = self.module.function("hgemm_wgmma")
+        self.fn = self.module.function(rung.spec().kernel)
         self.fn.max_dynamic_shared_size_bytes = rung.shared_mem
         self._keep: list = []
 
@@ -307,7 +316,7 @@ def _probe_main(spec: str) -> int:
 
 
 def module_of(rung: Rung):
-    if rung.kind == "wgmma":
+    if rung.kind in TMA_KINDS:
         return WgmmaGemm(rung)
     return bench_wmma._module(rung.file, rung.options)
 
@@ -341,10 +350,10 @@ def ladder_table(sizes, only=None, out=print) -> list[dict]:
     for rung in LADDER + CONTENDERS + [WGMMA]:
         if only and rung.file.replace("mma_gemm_", "").replace("hgemm_", "") not in only:
             continue
-        if rung.kind == "wgmma" and arch() < 90:
-            out(f"| {rung.name} | | SKIPPED: needs sm_90a, this GPU is sm_{arch()} | | | | |")
+        if rung.kind in TMA_KINDS and arch() < 90:
+            out(f"| {rung.name} | | SKIPPED: needs sm_90, this GPU is sm_{arch()} | | | | |")
             continue
-        why = probe(rung) if rung.kind == "wgmma" else None
+        why = probe(rung) if rung.kind in TMA_KINDS else None
         if why:
             out(f"| {rung.name} | | FAILED: {why} | | | | |")
             continue
@@ -449,13 +458,13 @@ def sweep_table(sizes, out=print, kinds=None) -> None:
     for rung in SWEEP:
         if kinds and rung.kind not in kinds:
             continue
-        if rung.kind in ("wgmma", "dmma") and arch() < 90:
+        if rung.kind in ("wgmma", "tma", "dmma") and arch() < 90:
             continue
         if info and rung.shared_mem > info.max_shared_optin:
             out(f"| {rung.name} | | SKIPPED: needs {rung.shared_mem} B of shared memory per block, this GPU "
                 f"allows {info.max_shared_optin} | | | | |")
             continue
-        why = probe(rung) if rung.kind == "wgmma" else None
+        why = probe(rung) if rung.kind in TMA_KINDS else None
         if why:
             out(f"| {rung.name} | | FAILED: {why} | | | | |")
             continue
@@ -497,9 +506,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grader.bench.mma")
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     ap.add_argument("--out", help="append everything printed to this file")
-    ap.add_argument("--only", nargs="+", help="fragdb ldmatrix swizzled tuned persistent wgmma dmma peak banks")
+    ap.add_argument("--only", nargs="+", help="fragdb ldmatrix swizzled tuned persistent tma wgmma dmma peak banks")
     ap.add_argument("--sweep", action="store_true", help="also time the tuning variants")
-    ap.add_argument("--sweep-kind", nargs="+", choices=("mma", "wgmma", "dmma"),
+    ap.add_argument("--sweep-kind", nargs="+", choices=("mma", "tma", "wgmma", "dmma"),
                     help="time only these kinds of tuning variants")
     ap.add_argument("--probe", help=argparse.SUPPRESS)  # FILE:K=V,...: see probe()
     ap.add_argument("--once", metavar="RUNG", help="launch this rung (a ladder or sweep name) once at the "
@@ -525,7 +534,7 @@ def main(argv=None) -> int:
     out(header())
     only = set(args.only) if args.only else None
     try:
-        if not only or only & {"fragdb", "ldmatrix", "swizzled", "tuned", "persistent", "wgmma"}:
+        if not only or only & {"fragdb", "ldmatrix", "swizzled", "tuned", "persistent", "tma", "wgmma"}:
             ladder_table(tuple(args.sizes), only, out=out)
         if not only or "dmma" in only:
             dmma_table(tuple(args.sizes), out=out)

@@ -5,7 +5,8 @@
 
 1. Correctness of every candidate first (the tuned rung, grader.bench.mma's CONTENDERS and their
    SWEEP variants): a float64 reference at several sizes, square and not, output poisoned. A wrong
-   candidate is reported and never timed.
+   candidate is reported and never timed; one that waits on mbarriers (mma_gemm_tma) is first run
+   in a child process with a time limit (grader.bench.mma.probe), so a hang costs only that.
 2. Registers, local memory and spills of each: what the loaded function reports, ptxas's own
    report through NVRTC (spill bytes), and `cuobjdump --dump-resource-usage` of the same source
    compiled to a cubin for this GPU (when the image has cuobjdump).
@@ -38,6 +39,7 @@ from grader.runtime.device import device_info
 # 512 tiles of 128 x 256: more than one per SM, so a persistent block walks several.
 CHECK_SIZES = (256, 512, 1024, (1024, 2048, 512), (2048, 768, 1536), 4096)
 AIM = 0.70  # of cuBLAS fp16, at every size (issue #35)
+PROBE_SECONDS = 60
 
 
 def _size(n) -> str:
@@ -47,7 +49,8 @@ def _size(n) -> str:
 def candidates(only=None) -> list:
     """The tuned rung (the one to beat), then each contender and its variants."""
     tuned = next(r for r in bm.LADDER if r.file == bm.TUNED)
-    found = [tuned] + bm.CONTENDERS + [r for r in bm.SWEEP if r.file in bm.PERSISTENT_FILES]
+    files = {r.file for r in bm.CONTENDERS}
+    found = [tuned] + bm.CONTENDERS + [r for r in bm.SWEEP if r.file in files]
     return [r for r in found if not only or r.name in only or r.file in only]
 
 
@@ -157,6 +160,12 @@ def main(argv=None) -> int:
         if rung.shared_mem > info.max_shared_optin:
             out(f"| {rung.name} | {rung.shared_mem} B | SKIPPED: this GPU allows {info.max_shared_optin} B "
                 "per block | | | | |")
+            continue
+        # a kernel that waits on mbarriers is first run in a child with a time limit: a hang there
+        # costs PROBE_SECONDS, not this process's CUDA context and the rest of the sweep
+        why = bm.probe(rung, timeout=PROBE_SECONDS) if rung.kind in bm.TMA_KINDS else None
+        if why:
+            out(f"| {rung.name} | {rung.shared_mem} B | FAILED: {why} | | | | |")
             continue
         try:
             module = bm.module_of(rung)

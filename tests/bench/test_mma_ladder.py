@@ -23,7 +23,8 @@ from grader.problems.mma import ldmatrix_passes
 from grader.runtime import kernels
 from grader.runtime.compile import nvrtc_compile
 
-FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_persistent", "mma_peak_niter", "mma_peak_niter_f64",
+FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_persistent", "mma_gemm_tma",
+         "mma_peak_niter", "mma_peak_niter_f64",
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
 RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
 PERSISTENT = [r for r in bm.CONTENDERS + bm.SWEEP if r.persistent]
@@ -36,7 +37,7 @@ def test_rungs_compile_with_their_instruction_and_no_spills(rung):
         out = bm.nvrtc_sm90a(src, rung.options)
         want = "wgmma.mma_async"
     else:
-        out = nvrtc_compile(src, arch=90 if rung.kind == "dmma" else 80, options=rung.options)
+        out = nvrtc_compile(src, arch=90 if rung.kind in ("dmma", "tma") else 80, options=rung.options)
         want = "mma"
     ops = out.instructions
     assert ops and all(op.op == want for op in ops), ops
@@ -149,7 +150,7 @@ def test_bench_refuses_without_a_gpu(capsys):
 @pytest.mark.gpu
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
 def test_rung_correct_at_several_sizes(rung):
-    if rung.kind in ("wgmma", "dmma") and bm.arch() < 90:
+    if rung.kind in ("wgmma", "tma", "dmma") and bm.arch() < 90:
         pytest.skip("needs sm_90")
     ok, worst, detail = bw.check_sizes(bm.module_of(rung), rung.spec(), (256, 512, 1024))
     assert ok, detail
@@ -203,7 +204,7 @@ def test_persistent_grid_is_one_block_per_sm_never_more_than_the_tiles():
     assert spec.grid(4096, 4096, 4096) == (132, 1, 1)  # 512 tiles of 128 x 256
     assert spec.grid(256, 512, 64) == (4, 1, 1)
     assert spec.grid(128, 256, 64) == (1, 1, 1)
-    assert all(not r.persistent for r in bm.LADDER) and all(r.persistent for r in bm.CONTENDERS)
+    assert all(not r.persistent for r in bm.LADDER) and bm.CONTENDERS[0].persistent
 
 
 @pytest.mark.parametrize("blocks,shape", [(3, (256, 512, 320)), (2, (128, 768, 64)), (1, (384, 256, 128)),
