@@ -4,8 +4,10 @@
                                [--only NAME ...] [--sweep]
 
 One command measures every rung: notebook 06's best WMMA kernel (wmma_gemm_fragdb, the
-baseline to beat), the mma.sync rungs (mma_gemm_ldmatrix, mma_gemm_swizzled, mma_gemm_tuned)
-and, on sm_90, the Hopper rung (hgemm_wgmma: wgmma + TMA, compiled by NVRTC for sm_90a and
+baseline to beat), the mma.sync rungs (mma_gemm_ldmatrix, mma_gemm_swizzled, mma_gemm_tuned),
+the contenders for the tuned rung's place (CONTENDERS, issue #35: mma_gemm_persistent, one block
+per SM walking the tiles; mma_gemm_tma, the same multiply fed by TMA with mbarriers, sm_90) and,
+on sm_90, the Hopper rung (hgemm_wgmma: wgmma + TMA, compiled by NVRTC for sm_90a and
 loaded as a cubin, its tensor maps built through the driver's cuTensorMapEncodeTiled); then
 fp64 (dmma_gemm_fast's WMMA m8n8k4 vs dmma_gemm_m16n8k16) against cuBLAS fp64; then the
 register-only ceilings (mma_peak_niter, mma_peak_niter_f64's shapes, beside wmma_peak_niter and
@@ -14,6 +16,8 @@ Every GEMM is checked against a float64 reference at several sizes (output poiso
 is timed, and timed in alternating rounds with cuBLAS in the same process on the same inputs
 (grader.runtime.timing.paired): each row's % of cuBLAS divides by that row's own cuBLAS.
 `--sweep` adds tile/stage variants of the tuned rungs. Without a GPU it says so and exits 2.
+grader.bench.mma_sweep (.ci/gpu-mma-sweep) times the tuned rung and every contender alone, in
+rounds, with a summary line.
 """
 from __future__ import annotations
 
