@@ -28,6 +28,7 @@ FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_p
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
 RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
 PERSISTENT = [r for r in bm.CONTENDERS + bm.SWEEP if r.persistent]
+TMA = [r for r in bm.CONTENDERS + bm.SWEEP if r.kind == "tma"]
 
 
 @pytest.mark.parametrize("rung", RUNGS + bm.SWEEP, ids=lambda r: r.name)
@@ -299,3 +300,16 @@ def test_contender_correct_with_its_grid_and_a_small_one(rung):
     for spec in (rung.spec(), dataclasses.replace(rung.spec(), blocks=7)):
         ok, worst, detail = bw.check_sizes(module, spec, shapes)
         assert ok, (spec.grid(4096, 4096), detail)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung", TMA, ids=lambda r: r.name)
+def test_tma_contender_correct_with_fewer_k_tiles_than_stages_and_odd_shapes(rung):
+    """First in a child with a time limit (a wrong mbarrier phase hangs rather than fails)."""
+    if bm.arch() < 90:
+        pytest.skip("needs sm_90")
+    why = bm.probe(rung, timeout=120)
+    assert why is None, why
+    ok, worst, detail = bw.check_sizes(bm.module_of(rung), rung.spec(),
+                                       ((256, 512, 64), (512, 256, 128), (1024, 2048, 512), (2048, 768, 1536), 4096))
+    assert ok, detail
