@@ -20,14 +20,15 @@
  * 3. The MI x NI mma of a k-step are issued in a serpentine order (row i left to right, row
  *    i + 1 right to left, as CUTLASS's warp-level mma visits them): consecutive mma.sync share
  *    an A fragment, and at each row change a B fragment, the operand that ptxas can then read
- *    from the operand reuse cache instead of the register file.
+ *    from the operand reuse cache instead of the register file (-DSERPENTINE=0: the tuned
+ *    rung's order, to measure what this step alone buys).
  * 4. Indices in 32 bits (offsets in elements, one 64-bit add per copy): the walk's state (tile,
  *    k-tile, stage of the loader) costs registers that the 254 of the tuned rung do not have.
  * Measured: pending (.ci/gpu-mma-sweep on an H100).
  *
  * Defines (-D, defaults in brackets): BLOCK_M [128], BLOCK_N [256], BLOCK_K [64] (a multiple
  *   of 32), WARP_TILE_M [64], WARP_TILE_N [64] (multiples of 16), STAGES [3] (>= 2),
- *   GROUP_M [8],
+ *   GROUP_M [8], SERPENTINE [1],
  *   THREADS = 32 * (BLOCK_M / WARP_TILE_M) * (BLOCK_N / WARP_TILE_N) [256].
  * Registers (ptxas via NVRTC 13.0): see tests/bench/test_mma_ladder.py (no spill, <= 255).
  * Launch: block (THREADS, 1, 1), grid (min(number of SMs, (M / BLOCK_M) * (N / BLOCK_N)), 1, 1)
@@ -63,6 +64,9 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
+#endif
+#ifndef SERPENTINE
+#define SERPENTINE 1
 #endif
 #define CPR_A (BLOCK_K / 8)  // 16-byte chunks per row of the A tile
 #define CPR_B (BLOCK_N / 8)
@@ -215,7 +219,7 @@ mma_gemm(const half* A, const half* B, float* C, int M, int N, int K)
         for (int i = 0; i < MI; ++i)
             #pragma unroll
             for (int jj = 0; jj < NI; ++jj) {
-                const int j = (i & 1) ? NI - 1 - jj : jj;
+                const int j = (SERPENTINE && (i & 1)) ? NI - 1 - jj : jj;
                 mma16816(acc[i][j], fa[buf][i], fb[buf][j]);
             }
     };

@@ -117,7 +117,7 @@ _DEFAULTS = {
     "mma_gemm_tuned": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=3,
                            GROUP_M=8),
     "mma_gemm_persistent": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=3,
-                                GROUP_M=8),
+                                GROUP_M=8, SERPENTINE=1),
     "mma_gemm_tma": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, WARP_TILE_M=64, WARP_TILE_N=64, STAGES=4,
                          GROUP_M=8),
     "hgemm_wgmma": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, STAGES=4, GROUP_M=16),
@@ -158,6 +158,7 @@ SWEEP = [
     # (256 x 128 is left out: it spills 8 bytes here)
     _v("mma_gemm_persistent", STAGES=4),                  # 196608 B: sm_90 only
     _v("mma_gemm_persistent", BLOCK_K=32, STAGES=6),      # 147456 B
+    _v("mma_gemm_persistent", SERPENTINE=0),              # the schedule alone, the tuned rung's mma order
     # the TMA contender (226 registers): refill the stage read two k-tiles ago (thread 0 then rarely
     # waits for a slow warp), and the taller tile (224 registers)
     _v("mma_gemm_tma", PREFETCH=2),
