@@ -208,17 +208,18 @@ def test_persistent_grid_is_one_block_per_sm_never_more_than_the_tiles():
     assert all(not r.persistent for r in bm.LADDER) and bm.CONTENDERS[0].persistent
 
 
-@pytest.mark.parametrize("blocks,shape", [(3, (256, 512, 320)), (2, (128, 768, 64)), (1, (384, 256, 128)),
-                                          (5, (512, 512, 192))], ids=str)
-def test_persistent_contender_is_right_on_the_emulator_with_fewer_blocks_than_tiles(blocks, shape):
-    """Each block walks several tiles; with K of one k-tile the loader crosses into the next tile
-    inside the prologue."""
+@pytest.mark.parametrize("rung", PERSISTENT, ids=lambda r: r.name)
+def test_persistent_contender_is_right_on_the_emulator_with_fewer_blocks_than_tiles(rung):
+    """Each block walks several tiles (tiles per block: 2 and 1, 3, 3 and 2); with K of one k-tile
+    the loader crosses into the next tile inside the prologue."""
     from grader.runtime import backend
 
-    rung = bm.CONTENDERS[0]
-    spec = dataclasses.replace(rung.spec(), blocks=blocks)
-    run = gemm.run_once(backend.load(kernels.source(rung.file), "emu", rung.options), spec, *shape, 1)
-    assert run.comparison.ok, run.comparison
+    module = backend.load(kernels.source(rung.file), "emu", rung.options)
+    bm_, bn, bk = rung.spec().multiple
+    for blocks, shape in ((3, (2 * bm_, 2 * bn, 5 * bk)), (1, (3 * bm_, bn, 2 * bk)), (2, (bm_, 5 * bn, bk))):
+        spec = dataclasses.replace(rung.spec(), blocks=blocks)
+        run = gemm.run_once(module, spec, *shape, 1)
+        assert run.comparison.ok, (blocks, shape, run.comparison)
 
 
 @pytest.mark.parametrize("bug", ["accumulators not reset between tiles", "next tile's first fragments not loaded"])
