@@ -264,7 +264,7 @@ def _mma_items() -> list[Item]:
         items.append(_gemm_item(rung.name, rung.file, spec, [(bm, 2 * bn, 5 * bk), (2 * bm, bn, 3 * bk)]))
     # the persistent contender: 3 blocks walk 4 and 3 tiles (with K of one k-tile, the loader
     # crosses into the next tile inside the prologue)
-    for rung in [r for r in bench_mma.CONTENDERS if r.persistent]:
+    for rung in [r for r in bench_mma.CONTENDERS if r.persistent and r.kind == "mma"]:
         spec = dataclasses.replace(rung.spec(), blocks=3)
         bm, bn, bk = spec.multiple
         items.append(_gemm_item(rung.name, rung.file, spec, [(2 * bm, 2 * bn, 3 * bk), (bm, 3 * bn, bk)]))
@@ -297,11 +297,14 @@ def _mma_items() -> list[Item]:
                       lambda rng: [gemm_case(w.spec(), M, N, K, rng) for M, N, K in ((128, 256, 320), (256, 512, 128))],
                       gpu_only="wgmma.mma_async, TMA and mbarriers (sm_90a); the emulator does not model them",
                       load=lambda: bench_mma.WgmmaGemm(w)))
-    t = next(r for r in bench_mma.CONTENDERS if r.kind == "tma")
-    items.append(Item(t.name, t.file, "mma_gemm", t.options,
-                      lambda rng: [gemm_case(t.spec(), M, N, K, rng) for M, N, K in ((128, 256, 320), (256, 512, 128))],
-                      gpu_only="TMA and mbarriers (sm_90); the emulator does not model them",
-                      load=lambda: bench_mma.WgmmaGemm(t)))
+    for t in [r for r in bench_mma.CONTENDERS if r.kind == "tma"]:  # persistent: 3 blocks walk 4 and 3 tiles
+        spec = dataclasses.replace(t.spec(), blocks=3) if t.persistent else t.spec()
+        bm, bn, bk = spec.multiple
+        items.append(Item(t.name, t.file, "mma_gemm", t.options,
+                          lambda rng, spec=spec, bm=bm, bn=bn, bk=bk: [
+                              gemm_case(spec, M, N, K, rng) for M, N, K in ((2 * bm, 2 * bn, 5 * bk), (bm, 3 * bn, bk))],
+                          gpu_only="TMA and mbarriers (sm_90); the emulator does not model them",
+                          load=lambda t=t: bench_mma.WgmmaGemm(t)))
     return items
 
 

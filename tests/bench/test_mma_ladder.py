@@ -24,7 +24,7 @@ from grader.runtime import kernels
 from grader.runtime.compile import nvrtc_compile
 
 FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_persistent", "mma_gemm_tma",
-         "mma_peak_niter", "mma_peak_niter_f64",
+         "mma_gemm_tma_persistent", "mma_peak_niter", "mma_peak_niter_f64",
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
 RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
 PERSISTENT = [r for r in bm.CONTENDERS + bm.SWEEP if r.persistent]
@@ -208,7 +208,7 @@ def test_persistent_grid_is_one_block_per_sm_never_more_than_the_tiles():
     assert all(not r.persistent for r in bm.LADDER) and bm.CONTENDERS[0].persistent
 
 
-@pytest.mark.parametrize("rung", PERSISTENT, ids=lambda r: r.name)
+@pytest.mark.parametrize("rung", [r for r in PERSISTENT if r.kind == "mma"], ids=lambda r: r.name)
 def test_persistent_contender_is_right_on_the_emulator_with_fewer_blocks_than_tiles(rung):
     """Each block walks several tiles (tiles per block: 2 and 1, 3, 3 and 2); with K of one k-tile
     the loader crosses into the next tile inside the prologue."""
@@ -294,8 +294,11 @@ def test_gpu_sweep_script_is_one_bounded_call():
 def test_contender_correct_with_its_grid_and_a_small_one(rung):
     from grader.runtime.device import device_info
 
-    if rung.shared_mem > device_info().max_shared_optin:
-        pytest.skip(f"needs {rung.shared_mem} B of shared memory per block")
+    if rung.shared_mem > device_info().max_shared_optin or (rung.kind == "tma" and bm.arch() < 90):
+        pytest.skip(f"needs sm_90 and {rung.shared_mem} B of shared memory per block")
+    if rung.kind == "tma":  # first in a child with a time limit (a wrong mbarrier phase hangs)
+        why = bm.probe(rung, timeout=120)
+        assert why is None, why
     module = bm.module_of(rung)
     shapes = (256, (1024, 2048, 512), (2048, 768, 1536), 4096)
     for spec in (rung.spec(), dataclasses.replace(rung.spec(), blocks=7)):
