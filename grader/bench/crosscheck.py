@@ -300,9 +300,9 @@ def _mma_items() -> list[Item]:
     for t in [r for r in bench_mma.CONTENDERS if r.kind == "tma"]:  # persistent: 3 blocks walk 4 and 3 tiles
         spec = dataclasses.replace(t.spec(), blocks=3) if t.persistent else t.spec()
         bm, bn, bk = spec.multiple
+        sizes = ((2 * bm, 2 * bn, 5 * bk), (bm, 3 * bn, bk))
         items.append(Item(t.name, t.file, "mma_gemm", t.options,
-                          lambda rng, spec=spec, bm=bm, bn=bn, bk=bk: [
-                              gemm_case(spec, M, N, K, rng) for M, N, K in ((2 * bm, 2 * bn, 5 * bk), (bm, 3 * bn, bk))],
+                          lambda rng, spec=spec, sizes=sizes: [gemm_case(spec, *s, rng) for s in sizes],
                           gpu_only="TMA and mbarriers (sm_90); the emulator does not model them",
                           load=lambda t=t: bench_mma.WgmmaGemm(t)))
     return items

@@ -4,9 +4,10 @@
                                      [--budget 400] [--cubins OUT/cubins] [--only NAME ...]
 
 1. Correctness of every candidate first (the tuned rung, grader.bench.mma's CONTENDERS and their
-   SWEEP variants): a float64 reference at several sizes, square and not, output poisoned. A wrong
-   candidate is reported and never timed; one that waits on mbarriers (mma_gemm_tma) is first run
-   in a child process with a time limit (grader.bench.mma.probe), so a hang costs only that.
+   CONTENDER_SWEEP variants): a float64 reference at several sizes, square and not, output
+   poisoned. A wrong candidate is reported and never timed; one that waits on mbarriers (the TMA
+   kinds) is first run in a child process with a time limit (grader.bench.mma.probe), so a hang
+   costs only that.
 2. Registers, local memory and spills of each: what the loaded function reports, ptxas's own
    report through NVRTC (spill bytes), and `cuobjdump --dump-resource-usage` of the same source
    compiled to a cubin for this GPU (when the image has cuobjdump).
@@ -51,7 +52,7 @@ def candidates(only=None) -> list:
     """The tuned rung (the one to beat), then each contender and its variants."""
     tuned = next(r for r in bm.LADDER if r.file == bm.TUNED)
     files = {r.file for r in bm.CONTENDERS}
-    found = [tuned] + bm.CONTENDERS + [r for r in bm.SWEEP if r.file in files]
+    found = [tuned] + bm.CONTENDERS + [r for r in bm.CONTENDER_SWEEP if r.file in files]
     return [r for r in found if not only or r.name in only or r.file in only]
 
 

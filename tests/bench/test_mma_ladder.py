@@ -27,11 +27,11 @@ FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_p
          "mma_gemm_tma_persistent", "mma_peak_niter", "mma_peak_niter_f64",
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
 RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
-PERSISTENT = [r for r in bm.CONTENDERS + bm.SWEEP if r.persistent]
-TMA = [r for r in bm.CONTENDERS + bm.SWEEP if r.kind == "tma"]
+PERSISTENT = [r for r in bm.CONTENDERS + bm.CONTENDER_SWEEP if r.persistent]
+TMA = [r for r in bm.CONTENDERS + bm.CONTENDER_SWEEP if r.kind == "tma"]
 
 
-@pytest.mark.parametrize("rung", RUNGS + bm.SWEEP, ids=lambda r: r.name)
+@pytest.mark.parametrize("rung", RUNGS + bm.SWEEP + bm.CONTENDER_SWEEP, ids=lambda r: r.name)
 def test_rungs_compile_with_their_instruction_and_no_spills(rung):
     src = kernels.source(rung.file)
     if rung.kind == "wgmma":
