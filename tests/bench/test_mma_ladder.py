@@ -317,3 +317,50 @@ def test_tma_contender_correct_with_fewer_k_tiles_than_stages_and_odd_shapes(run
     ok, worst, detail = bw.check_sizes(bm.module_of(rung), rung.spec(),
                                        ((256, 512, 64), (512, 256, 128), (1024, 2048, 512), (2048, 768, 1536), 4096))
     assert ok, detail
+
+
+def test_sweep_checks_before_timing_and_never_times_a_wrong_or_hung_candidate(tmp_path, monkeypatch):
+    """The sweep's flow on the CPU, the GPU parts stood in for: the real candidates, ptxas through
+    NVRTC, the table and the summary; one candidate wrong, one hung in its probe, neither timed."""
+    from grader.bench import mma_sweep
+    from grader.runtime.compile import KernelResources
+    from grader.runtime.device import DeviceInfo
+
+    names = [bm.TUNED, "mma_gemm_persistent", "mma_gemm_tma", "mma_gemm_tma_persistent"]
+    fake = DeviceInfo(name="Fake H100", cc=90, sm_count=132, memory_bytes=0, l2_bytes=0, max_shared_optin=232448,
+                      clock_mhz=0.0, driver="0", runtime="0")
+    ratios = {bm.TUNED: 0.64, "mma_gemm_persistent": 0.69, "mma_gemm_tma": 0.99}
+    timed = []
+
+    class Module:
+        def resources(self, kernel):
+            return KernelResources(registers=240, shared_bytes=0, stack_bytes=0, spill_stores=-1, spill_loads=-1)
+
+    def check(module, spec, sizes):
+        return (False, 3.0, "256x256x256: wrong") if spec.options == ("-DWRONG=1",) else (True, 0.01, "")
+
+    def time_kernel(module, spec, n):
+        name = next(r.name for r in mma_sweep.candidates(names) if r.spec() == spec)
+        timed.append((name, n))
+        return dict(tflops=400.0, lib_tflops=600.0, ratio=ratios[name] - (0.05 if n == 8192 else 0.0))
+
+    wrong = bm.Rung("mma_gemm_tma[WRONG=1]", "mma_gemm_tma", {"WRONG": 1}, kind="tma")
+    monkeypatch.setattr(mma_sweep, "device_info", lambda: fake)
+    monkeypatch.setattr(mma_sweep, "candidates", lambda only=None: [
+        *[r for r in bm.LADDER + bm.CONTENDERS if r.name in names], wrong])
+    monkeypatch.setattr(bm, "module_of", lambda rung: Module())
+    monkeypatch.setattr(bm, "probe", lambda rung, timeout=0: "HANG: no result" if rung.file.endswith("persistent")
+                        and rung.kind == "tma" else None)
+    monkeypatch.setattr(bw, "check_sizes", check)
+    monkeypatch.setattr(bw, "time_kernel", time_kernel)
+    out = tmp_path / "MMA-SWEEP.md"
+    assert mma_sweep.main(["--out", str(out), "--rounds", "2"]) == 0
+    text = out.read_text()
+    assert "| mma_gemm_tma_persistent | 197696 B | FAILED: HANG: no result |" in text
+    assert "| mma_gemm_tma[WRONG=1] | 197696 B | WRONG: 256x256x256: wrong |" in text
+    assert "| mma_gemm_persistent | 147456 B | yes (0.01 of bound) | 240 | 0 B | 0/0 B | no cuobjdump here |" in text
+    assert sorted(set(timed)) == sorted((n, s) for n in (bm.TUNED, "mma_gemm_persistent", "mma_gemm_tma")
+                                        for s in (4096, 8192)) and len(timed) == 12
+    line = next(l for l in text.splitlines() if l.startswith("mma.sync rung:"))
+    assert line.startswith("mma.sync rung: 99.0% / 94.0% of cuBLAS (4096^3 / 8192^3; mma_gemm_tma:"), line
+    assert (tmp_path / "best.txt").read_text().strip() == "mma_gemm_tma"
