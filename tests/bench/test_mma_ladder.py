@@ -28,7 +28,6 @@ FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_p
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
 RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
 PERSISTENT = [r for r in bm.CONTENDERS + bm.CONTENDER_SWEEP if r.persistent]
-TMA = [r for r in bm.CONTENDERS + bm.CONTENDER_SWEEP if r.kind == "tma"]
 
 
 @pytest.mark.parametrize("rung", RUNGS + bm.SWEEP + bm.CONTENDER_SWEEP, ids=lambda r: r.name)
@@ -290,8 +289,9 @@ def test_gpu_sweep_script_is_one_bounded_call():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rung", PERSISTENT, ids=lambda r: r.name)
+@pytest.mark.parametrize("rung", [r for r in bm.CONTENDERS if r.persistent], ids=lambda r: r.name)
 def test_contender_correct_with_its_grid_and_a_small_one(rung):
+    """Defaults only (the variants: .ci/gpu-mma-sweep); with 7 blocks each walks several tiles."""
     from grader.runtime.device import device_info
 
     if rung.shared_mem > device_info().max_shared_optin or (rung.kind == "tma" and bm.arch() < 90):
@@ -300,22 +300,23 @@ def test_contender_correct_with_its_grid_and_a_small_one(rung):
         why = bm.probe(rung, timeout=120)
         assert why is None, why
     module = bm.module_of(rung)
-    shapes = (256, (1024, 2048, 512), (2048, 768, 1536), 4096)
+    shapes = (256, (256, 512, 64), (1024, 2048, 512), (2048, 768, 1536))
     for spec in (rung.spec(), dataclasses.replace(rung.spec(), blocks=7)):
         ok, worst, detail = bw.check_sizes(module, spec, shapes)
         assert ok, (spec.grid(4096, 4096), detail)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rung", TMA, ids=lambda r: r.name)
+@pytest.mark.parametrize("rung", [r for r in bm.CONTENDERS if r.kind == "tma"], ids=lambda r: r.name)
 def test_tma_contender_correct_with_fewer_k_tiles_than_stages_and_odd_shapes(rung):
-    """First in a child with a time limit (a wrong mbarrier phase hangs rather than fails)."""
+    """First in a child with a time limit (a wrong mbarrier phase hangs rather than fails).
+    Defaults only (the variants: .ci/gpu-mma-sweep)."""
     if bm.arch() < 90:
         pytest.skip("needs sm_90")
     why = bm.probe(rung, timeout=120)
     assert why is None, why
     ok, worst, detail = bw.check_sizes(bm.module_of(rung), rung.spec(),
-                                       ((256, 512, 64), (512, 256, 128), (1024, 2048, 512), (2048, 768, 1536), 4096))
+                                       ((256, 512, 64), (512, 256, 128), (1024, 2048, 512), (2048, 768, 1536)))
     assert ok, detail
 
 
