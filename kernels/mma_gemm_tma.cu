@@ -22,9 +22,10 @@
  *    to read, never for the other warps, so the warps drift apart and their ldmatrix / wait
  *    phases no longer coincide. Only the copying thread waits for the slowest warp, and only
  *    when it refills a stage (PREFETCH k-tiles ahead, after the first k-step of a k-tile).
- * 3. No warp specialisation: a producer warp would need registers the 254 of the consumers do
- *    not leave (ptxas gives 9 warps the cap of 12: 168 registers; setmaxnreg needs sm_90a and
- *    whole warpgroups), so thread 0 copies between its own mma.
+ * 3. No warp specialisation: a producer warp would take registers the consumers need (ptxas
+ *    caps __launch_bounds__(288, 1) at 168 registers, as for 384 threads, and spills the 64 x 64
+ *    warp tile; setmaxnreg needs sm_90a and whole warpgroups), so thread 0 copies between its
+ *    own mma.
  * Measured: pending (.ci/gpu-mma-sweep on an H100).
  *
  * Defines (-D, defaults in brackets): BLOCK_M [128] (<= 256: one TMA box), BLOCK_N [256] (a
@@ -36,7 +37,7 @@
  *   tmap_a, tmap_b point to CUtensorMap objects (128 bytes) in global memory, built on the host
  *   (grader.bench.mma.tensor_map, as for hgemm_wgmma): A: fp16, dims {K, M}, box {64, BLOCK_M};
  *   B: fp16, dims {N, K}, box {64, 64}; both CU_TENSOR_MAP_SWIZZLE_128B.
- * Registers (ptxas via NVRTC 13.0): see tests/bench/test_mma_ladder.py (no spill, <= 255).
+ * Registers (ptxas via NVRTC 13.0 and 12.x): 226 on sm_90, no spill.
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M) (the kernel remaps the block index).
  *         Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 64 * 2 + 1024 + 16 * STAGES bytes
  *         [197696] (the tiles start on a 1024-byte boundary: the swizzle repeats every 1024 bytes).
