@@ -30,7 +30,7 @@
  *   of 32), WARP_TILE_M [64], WARP_TILE_N [64] (multiples of 16), STAGES [3] (>= 2),
  *   GROUP_M [8], SERPENTINE [1],
  *   THREADS = 32 * (BLOCK_M / WARP_TILE_M) * (BLOCK_N / WARP_TILE_N) [256].
- * Registers (ptxas via NVRTC 13.0 and 12.x): 244 on sm_90, 255 on sm_80, no spill.
+ * Registers (ptxas via NVRTC 13.0 and 12.4): 244 on sm_90, 255 on sm_80, no spill.
  * Launch: block (THREADS, 1, 1), grid (min(number of SMs, (M / BLOCK_M) * (N / BLOCK_N)), 1, 1)
  *         (any grid of at least one block is correct: each block walks every gridDim.x-th tile).
  *         Dynamic shared memory: STAGES * (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2 bytes [147456].

@@ -37,7 +37,7 @@
  *   tmap_a, tmap_b point to CUtensorMap objects (128 bytes) in global memory, built on the host
  *   (grader.bench.mma.tensor_map, as for hgemm_wgmma): A: fp16, dims {K, M}, box {64, BLOCK_M};
  *   B: fp16, dims {N, K}, box {64, 64}; both CU_TENSOR_MAP_SWIZZLE_128B.
- * Registers (ptxas via NVRTC 13.0 and 12.x): 226 on sm_90, no spill.
+ * Registers (ptxas via NVRTC 13.0 and 12.4): 226 on sm_90, no spill.
  * Launch: block (THREADS, 1, 1), grid (N / BLOCK_N, M / BLOCK_M) (the kernel remaps the block index).
  *         Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 64 * 2 + 1024 + 16 * STAGES bytes
  *         [197696] (the tiles start on a 1024-byte boundary: the swizzle repeats every 1024 bytes).

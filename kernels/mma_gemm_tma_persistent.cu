@@ -24,7 +24,7 @@
  *   tmap_a, tmap_b point to CUtensorMap objects (128 bytes) in global memory, built on the host
  *   (grader.bench.mma.tensor_map, as for hgemm_wgmma): A: fp16, dims {K, M}, box {64, BLOCK_M};
  *   B: fp16, dims {N, K}, box {64, 64}; both CU_TENSOR_MAP_SWIZZLE_128B.
- * Registers (ptxas via NVRTC 13.0 and 12.x): 235 on sm_90, no spill.
+ * Registers (ptxas via NVRTC 13.0 and 12.4): 235 on sm_90, no spill.
  * Launch: block (THREADS, 1, 1), grid (min(number of SMs, (M / BLOCK_M) * (N / BLOCK_N)), 1, 1)
  *         (any grid of at least one block is correct: each block walks every gridDim.x-th tile).
  *         Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 64 * 2 + 1024 + 16 * STAGES bytes
