@@ -88,6 +88,7 @@ COVERED = {
     ".ci/gpu-wheels": "GPU machine only: the device tool's scripts, never run by CI",
     ".ci/gpu-record": "GPU machine only: the device tool's scripts, never run by CI",
     ".ci/gpu-cuda12": "GPU machine only: the device tool's scripts, never run by CI",
+    ".ci/gpu-mma-sweep": "GPU machine only: the device tool's scripts, never run by CI",
 }
 # Shell words that are no course command.
 SHELL = {"cd", "source", "mkdir", "cp", "export", "set", "conda activate", "A", "SCHED"}

@@ -15,6 +15,7 @@ needs a GPU and g++; `ITEMS` and `compare` are what the CPU tests use.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import sys
 from dataclasses import dataclass
@@ -261,6 +262,12 @@ def _mma_items() -> list[Item]:
         spec = rung.spec()
         bm, bn, bk = spec.multiple
         items.append(_gemm_item(rung.name, rung.file, spec, [(bm, 2 * bn, 5 * bk), (2 * bm, bn, 3 * bk)]))
+    # the persistent contender: 3 blocks walk 4 and 3 tiles (with K of one k-tile, the loader
+    # crosses into the next tile inside the prologue)
+    for rung in [r for r in bench_mma.CONTENDERS if r.persistent and r.kind == "mma"]:
+        spec = dataclasses.replace(rung.spec(), blocks=3)
+        bm, bn, bk = spec.multiple
+        items.append(_gemm_item(rung.name, rung.file, spec, [(2 * bm, 2 * bn, 3 * bk), (bm, 3 * bn, bk)]))
 
     def peak(k, dtype, warps=4, niter=5):
         def cases(rng):
@@ -290,6 +297,14 @@ def _mma_items() -> list[Item]:
                       lambda rng: [gemm_case(w.spec(), M, N, K, rng) for M, N, K in ((128, 256, 320), (256, 512, 128))],
                       gpu_only="wgmma.mma_async, TMA and mbarriers (sm_90a); the emulator does not model them",
                       load=lambda: bench_mma.WgmmaGemm(w)))
+    for t in [r for r in bench_mma.CONTENDERS if r.kind == "tma"]:  # persistent: 3 blocks walk 4 and 3 tiles
+        spec = dataclasses.replace(t.spec(), blocks=3) if t.persistent else t.spec()
+        bm, bn, bk = spec.multiple
+        sizes = ((2 * bm, 2 * bn, 5 * bk), (bm, 3 * bn, bk))
+        items.append(Item(t.name, t.file, "mma_gemm", t.options,
+                          lambda rng, spec=spec, sizes=sizes: [gemm_case(spec, *s, rng) for s in sizes],
+                          gpu_only="TMA and mbarriers (sm_90); the emulator does not model them",
+                          load=lambda t=t: bench_mma.WgmmaGemm(t)))
     return items
 
 

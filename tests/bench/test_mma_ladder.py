@@ -6,7 +6,10 @@ bench and grader rely on, the bench's defaults and shared-memory formulas match 
 the exercise launches its reference as the bench does, the notebook's record parser reads what
 the bench writes, and a wrong swizzle is caught. GPU (marked `gpu`): correctness at several
 sizes, and the issue's aims (mma.sync rung >= 70% of cuBLAS fp16; wgmma >= 90% at 8192^3).
+The contenders for the mma.sync rung (issue #35: mma_gemm_persistent and its variants) are checked
+on the emulator with a grid smaller than their tile count, and their GPU sweep's logic on the CPU.
 """
+import dataclasses
 import re
 
 import numpy as np
@@ -20,19 +23,21 @@ from grader.problems.mma import ldmatrix_passes
 from grader.runtime import kernels
 from grader.runtime.compile import nvrtc_compile
 
-FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_peak_niter", "mma_peak_niter_f64",
+FILES = ["mma_gemm_ldmatrix", "mma_gemm_swizzled", "mma_gemm_tuned", "mma_gemm_persistent", "mma_gemm_tma",
+         "mma_gemm_tma_persistent", "mma_peak_niter", "mma_peak_niter_f64",
          "dmma_gemm_m16n8k16", "hgemm_wgmma", "ldmatrix_layouts"]
-RUNGS = bm.LADDER + [bm.WGMMA, bm.DMMA]
+RUNGS = bm.LADDER + bm.CONTENDERS + [bm.WGMMA, bm.DMMA]
+PERSISTENT = [r for r in bm.CONTENDERS + bm.CONTENDER_SWEEP if r.persistent]
 
 
-@pytest.mark.parametrize("rung", RUNGS + bm.SWEEP, ids=lambda r: r.name)
+@pytest.mark.parametrize("rung", RUNGS + bm.SWEEP + bm.CONTENDER_SWEEP, ids=lambda r: r.name)
 def test_rungs_compile_with_their_instruction_and_no_spills(rung):
     src = kernels.source(rung.file)
     if rung.kind == "wgmma":
         out = bm.nvrtc_sm90a(src, rung.options)
         want = "wgmma.mma_async"
     else:
-        out = nvrtc_compile(src, arch=90 if rung.kind == "dmma" else 80, options=rung.options)
+        out = nvrtc_compile(src, arch=90 if rung.kind in ("dmma", "tma") else 80, options=rung.options)
         want = "mma"
     ops = out.instructions
     assert ops and all(op.op == want for op in ops), ops
@@ -145,8 +150,11 @@ def test_bench_refuses_without_a_gpu(capsys):
 @pytest.mark.gpu
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
 def test_rung_correct_at_several_sizes(rung):
-    if rung.kind in ("wgmma", "dmma") and bm.arch() < 90:
+    if rung.kind in ("wgmma", "tma", "dmma") and bm.arch() < 90:
         pytest.skip("needs sm_90")
+    if rung.kind == "tma":  # not yet run on a GPU: first in a child with a time limit (a hang stops only it)
+        why = bm.probe(rung, timeout=120)
+        assert why is None, why
     ok, worst, detail = bw.check_sizes(bm.module_of(rung), rung.spec(), (256, 512, 1024))
     assert ok, detail
 
@@ -191,3 +199,172 @@ def test_a_broken_pipeline_fails_the_exercise_on_the_emulator(bug):
     assert not v.passed and v.score == 0
     text = v.text()
     assert "cp.async.wait_group" in text and "__pipeline_wait_prior" not in text, text
+
+
+# ---------------------------------------------------------------- the contenders (issue #35 item 2)
+def test_persistent_grid_is_one_block_per_sm_never_more_than_the_tiles():
+    spec = dataclasses.replace(bm.CONTENDERS[0].spec(), blocks=132)
+    assert spec.grid(4096, 4096, 4096) == (132, 1, 1)  # 512 tiles of 128 x 256
+    assert spec.grid(256, 512, 64) == (4, 1, 1)
+    assert spec.grid(128, 256, 64) == (1, 1, 1)
+    assert all(not r.persistent for r in bm.LADDER) and bm.CONTENDERS[0].persistent
+
+
+@pytest.mark.parametrize("rung", [r for r in PERSISTENT if r.kind == "mma"], ids=lambda r: r.name)
+def test_persistent_contender_is_right_on_the_emulator_with_fewer_blocks_than_tiles(rung):
+    """Each block walks several tiles (tiles per block: 2 and 1, 3, 3 and 2); with K of one k-tile
+    the loader crosses into the next tile inside the prologue."""
+    from grader.runtime import backend
+
+    module = backend.load(kernels.source(rung.file), "emu", rung.options)
+    bm_, bn, bk = rung.spec().multiple
+    for blocks, shape in ((3, (2 * bm_, 2 * bn, 5 * bk)), (1, (3 * bm_, bn, 2 * bk)), (2, (bm_, 5 * bn, bk))):
+        spec = dataclasses.replace(rung.spec(), blocks=blocks)
+        run = gemm.run_once(module, spec, *shape, 1)
+        assert run.comparison.ok, (blocks, shape, run.comparison)
+
+
+@pytest.mark.parametrize("bug", ["accumulators not reset between tiles", "next tile's first fragments not loaded"])
+def test_a_broken_walk_is_caught_on_the_emulator(bug):
+    from grader.runtime import backend
+
+    rung = bm.CONTENDERS[0]
+    src = kernels.source(rung.file)
+    broken = (src.replace("acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;", "")
+              if bug.startswith("accumulators") else
+              src.replace("const bool more = tile + static_cast<int>(gridDim.x) < tiles;", "const bool more = false;"))
+    assert broken != src
+    spec = dataclasses.replace(rung.spec(), blocks=2)
+    run = gemm.run_once(backend.load(broken, "emu", rung.options), spec, 384, 256, 128, 1)
+    assert not run.comparison.ok
+
+
+def test_sweep_times_the_tuned_rung_beside_every_contender():
+    from grader.bench import mma_sweep
+
+    names = [r.name for r in mma_sweep.candidates()]
+    assert names[0] == bm.TUNED and len(names) == len(set(names))
+    assert {r.name for r in PERSISTENT} <= set(names) and len(PERSISTENT) >= 2
+    assert all(r.shared_mem <= 232448 for r in mma_sweep.candidates())  # sm_90's 227 KB per block
+    for n in mma_sweep.CHECK_SIZES:  # every check size is a whole number of every candidate's tiles
+        M, N, K = n if isinstance(n, tuple) else (n, n, n)
+        for r in mma_sweep.candidates():
+            bm_, bn, bk = r.spec().multiple
+            assert M % bm_ == 0 and N % bn == 0 and K % bk == 0, (r.name, n)
+
+
+def test_sweep_summary_names_the_candidate_whose_worse_size_is_best():
+    from grader.bench import mma_sweep
+
+    rows = {"a": {4096: [0.72, 0.74], 8192: [0.60, 0.58]},   # worse size 0.59
+            "b": {4096: [0.66, 0.68], 8192: [0.65, 0.64]},   # worse size 0.645: the best
+            "c": {4096: [0.90], 8192: []}}                   # not timed at 8192
+    line, best = mma_sweep.summary(rows, [4096, 8192])
+    assert best == "b"
+    assert re.match(r"mma\.sync rung: 67\.0% / 64\.5% of cuBLAS \(4096\^3 / 8192\^3; b:", line), line
+    assert "does not meet the 70% aim" in line
+    line, best = mma_sweep.summary({"d": {4096: [0.71, 0.75], 8192: [0.70, 0.72]}}, [4096, 8192])
+    assert best == "d" and "73.0% / 71.0%" in line and "; meets the 70% aim" in line
+    assert mma_sweep.summary({"c": {4096: [0.9], 8192: []}}, [4096, 8192])[1] is None
+
+
+def test_sweep_refuses_without_a_gpu(capsys):
+    from grader.bench import mma_sweep
+    from grader.runtime.device import has_gpu
+
+    if has_gpu():
+        pytest.skip("this machine has a GPU")
+    assert mma_sweep.main(["--sizes", "256"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+
+
+def test_gpu_sweep_script_is_one_bounded_call():
+    import subprocess
+
+    script = kernels.KERNELS_DIR.parent / ".ci" / "gpu-mma-sweep"
+    text = script.read_text()
+    assert script.stat().st_mode & 0o111
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert "grader.bench.mma_sweep" in text and "MMA-SWEEP.md" in text
+    # every step under grader.runtime.proctree's limit; the sweep's limit leaves room under 540 s
+    assert text.count("run ") >= 2 and "proctree --timeout" in text
+    assert int(re.search(r"SWEEP_LIMIT:-(\d+)", text).group(1)) <= 450
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung", [r for r in bm.CONTENDERS if r.persistent], ids=lambda r: r.name)
+def test_contender_correct_with_its_grid_and_a_small_one(rung):
+    """Defaults only (the variants: .ci/gpu-mma-sweep); with 7 blocks each walks several tiles."""
+    from grader.runtime.device import device_info
+
+    if rung.shared_mem > device_info().max_shared_optin or (rung.kind == "tma" and bm.arch() < 90):
+        pytest.skip(f"needs sm_90 and {rung.shared_mem} B of shared memory per block")
+    if rung.kind == "tma":  # first in a child with a time limit (a wrong mbarrier phase hangs)
+        why = bm.probe(rung, timeout=120)
+        assert why is None, why
+    module = bm.module_of(rung)
+    shapes = (256, (256, 512, 64), (1024, 2048, 512), (2048, 768, 1536))
+    for spec in (rung.spec(), dataclasses.replace(rung.spec(), blocks=7)):
+        ok, worst, detail = bw.check_sizes(module, spec, shapes)
+        assert ok, (spec.grid(4096, 4096), detail)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung", [r for r in bm.CONTENDERS if r.kind == "tma"], ids=lambda r: r.name)
+def test_tma_contender_correct_with_fewer_k_tiles_than_stages_and_odd_shapes(rung):
+    """First in a child with a time limit (a wrong mbarrier phase hangs rather than fails).
+    Defaults only (the variants: .ci/gpu-mma-sweep)."""
+    if bm.arch() < 90:
+        pytest.skip("needs sm_90")
+    why = bm.probe(rung, timeout=120)
+    assert why is None, why
+    ok, worst, detail = bw.check_sizes(bm.module_of(rung), rung.spec(),
+                                       ((256, 512, 64), (512, 256, 128), (1024, 2048, 512), (2048, 768, 1536)))
+    assert ok, detail
+
+
+def test_sweep_checks_before_timing_and_never_times_a_wrong_or_hung_candidate(tmp_path, monkeypatch):
+    """The sweep's flow on the CPU, the GPU parts stood in for: the real candidates, ptxas through
+    NVRTC, the table and the summary; one candidate wrong, one hung in its probe, neither timed."""
+    from grader.bench import mma_sweep
+    from grader.runtime.compile import KernelResources
+    from grader.runtime.device import DeviceInfo
+
+    names = [bm.TUNED, "mma_gemm_persistent", "mma_gemm_tma", "mma_gemm_tma_persistent"]
+    fake = DeviceInfo(name="Fake H100", cc=90, sm_count=132, memory_bytes=0, l2_bytes=0, max_shared_optin=232448,
+                      clock_mhz=0.0, driver="0", runtime="0")
+    ratios = {bm.TUNED: 0.64, "mma_gemm_persistent": 0.69, "mma_gemm_tma": 0.99}
+    timed = []
+
+    class Module:
+        def resources(self, kernel):
+            return KernelResources(registers=240, shared_bytes=0, stack_bytes=0, spill_stores=-1, spill_loads=-1)
+
+    def check(module, spec, sizes):
+        return (False, 3.0, "256x256x256: wrong") if spec.options == ("-DWRONG=1",) else (True, 0.01, "")
+
+    def time_kernel(module, spec, n):
+        name = next(r.name for r in mma_sweep.candidates(names) if r.spec() == spec)
+        timed.append((name, n))
+        return dict(tflops=400.0, lib_tflops=600.0, ratio=ratios[name] - (0.05 if n == 8192 else 0.0))
+
+    wrong = bm.Rung("mma_gemm_tma[WRONG=1]", "mma_gemm_tma", {"WRONG": 1}, kind="tma")
+    monkeypatch.setattr(mma_sweep, "device_info", lambda: fake)
+    monkeypatch.setattr(mma_sweep, "candidates", lambda only=None: [
+        *[r for r in bm.LADDER + bm.CONTENDERS if r.name in names], wrong])
+    monkeypatch.setattr(bm, "module_of", lambda rung: Module())
+    monkeypatch.setattr(bm, "probe", lambda rung, timeout=0: "HANG: no result" if rung.file.endswith("persistent")
+                        and rung.kind == "tma" else None)
+    monkeypatch.setattr(bw, "check_sizes", check)
+    monkeypatch.setattr(bw, "time_kernel", time_kernel)
+    out = tmp_path / "MMA-SWEEP.md"
+    assert mma_sweep.main(["--out", str(out), "--rounds", "2"]) == 0
+    text = out.read_text()
+    assert "| mma_gemm_tma_persistent | 197696 B | FAILED: HANG: no result |" in text
+    assert "| mma_gemm_tma[WRONG=1] | 197696 B | WRONG: 256x256x256: wrong |" in text
+    assert "| mma_gemm_persistent | 147456 B | yes (0.01 of bound) | 240 | 0 B | 0/0 B | no cuobjdump here |" in text
+    assert sorted(set(timed)) == sorted((n, s) for n in (bm.TUNED, "mma_gemm_persistent", "mma_gemm_tma")
+                                        for s in (4096, 8192)) and len(timed) == 12
+    line = next(l for l in text.splitlines() if l.startswith("mma.sync rung:"))
+    assert line.startswith("mma.sync rung: 99.0% / 94.0% of cuBLAS (4096^3 / 8192^3; mma_gemm_tma:"), line
+    assert (tmp_path / "best.txt").read_text().strip() == "mma_gemm_tma"
