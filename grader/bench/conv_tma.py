@@ -1,0 +1,480 @@
+"""The Hopper convolution (kernels/conv2d_wgmma_tma.cu: wgmma fed by the TMA in im2col mode):
+its tensor maps, its launch, its check and its timing beside cuDNN, on an H100/H200.
+
+    python -m grader.bench.conv_tma [--out FILE] [--variants NAME ...] [--max-seconds S]
+
+1. Every variant (tile shape, stages, blocks per SM: VARIANTS) is checked in a child process
+   with a time limit (a wait on an mbarrier nobody completes would hang the caller): at the odd
+   small shapes, the TVM layer and every ResNet-50 3x3 layer it supports, on fresh U(-1, 1)
+   inputs, y poisoned with NaN, against the float64 GEMM of grader.problems.conv with the
+   fp32-accumulation bound. A variant wrong at any shape is printed WRONG and never timed.
+2. At each layer the right variants are timed alone (the sweep), and the fastest is timed in
+   alternating rounds with cuDNN (torch conv2d, fp16, channels_last, cudnn.benchmark) on the same
+   x and w (grader.runtime.timing.paired): the ratio is cuDNN time / ours (> 1: faster).
+The summary line reads `TVM layer: <r>x cuDNN`. Without a GPU it says so and exits 2.
+
+`tensor_map_params` and `im2col_box` are pure Python/NumPy: every field of both tensor maps and
+the coordinates of every copy, from the layer's shape, and a model of what the TMA's im2col copy
+gathers (PTX ISA 5.5.4), which the CPU tests check against grader.problems.conv.im2col_nhwc.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import secrets
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.problems import conv, numerics
+
+FILE = "conv2d_wgmma_tma"
+KERNEL = "conv2d_wgmma_tma"
+BLOCK_K = 64  # channels per copy: one 128-byte row of the swizzle
+
+TVM_SHAPE = (256, 256, 14, 14, 512, 3, 3, 1)  # N, C, H, W, K, R, S, pad (as grader.bench.conv)
+RESNET_LAYERS = {  # batch 32, stride 1, 3x3, pad 1: ResNet-50's 3x3 convolutions
+    "resnet50 56x56 64->64": (32, 64, 56, 56, 64, 3, 3, 1),
+    "resnet50 28x28 128->128": (32, 128, 28, 28, 128, 3, 3, 1),
+    "resnet50 14x14 256->256": (32, 256, 14, 14, 256, 3, 3, 1),
+    "resnet50 7x7 512->512": (32, 512, 7, 7, 512, 3, 3, 1),
+}
+LAYERS = {"TVM b256 14x14 256->512": TVM_SHAPE, **RESNET_LAYERS}
+# Odd small shapes: a last tile past the batch, R != S (the corner and offset order W before H),
+# pad 0 and pad 2, one image, 1x1.
+SMALL_SHAPES = [(1, 64, 5, 7, 64, 3, 3, 1), (3, 128, 7, 9, 128, 3, 3, 1), (2, 64, 13, 11, 256, 3, 3, 0),
+                (2, 64, 9, 9, 128, 1, 1, 0), (1, 64, 6, 8, 128, 5, 3, 2), (2, 192, 10, 6, 256, 3, 5, 1)]
+AIM = 0.8  # issue #35: >= 0.8x cuDNN
+
+_FP16, _SWIZZLE_128B, _L2_128B, _L2_256B, _OOB_ZERO = 6, 3, 2, 3, 0
+
+
+# ---------------------------------------------------------------- variants
+@dataclass(frozen=True)
+class Variant:
+    """A build of the kernel: its -D values (defaults as the file's #ifndef blocks)."""
+
+    block_m: int = 128
+    block_n: int = 256
+    stages: int = 4
+    min_blocks: int = 1
+    group_m: int = 8
+
+    @property
+    def name(self) -> str:
+        return f"{self.block_m}x{self.block_n}x{BLOCK_K} s{self.stages} b{self.min_blocks}"
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        d = dict(BLOCK_M=self.block_m, BLOCK_N=self.block_n, STAGES=self.stages, MIN_BLOCKS=self.min_blocks,
+                 GROUP_M=self.group_m)
+        return tuple(f"-D{k}={v}" for k, v in d.items())
+
+    @property
+    def threads(self) -> int:
+        return 128 * (self.block_m // 64 + 1)
+
+    @property
+    def shared_mem(self) -> int:
+        """The header's formula of dynamic shared memory, in bytes."""
+        return self.stages * (self.block_m + self.block_n) * BLOCK_K * 2 + 1024 + 16 * self.stages
+
+    @property
+    def launch_regs(self) -> int:
+        """What ptxas gives each thread (the header's LAUNCH_REGS), when setmaxnreg is used."""
+        return min(65536 // (self.threads * self.min_blocks) // 8 * 8, 168)
+
+    def supports(self, C: int, K: int) -> bool:
+        return C % BLOCK_K == 0 and K % self.block_n == 0
+
+    def grid(self, M: int, K: int) -> tuple[int, int, int]:
+        return (K // self.block_n, math.ceil(M / self.block_m), 1)
+
+
+DEFAULT = Variant()
+VARIANTS = [
+    DEFAULT,                                              # hgemm_wgmma's shape: 197696 B, one block per SM
+    Variant(stages=3),
+    Variant(block_n=128, stages=6),
+    Variant(block_m=64, block_n=256, stages=4),           # one consumer, 255 registers, no setmaxnreg
+    Variant(block_m=64, block_n=128, stages=4, min_blocks=2),  # two blocks: one's epilogue under the other's math
+    Variant(block_n=64, stages=4, min_blocks=2),          # K = 64 layers
+    Variant(block_n=64, stages=8),
+    Variant(block_m=64, block_n=64, stages=6, min_blocks=2),
+]
+
+
+def variant_named(name: str) -> Variant:
+    for v in VARIANTS:
+        if v.name == name:
+            return v
+    raise ValueError(f"no variant {name!r}; have: {', '.join(v.name for v in VARIANTS)}")
+
+
+# ---------------------------------------------------------------- the tensor maps (pure)
+@dataclass(frozen=True)
+class MapParams:
+    """Every argument of cuTensorMapEncodeIm2col (x) and cuTensorMapEncodeTiled (w) that depends
+    on the layer, innermost dimension first as the driver wants them."""
+
+    P: int
+    Q: int
+    M: int
+    # x: NHWC fp16 as a rank-4 tensor {C, W, H, N}
+    x_dims: tuple[int, int, int, int]
+    x_strides: tuple[int, int, int]  # bytes from one W, H, N to the next (dimension 0 is contiguous)
+    lower_corner: tuple[int, int]  # {W, H}: the box's first position, relative to the tensor's origin
+    upper_corner: tuple[int, int]  # {W, H}: its last position, relative to (W - 1, H - 1)
+    channels_per_pixel: int
+    pixels_per_column: int
+    x_element_strides: tuple[int, int, int, int]
+    # w: KRSC fp16 as a K x R S C row-major matrix {R S C, K}
+    w_dims: tuple[int, int]
+    w_strides: tuple[int]
+    w_box: tuple[int, int]
+    grid: tuple[int, int, int]
+
+
+def tensor_map_params(N, C, H, W, K, R, S, pad, variant: Variant = DEFAULT) -> MapParams:
+    """The tensor maps for one layer. The im2col box has one position per output pixel: it runs
+    from -pad to (W - 1) + pad - (S - 1) in W (Q positions), likewise in H (P), so walking it from
+    the tile's first pixel visits the tile's output pixels in NPQ order; the copy's offsets
+    {s, r} then shift every position onto the input pixel that filter tap reads."""
+    if not variant.supports(C, K):
+        raise ValueError(f"{variant.name} needs C % {BLOCK_K} == 0 and K % {variant.block_n} == 0 "
+                         f"(C = {C}, K = {K})")
+    P, Q = conv.out_size(H, R, pad), conv.out_size(W, S, pad)
+    if P < 1 or Q < 1:
+        raise ValueError(f"no output: P = {P}, Q = {Q}")
+    lower, upper = (-pad, -pad), (pad - (S - 1), pad - (R - 1))
+    if not all(-128 <= v <= 127 for v in lower + upper):  # rank 4: signed 8-bit corners (cuda.h)
+        raise ValueError(f"pad {pad} with a {R}x{S} filter: im2col corners {lower}, {upper} outside [-128, 127]")
+    M = N * P * Q
+    return MapParams(P=P, Q=Q, M=M,
+                     x_dims=(C, W, H, N), x_strides=(C * 2, W * C * 2, H * W * C * 2),
+                     lower_corner=lower, upper_corner=upper,
+                     channels_per_pixel=BLOCK_K, pixels_per_column=variant.block_m, x_element_strides=(1, 1, 1, 1),
+                     w_dims=(R * S * C, K), w_strides=(R * S * C * 2,), w_box=(BLOCK_K, variant.block_n),
+                     grid=variant.grid(M, K))
+
+
+def tile_start(m0: int, p: MapParams, pad: int) -> tuple[int, int, int]:
+    """The box position {w, h, n} of output pixel m0 (the first of a tile), as the kernel's producer
+    computes it: (q0 - pad, p0 - pad, n0)."""
+    n0, pq = divmod(m0, p.P * p.Q)
+    p0, q0 = divmod(pq, p.Q)
+    return (q0 - pad, p0 - pad, n0)
+
+
+def k_tiles(C: int, R: int, S: int) -> list[tuple[int, tuple[int, int], int]]:
+    """Per K-tile kt, in the kernel's order: (first channel c0, im2col offsets {s, r}, first
+    column of w's K x R S C matrix)."""
+    out = []
+    for r in range(R):
+        for s in range(S):
+            for c0 in range(0, C, BLOCK_K):
+                out.append((c0, (s, r), (r * S + s) * C + c0))
+    return out
+
+
+def im2col_box(x: np.ndarray, p: MapParams, start: tuple[int, int, int], c0: int,
+               offsets: tuple[int, int]) -> np.ndarray:
+    """A model of one im2col copy (PTX ISA 5.5.4, tensor im2col mode): pixels_per_column positions
+    of the bounding box, from `start` {w, h, n}, W fastest then H then N (rows and images wrap);
+    each reads x at the position plus `offsets` {w, h}, channels c0 .. c0 + channels_per_pixel;
+    pixels outside x (padding, past the last image) read 0. Returns pixels x channels."""
+    N, H, W, C = x.shape
+    lw, lh = p.lower_corner
+    box_w = W - 1 + p.upper_corner[0] - lw + 1
+    box_h = H - 1 + p.upper_corner[1] - lh + 1
+    w0, h0, n0 = start
+    first = (n0 * box_h + (h0 - lh)) * box_w + (w0 - lw)
+    out = np.zeros((p.pixels_per_column, p.channels_per_pixel), dtype=x.dtype)
+    for i in range(p.pixels_per_column):
+        n, rest = divmod(first + i, box_h * box_w)
+        hb, wb = divmod(rest, box_w)
+        h, w = lh + hb + offsets[1], lw + wb + offsets[0]
+        if 0 <= n < N and 0 <= h < H and 0 <= w < W:
+            out[i] = x[n, h, w, c0:c0 + p.channels_per_pixel]
+    return out
+
+
+# ---------------------------------------------------------------- the driver (GPU)
+def _driver():
+    lib = ctypes.CDLL("libcuda.so.1")
+    u64, u32, i32 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int
+    lib.cuTensorMapEncodeIm2col.argtypes = [
+        ctypes.c_void_p, i32, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
+        ctypes.POINTER(i32), ctypes.POINTER(i32), u32, u32, ctypes.POINTER(u32), i32, i32, i32, i32]
+    lib.cuTensorMapEncodeIm2col.restype = i32
+    lib.cuTensorMapEncodeTiled.argtypes = [
+        ctypes.c_void_p, i32, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
+        ctypes.POINTER(u32), ctypes.POINTER(u32), i32, i32, i32, i32]
+    lib.cuTensorMapEncodeTiled.restype = i32
+    return lib
+
+
+def _arr(ctype, values):
+    return (ctype * len(values))(*values)
+
+
+def _to_device(tmap) -> object:
+    import cupy
+
+    return cupy.asarray(np.frombuffer(bytes(tmap), dtype=np.uint8))  # CuPy allocations are 256-byte aligned
+
+
+def encode_maps(x, w, p: MapParams):
+    """Both CUtensorMaps (128 bytes each, copied to the device) for x (NHWC) and w (KRSC) on the GPU."""
+    lib = _driver()
+    u64, u32, i32 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int
+    tx = (ctypes.c_uint8 * 128)()
+    rc = lib.cuTensorMapEncodeIm2col(
+        ctypes.addressof(tx), _FP16, 4, ctypes.c_void_p(x.data.ptr), _arr(u64, p.x_dims), _arr(u64, p.x_strides),
+        _arr(i32, p.lower_corner), _arr(i32, p.upper_corner), p.channels_per_pixel, p.pixels_per_column,
+        _arr(u32, p.x_element_strides), 0, _SWIZZLE_128B, _L2_128B, _OOB_ZERO)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeIm2col failed with CUresult {rc}: {p}")
+    tw = (ctypes.c_uint8 * 128)()
+    rc = lib.cuTensorMapEncodeTiled(
+        ctypes.addressof(tw), _FP16, 2, ctypes.c_void_p(w.data.ptr), _arr(u64, p.w_dims), _arr(u64, p.w_strides),
+        _arr(u32, p.w_box), _arr(u32, (1, 1)), 0, _SWIZZLE_128B, _L2_256B, _OOB_ZERO)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc}: {p}")
+    return _to_device(tx), _to_device(tw)
+
+
+class ConvTma:
+    """The kernel of one variant, compiled by NVRTC for sm_90a and loaded as a cubin."""
+
+    def __init__(self, variant: Variant = DEFAULT):
+        from grader.bench.mma import CubinModule
+        from grader.runtime import kernels
+
+        self.variant = variant
+        self.module = CubinModule(kernels.source(FILE), variant.options)
+        self.fn = self.module.function(KERNEL)
+        self.fn.max_dynamic_shared_size_bytes = variant.shared_mem
+
+    def bind(self, x, w, y, pad: int):
+        """A no-argument launcher of y = conv(x, w) (the maps are built once, kept alive with it)."""
+        N, H, W, C = x.shape
+        K, R, S, _ = w.shape
+        p = tensor_map_params(N, C, H, W, K, R, S, pad, self.variant)
+        tx, tw = encode_maps(x, w, p)
+        i = np.int32
+        args = (tx, tw, y, i(N), i(C), i(H), i(W), i(K), i(R), i(S), i(pad))
+        block = (self.variant.threads, 1, 1)
+
+        def launch():
+            self.fn(p.grid, block, args, shared_mem=self.variant.shared_mem)
+
+        launch.keep = (tx, tw)
+        return launch
+
+    @property
+    def registers(self) -> int:
+        return self.fn.num_regs
+
+
+def check(mod: ConvTma, shape, seed: int):
+    """Fresh inputs, y poisoned, compared with the float64 GEMM and the fp32-accumulation bound."""
+    import cupy
+
+    N, C, H, W, K, R, S, pad = shape
+    x, w = conv.conv_inputs(N, C, H, W, K, R, S, seed, cupy)
+    P, Q = conv.out_size(H, R, pad), conv.out_size(W, S, pad)
+    y = cupy.full((N, P, Q, K), np.nan, dtype=cupy.float32)
+    mod.bind(x, w, y, pad)()
+    cupy.cuda.runtime.deviceSynchronize()
+    ref, abs_ref = conv.conv2d_nhwc_reference(x, w, pad)
+    return numerics.compare(y.get().reshape(-1, K), ref, numerics.gemm_bound(abs_ref, R * S * C))
+
+
+def check_shapes(variant: Variant) -> list[tuple]:
+    return [s for s in SMALL_SHAPES + list(LAYERS.values()) if variant.supports(s[1], s[4])]
+
+
+def _check_main(name: str) -> int:
+    """`--check NAME` (the child of check_variant): one JSON line per shape, then exit 0 / 1."""
+    variant = variant_named(name)
+    mod = ConvTma(variant)
+    ok = True
+    for shape in check_shapes(variant):
+        cmp = check(mod, shape, secrets.randbits(31))
+        ok &= cmp.ok
+        print("CHECK " + json.dumps(dict(shape=shape, ok=bool(cmp.ok), detail=str(cmp), regs=mod.registers)),
+              flush=True)
+    return 0 if ok else 1
+
+
+def check_variant(variant: Variant, timeout: float = 120.0) -> tuple[bool, list[dict], str]:
+    """Check one variant in a child process with a time limit: (all right, rows, why not)."""
+    cmd = [sys.executable, "-m", "grader.bench.conv_tma", "--check", variant.name]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out, why = proc.stdout, ""
+        if proc.returncode not in (0, 1):
+            lines = (proc.stdout + proc.stderr).strip().splitlines()
+            why = (lines[-1] if lines else f"exit status {proc.returncode}")[:300]
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        why = f"HANG: no result within {timeout:.0f} s (a wait on an mbarrier nobody completes?)"
+    rows = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("CHECK ")]
+    ok = not why and len(rows) == len(check_shapes(variant)) and all(r["ok"] for r in rows)
+    return ok, rows, why
+
+
+# ---------------------------------------------------------------- timing
+def _torch():
+    try:
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def time_layer(mods: dict, shape, max_seconds: float, out=print) -> dict:
+    """Sweep the right variants at one layer, then pair the fastest with cuDNN."""
+    import cupy
+
+    from grader.runtime.timing import benchmark, paired
+
+    N, C, H, W, K, R, S, pad = shape
+    P, Q = conv.out_size(H, R, pad), conv.out_size(W, S, pad)
+    flops = 2.0 * N * P * Q * K * R * S * C
+    x, w = conv.conv_inputs(N, C, H, W, K, R, S, 7, cupy)
+    y = cupy.empty((N, P, Q, K), dtype=cupy.float32)
+    ws = x.nbytes + w.nbytes + y.nbytes
+    sweep = {}
+    for v, mod in mods.items():
+        if v.supports(C, K):
+            sweep[v] = benchmark(mod.bind(x, w, y, pad), working_set_bytes=ws, max_seconds=max_seconds / 4).median_ms
+    row = dict(shape=shape, flops=flops, sweep={v.name: ms for v, ms in sweep.items()})
+    if not sweep:
+        return row
+    best = min(sweep, key=sweep.get)
+    row["variant"] = best.name
+    f = mods[best].bind(x, w, y, pad)
+    torch = _torch()
+    if torch is None:
+        row["ms"] = sweep[best]
+        return row
+    torch.backends.cudnn.benchmark = True
+    xt = torch.from_dlpack(x).permute(0, 3, 1, 2)  # an NCHW view of NHWC memory: channels_last
+    wt = torch.from_dlpack(w).permute(0, 3, 1, 2)
+    conv_fn = lambda: torch.nn.functional.conv2d(xt, wt, padding=pad)  # noqa: E731
+    for _ in range(3):
+        conv_fn()
+    torch.cuda.synchronize()
+    p = paired(f, conv_fn, working_set_bytes=ws, max_seconds=2 * max_seconds)
+    row.update(ms=p.kernel.median_ms, cudnn_ms=p.baseline.median_ms, ratio=p.ratio,
+               torch=torch.__version__, cudnn=str(torch.backends.cudnn.version()))
+    return row
+
+
+def _tf(flops: float, ms: float | None) -> str:
+    return f"{flops / (ms * 1e-3) / 1e12:.0f}" if ms else "-"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m grader.bench.conv_tma", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="write the Markdown report to this file")
+    ap.add_argument("--variants", nargs="+", help="variant names (default: all of VARIANTS)")
+    ap.add_argument("--max-seconds", type=float, default=1.5, help="per paired timing (the sweep gets a quarter)")
+    ap.add_argument("--check", metavar="NAME", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.check:
+        return _check_main(args.check)
+    from grader.runtime.device import device_info
+
+    info = device_info()
+    if info is None:
+        print("needs a GPU: no CUDA device found", file=sys.stderr)
+        return 2
+    if info.cc < 90:
+        print(f"needs sm_90a (an H100/H200): this GPU is {info.arch}", file=sys.stderr)
+        return 2
+    variants = [variant_named(n) for n in args.variants] if args.variants else VARIANTS
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"## conv2d_wgmma_tma (wgmma + TMA im2col) vs cuDNN — {info.name} ({info.arch}, {info.sm_count} SMs), "
+             f"driver supports CUDA {info.driver}, CUDA runtime {info.runtime}, {now}", "",
+             "`python -m grader.bench.conv_tma`. Correctness first: fresh U(-1,1) inputs, y poisoned (NaN), float64 "
+             "reference, bound (K_gemm+2) 2^-24 (|A||B|) + 1e-6, at every shape below; a variant wrong anywhere is "
+             "not timed.", "", "### Correctness", "", "| variant | registers | shape (N,C,H,W,K,R,S,pad) | result |",
+             "|---|---|---|---|"]
+
+    def say(line):
+        lines.append(line)
+        print(line, flush=True)
+
+    print("\n".join(lines), flush=True)
+    good = []
+    for v in variants:
+        t0 = time.time()
+        ok, rows, why = check_variant(v)
+        for r in rows:
+            say(f"| {v.name} | {r['regs']} | {tuple(r['shape'])} | {'correct' if r['ok'] else 'WRONG'}: {r['detail']} |")
+        if why:
+            say(f"| {v.name} | | | FAILED: {why} |")
+        if not ok:
+            say(f"| {v.name} | | | **WRONG or FAILED: not timed** |")
+            print(f"!! {v.name} is WRONG or did not finish: it is not timed", flush=True)
+        else:
+            good.append(v)
+        print(f"   ({v.name}: {time.time() - t0:.0f} s)", flush=True)
+    if not good:
+        say("\nNo variant is right: nothing timed.\nTVM layer: WRONG (not timed)")
+        _write(args.out, lines)
+        return 1
+
+    mods = {v: ConvTma(v) for v in good}
+    torch = _torch()
+    base = (f"cuDNN = torch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}) conv2d, fp16 in and out, "
+            "channels_last, cudnn.benchmark" if torch is not None else "cuDNN: torch not available here")
+    say("")
+    say("### Timing: each layer's fastest variant, paired with cuDNN in alternating rounds")
+    say("")
+    say(base + ". Ours writes fp32 (cuDNN fp16). Ratio = cuDNN time / ours (> 1: faster). TFLOP/s = 2 M K R S C / time.")
+    say("")
+    say("| layer | variant | ours ms | TFLOP/s | cuDNN ms | TFLOP/s | ours / cuDNN speed | sweep (ms) |")
+    say("|---|---|---|---|---|---|---|---|")
+    results = {}
+    for name, shape in LAYERS.items():
+        r = time_layer(mods, shape, args.max_seconds)
+        results[name] = r
+        sweep = ", ".join(f"{k}: {ms:.4f}" for k, ms in r["sweep"].items())
+        if "variant" not in r:
+            say(f"| {name} | no right variant supports C={shape[1]}, K={shape[4]} | | | | | | |")
+            continue
+        say(f"| {name} | {r['variant']} | {r['ms']:.4f} | {_tf(r['flops'], r['ms'])} | "
+            f"{r.get('cudnn_ms', 0):.4f} | {_tf(r['flops'], r.get('cudnn_ms'))} | "
+            f"{r['ratio']:.2f}x | {sweep} |" if "ratio" in r else
+            f"| {name} | {r['variant']} | {r['ms']:.4f} | {_tf(r['flops'], r['ms'])} | - | - | - | {sweep} |")
+        print("RESULT " + json.dumps(r), flush=True)
+    tvm = results["TVM b256 14x14 256->512"]
+    resnet = [results[n]["ratio"] for n in RESNET_LAYERS if "ratio" in results[n]]
+    say("")
+    say(f"TVM layer: {tvm['ratio']:.2f}x cuDNN" if "ratio" in tvm else "TVM layer: not paired (no cuDNN or no variant)")
+    if resnet:
+        say(f"ResNet-50 3x3 layers: {min(resnet):.2f}-{max(resnet):.2f}x cuDNN "
+            f"({len(resnet)} of {len(RESNET_LAYERS)} layers paired); aim >= {AIM}x")
+    _write(args.out, lines)
+    return 0
+
+
+def _write(path, lines) -> None:
+    if path:
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

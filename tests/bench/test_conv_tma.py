@@ -1,0 +1,197 @@
+"""The Hopper convolution (kernels/conv2d_wgmma_tma.cu) and its host side (grader.bench.conv_tma).
+
+CPU: every variant compiles for sm_90a with the im2col TMA copy and wgmma, without spills, with
+the register count its setmaxnreg split assumes; the header states the defaults and the shared
+memory the bench passes; every field of both tensor maps, and the coordinates and offsets of every
+copy, reproduce the implicit GEMM's A (grader.problems.conv.im2col_nhwc) through a model of the
+im2col copy, at several shapes, and a wrong corner or offset order is caught. GPU (marked gpu):
+correct at the odd small shapes, the TVM layer and every ResNet-50 3x3 layer; the speed against
+cuDNN at the TVM layer (issue #35's aim, 0.8x).
+"""
+import re
+
+import numpy as np
+import pytest
+
+from grader.bench import conv_tma as ct
+from grader.bench.mma import nvrtc_sm90a
+from grader.problems import conv
+from grader.runtime import kernels
+
+SRC = kernels.source(ct.FILE)
+SMEM_PER_SM, SMEM_PER_BLOCK = 233472, 232448  # sm_90: 228 KB per SM (1 KB reserved per block), 227 KB per block
+
+
+# ---------------------------------------------------------------- the kernel (NVRTC, no GPU)
+@pytest.mark.parametrize("variant", ct.VARIANTS, ids=lambda v: v.name)
+def test_variant_compiles_for_sm90a_without_spills(variant):
+    out = nvrtc_sm90a(SRC, variant.options)
+    ops = out.instructions
+    assert ops and all(op.op == "wgmma.mma_async" and "f32" in op.types for op in ops), ops
+    assert re.search(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", out.ptx)
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", out.ptx)
+    res = out.resources[ct.KERNEL]
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0, res
+    if variant.threads * variant.min_blocks > 256:  # setmaxnreg: the pool is what the launch gave
+        assert res.registers == variant.launch_regs, (res.registers, variant.launch_regs)
+        assert "setmaxnreg.inc" in out.ptx and "setmaxnreg.dec" in out.ptx
+    else:
+        assert "setmaxnreg" not in out.ptx
+
+
+@pytest.mark.parametrize("variant", ct.VARIANTS, ids=lambda v: v.name)
+def test_variant_fits_the_shared_memory_of_an_sm(variant):
+    assert variant.shared_mem <= SMEM_PER_BLOCK
+    assert variant.min_blocks * (variant.shared_mem + 1024) <= SMEM_PER_SM
+
+
+def test_two_blocks_of_three_warpgroups_do_not_compile_and_say_why():
+    """The header's claim: 80 registers per thread cannot hold a 64 x 128 wgmma's accumulators."""
+    with pytest.raises(Exception) as e:
+        nvrtc_sm90a(SRC, ct.Variant(block_n=128, stages=3, min_blocks=2).options)
+    assert "Insufficient registers" in str(e.value)
+
+
+def test_header_states_the_defaults_and_shared_memory():
+    head = SRC.split("*/", 1)[0]
+    found = {k: int(v) for k, v in re.findall(r"#ifndef (\w+)\n#define \1 (\d+)\n", SRC)}
+    d = ct.DEFAULT
+    assert found == dict(BLOCK_M=d.block_m, BLOCK_N=d.block_n, STAGES=d.stages, GROUP_M=d.group_m,
+                         MIN_BLOCKS=d.min_blocks)
+    assert re.search(r"^#define BLOCK_K (\d+)$", SRC, re.M).group(1) == str(ct.BLOCK_K)
+    formula = head[head.index("Dynamic shared memory:"):]
+    assert int(re.search(r"\[(\d+)", formula).group(1)) == d.shared_mem
+    assert "Measured: pending" in head and re.search(r"^ \* Requires: sm_90a", head, re.M)
+    assert "python -m grader.bench.conv_tma" in head
+    assert f"[{128 * (d.block_m // 64 + 1)}]" in head  # THREADS
+
+
+def test_compiling_for_plain_sm90_says_sm90a():
+    from grader.runtime.compile import nvrtc_compile
+    from grader.runtime.errors import CompileError
+
+    with pytest.raises(CompileError) as e:
+        nvrtc_compile(SRC, arch=90)
+    assert "sm_90a" in str(e.value)
+
+
+# ---------------------------------------------------------------- the tensor maps (pure)
+SHAPES = [ct.TVM_SHAPE, *ct.RESNET_LAYERS.values(), *ct.SMALL_SHAPES]
+
+
+def _small(shape):
+    """The layer with fewer images and channels (the model walks pixel by pixel in Python)."""
+    N, C, H, W, K, R, S, pad = shape
+    return (min(N, 2), min(C, 128), H, W, K, R, S, pad)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_map_fields_are_the_layout_of_x_and_w(shape):
+    N, C, H, W, K, R, S, pad = shape
+    for v in ct.VARIANTS:
+        if not v.supports(C, K):
+            continue
+        p = ct.tensor_map_params(*shape, v)
+        x = np.empty((N, H, W, C), np.float16)
+        w = np.empty((K, R, S, C), np.float16)
+        assert p.x_dims == x.shape[::-1] and p.x_strides == x.strides[::-1][1:]
+        wm = w.reshape(K, -1)
+        assert p.w_dims == wm.shape[::-1] and p.w_strides == wm.strides[:1]
+        assert p.w_box == (64, v.block_n) and max(p.w_box) <= 256  # a tiled box: <= 256 per dimension
+        assert p.channels_per_pixel * 2 <= 128  # the 128-byte swizzle span (cuda.h)
+        assert p.pixels_per_column == v.block_m <= 1024
+        # the box has one position per output pixel: Q in W, P in H
+        assert (W - 1 + p.upper_corner[0]) - p.lower_corner[0] + 1 == conv.out_size(W, S, pad) == p.Q
+        assert (H - 1 + p.upper_corner[1]) - p.lower_corner[1] + 1 == conv.out_size(H, R, pad) == p.P
+        assert p.M == N * p.P * p.Q and p.grid == (K // v.block_n, -(-p.M // v.block_m), 1)
+        assert p.grid[1] * v.block_m >= p.M > (p.grid[1] - 1) * v.block_m
+
+
+def _assert_copies_build_a(shape, variant, params=None, offsets_of=None):
+    N, C, H, W, K, R, S, pad = shape
+    x = conv.random_uniform((N, H, W, C), np.float16, 3)
+    A = conv.im2col_nhwc(x, R, S, pad)  # the implicit GEMM's A, built directly
+    p = params or ct.tensor_map_params(N, C, H, W, K, R, S, pad, variant)
+    bm = variant.block_m
+    tiles = list(range(0, p.M, bm))
+    for m0 in dict.fromkeys([tiles[0], tiles[len(tiles) // 2], tiles[-1]]):  # first, middle, last (partial) tile
+        start = ct.tile_start(m0, p, pad)
+        for kt, (c0, offsets, wcol) in enumerate(ct.k_tiles(C, R, S)):
+            assert wcol == kt * ct.BLOCK_K  # the kernel loads w's columns kt*64.. for K-tile kt
+            got = ct.im2col_box(x, p, start, c0, offsets_of(offsets) if offsets_of else offsets)
+            want = np.zeros((bm, ct.BLOCK_K), np.float16)
+            rows = A[m0:m0 + bm, kt * ct.BLOCK_K:(kt + 1) * ct.BLOCK_K]
+            want[:len(rows)] = rows  # past the last image: zeros
+            np.testing.assert_array_equal(got, want, err_msg=f"tile {m0}, K-tile {kt}")
+
+
+@pytest.mark.parametrize("shape", [_small(s) for s in SHAPES], ids=str)
+def test_every_copy_gathers_the_implicit_gemm_tile(shape):
+    """Through the model of the im2col copy: the coordinates of each tile, the offsets of each
+    K-tile and both corners give exactly A's rows m0.. and columns kt*64.. (im2col_nhwc)."""
+    C, K = shape[1], shape[4]
+    variants = [v for v in ct.VARIANTS if v.supports(C, K)]
+    for bm in sorted({v.block_m for v in variants}):
+        _assert_copies_build_a(shape, next(v for v in variants if v.block_m == bm))
+
+
+def test_the_model_check_catches_a_wrong_corner_or_offset_order():
+    shape = (2, 64, 6, 8, 64, 5, 3, 2)  # R != S, pad 2
+    v = ct.Variant(block_n=64, stages=4, min_blocks=2)
+    p = ct.tensor_map_params(*shape, v)
+    swapped = p.__class__(**{**p.__dict__, "upper_corner": p.upper_corner[::-1]})  # {H, W} instead of {W, H}
+    with pytest.raises(AssertionError):
+        _assert_copies_build_a(shape, v, params=swapped)
+    with pytest.raises(AssertionError):  # offsets {r, s} instead of {s, r}
+        _assert_copies_build_a(shape, v, offsets_of=lambda o: o[::-1])
+    padded = p.__class__(**{**p.__dict__, "upper_corner": (2, 2)})  # the pad instead of pad - (filter - 1)
+    with pytest.raises(AssertionError):
+        _assert_copies_build_a(shape, v, params=padded)
+
+
+def test_params_refuse_what_the_kernel_cannot_do():
+    with pytest.raises(ValueError, match="C % 64"):
+        ct.tensor_map_params(1, 32, 8, 8, 256, 3, 3, 1)
+    with pytest.raises(ValueError, match="K % 256"):
+        ct.tensor_map_params(1, 64, 8, 8, 128, 3, 3, 1)
+    with pytest.raises(ValueError, match="corners"):
+        ct.tensor_map_params(1, 64, 300, 300, 256, 3, 3, 130)
+
+
+def test_every_layer_has_a_variant_and_names_are_unique():
+    names = [v.name for v in ct.VARIANTS]
+    assert len(set(names)) == len(names) and ct.variant_named(names[0]) == ct.VARIANTS[0]
+    for shape in ct.LAYERS.values():
+        assert any(v.supports(shape[1], shape[4]) for v in ct.VARIANTS), shape
+    for v in ct.VARIANTS:
+        assert ct.check_shapes(v), v.name
+
+
+# ---------------------------------------------------------------- on the GPU
+def _hopper():
+    from grader.runtime.device import device_info
+
+    info = device_info()
+    if info is None or info.cc < 90:
+        pytest.skip("needs sm_90a (an H100/H200)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", [ct.DEFAULT, ct.Variant(block_n=64, stages=4, min_blocks=2)], ids=lambda v: v.name)
+def test_correct_at_every_shape(variant):
+    _hopper()
+    ok, rows, why = ct.check_variant(variant, timeout=300)
+    assert not why, why
+    assert ok and len(rows) == len(ct.check_shapes(variant)), [r for r in rows if not r["ok"]] or rows
+
+
+@pytest.mark.gpu
+def test_tvm_layer_speed_against_cudnn():
+    _hopper()
+    if ct._torch() is None:
+        pytest.skip("needs PyTorch with CUDA for cuDNN")
+    ok, _, why = ct.check_variant(ct.DEFAULT, timeout=300)
+    assert ok, why or "wrong: not timed"
+    row = ct.time_layer({ct.DEFAULT: ct.ConvTma(ct.DEFAULT)}, ct.TVM_SHAPE, max_seconds=2.0)
+    print(f"TVM layer: {row['ratio']:.2f}x cuDNN ({row['ms']:.4f} ms vs {row['cudnn_ms']:.4f} ms)")
+    assert row["ratio"] >= ct.AIM, row
