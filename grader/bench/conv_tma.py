@@ -51,6 +51,8 @@ LAYERS = {"TVM b256 14x14 256->512": TVM_SHAPE, **RESNET_LAYERS}
 SMALL_SHAPES = [(1, 64, 5, 7, 64, 3, 3, 1), (3, 128, 7, 9, 128, 3, 3, 1), (2, 64, 13, 11, 256, 3, 3, 0),
                 (2, 64, 9, 9, 128, 1, 1, 0), (1, 64, 6, 8, 128, 5, 3, 2), (2, 192, 10, 6, 256, 3, 5, 1)]
 AIM = 0.8  # issue #35: >= 0.8x cuDNN
+CHECK_TIMEOUT = 120.0  # seconds for one variant's checks (compile, 10 shapes, float64 references on the GPU)
+TIMING_RESERVE = 90.0  # seconds kept for the sweep and the pairings when --budget is given
 
 _FP16, _SWIZZLE_128B, _L2_128B, _L2_256B, _OOB_ZERO = 6, 3, 2, 3, 0
 
@@ -283,6 +285,40 @@ class ConvTma:
         return self.fn.num_regs
 
 
+class ConvTmaModule:
+    """ConvTma behind the module interface grader.bench.crosscheck launches through: args are
+    those of the kernel's signature with x (N, H, W, C) and w (K, R, S, C) as device arrays."""
+
+    backend = "gpu"
+
+    def __init__(self, variant: Variant = DEFAULT):
+        self.conv = ConvTma(variant)
+
+    @property
+    def xp(self):
+        import cupy
+
+        return cupy
+
+    def launch(self, kernel, grid, block, args, shared_mem=0):
+        x, w, y, *_, pad = args
+        self.conv.bind(x, w, y, int(pad))()
+
+
+def crosscheck_case(shape, rng, variant: Variant = DEFAULT):
+    """A grader.problems.kinds.Case of the kernel at one layer shape: float64 reference and bound."""
+    from grader.problems.kinds import Case, Expected, poisoned
+
+    N, C, H, W, K, R, S, pad = shape
+    x = rng.uniform(-1, 1, (N, H, W, C)).astype(np.float16)
+    w = rng.uniform(-1, 1, (K, R, S, C)).astype(np.float16)
+    ref, abs_ref = conv.conv2d_nhwc_reference(x, w, pad)
+    p = tensor_map_params(N, C, H, W, K, R, S, pad, variant)
+    y = poisoned((N, p.P, p.Q, K), np.float32)
+    return Case(f"{shape}", [x, w, y, N, C, H, W, K, R, S, pad], [2], p.grid, (variant.threads, 1, 1),
+                variant.shared_mem, {2: Expected(ref, numerics.gemm_bound(abs_ref, R * S * C))})
+
+
 def check(mod: ConvTma, shape, seed: int):
     """Fresh inputs, y poisoned, compared with the float64 GEMM and the fp32-accumulation bound."""
     import cupy
@@ -311,22 +347,29 @@ def _check_main(name: str) -> int:
         ok &= cmp.ok
         print("CHECK " + json.dumps(dict(shape=shape, ok=bool(cmp.ok), detail=str(cmp), regs=mod.registers)),
               flush=True)
+    print("DONE", flush=True)
     return 0 if ok else 1
 
 
 def check_variant(variant: Variant, timeout: float = 120.0) -> tuple[bool, list[dict], str]:
-    """Check one variant in a child process with a time limit: (all right, rows, why not)."""
+    """Check one variant in a child process with a time limit: (all right, rows, why not). A
+    child past its time is stopped with everything it started and reaped (grader.runtime.proctree),
+    so its CUDA context and any kernel still waiting on an mbarrier are gone before we go on."""
+    from grader.runtime import proctree
+
     cmd = [sys.executable, "-m", "grader.bench.conv_tma", "--check", variant.name]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    why = ""
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        out, why = proc.stdout, ""
-        if proc.returncode not in (0, 1):
-            lines = (proc.stdout + proc.stderr).strip().splitlines()
+        out, err = proc.communicate(timeout=timeout)
+        if "DONE" not in out.splitlines():  # it stopped before the end: say why (its last line)
+            lines = (out + err).strip().splitlines()
             why = (lines[-1] if lines else f"exit status {proc.returncode}")[:300]
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    except subprocess.TimeoutExpired:
+        proctree.stop(proc)
+        out, _ = proc.communicate()
         why = f"HANG: no result within {timeout:.0f} s (a wait on an mbarrier nobody completes?)"
-    rows = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("CHECK ")]
+    rows = [json.loads(line[6:]) for line in (out or "").splitlines() if line.startswith("CHECK ")]
     ok = not why and len(rows) == len(check_shapes(variant)) and all(r["ok"] for r in rows)
     return ok, rows, why
 
@@ -389,6 +432,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the Markdown report to this file")
     ap.add_argument("--variants", nargs="+", help="variant names (default: all of VARIANTS)")
     ap.add_argument("--max-seconds", type=float, default=1.5, help="per paired timing (the sweep gets a quarter)")
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="seconds for the whole run (0: no limit): checks stop starting when too little is left "
+                         "for the timing, the timing stops before the end")
     ap.add_argument("--check", metavar="NAME", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.check:
@@ -416,10 +462,18 @@ def main(argv=None) -> int:
         print(line, flush=True)
 
     print("\n".join(lines), flush=True)
+    start = time.time()
+
+    def left() -> float:
+        return args.budget - (time.time() - start) if args.budget else float("inf")
+
     good = []
     for v in variants:
         t0 = time.time()
-        ok, rows, why = check_variant(v)
+        if left() < TIMING_RESERVE + 30:
+            say(f"| {v.name} | | | not checked: out of time (--budget {args.budget:.0f}) |")
+            continue
+        ok, rows, why = check_variant(v, timeout=min(CHECK_TIMEOUT, left() - TIMING_RESERVE))
         for r in rows:
             say(f"| {v.name} | {r['regs']} | {tuple(r['shape'])} | {'correct' if r['ok'] else 'WRONG'}: {r['detail']} |")
         if why:
@@ -448,7 +502,16 @@ def main(argv=None) -> int:
     say("|---|---|---|---|---|---|---|---|")
     results = {}
     for name, shape in LAYERS.items():
-        r = time_layer(mods, shape, args.max_seconds)
+        if left() < 20:
+            say(f"| {name} | not timed: out of time (--budget {args.budget:.0f}) | | | | | | |")
+            results[name] = {}
+            continue
+        try:
+            r = time_layer(mods, shape, args.max_seconds)
+        except Exception as e:  # noqa: BLE001 - one layer that fails to launch or time: say so, go on
+            say(f"| {name} | FAILED: {type(e).__name__}: {str(e).splitlines()[0][:200]} | | | | | | |")
+            results[name] = {}
+            continue
         results[name] = r
         sweep = ", ".join(f"{k}: {ms:.4f}" for k, ms in r["sweep"].items())
         if "variant" not in r:

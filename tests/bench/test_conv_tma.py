@@ -195,3 +195,30 @@ def test_tvm_layer_speed_against_cudnn():
     row = ct.time_layer({ct.DEFAULT: ct.ConvTma(ct.DEFAULT)}, ct.TVM_SHAPE, max_seconds=2.0)
     print(f"TVM layer: {row['ratio']:.2f}x cuDNN ({row['ms']:.4f} ms vs {row['cudnn_ms']:.4f} ms)")
     assert row["ratio"] >= ct.AIM, row
+
+
+def test_without_a_gpu_the_bench_says_so_and_a_failed_child_says_why(monkeypatch, capsys):
+    from grader.runtime import device
+
+    monkeypatch.setattr(device, "device_info", lambda: None)
+    assert ct.main([]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+    if device.has_gpu():
+        pytest.skip("a GPU is here: the child would run")
+    ok, rows, why = ct.check_variant(ct.DEFAULT, timeout=120)  # the child cannot launch here
+    assert not ok and not rows and why
+
+
+def test_device_script_checks_then_times_under_time_limits():
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / ".ci" / "gpu-conv-tma"
+    text = script.read_text()
+    assert script.stat().st_mode & 0o111
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert re.search(r"^# +run\(.*command=.*\.ci/gpu-conv-tma", text, re.M), "the header gives the device command"
+    assert "grader.runtime.proctree --timeout" in text and "python3 -m grader.bench.conv_tma --budget" in text
+    assert "CONV-TMA.md" in text and "TVM layer" in text
+    limits = [int(n) for n in re.findall(r"_LIMIT:-(\d+)", text)]
+    assert sum(limits) <= 540, limits  # one device call: at most 540 s
