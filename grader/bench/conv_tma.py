@@ -208,17 +208,23 @@ def im2col_box(x: np.ndarray, p: MapParams, start: tuple[int, int, int], c0: int
 
 
 # ---------------------------------------------------------------- the driver (GPU)
+_P = ctypes.c_void_p  # any pointer: the map, the address, the arrays
+_SIGNATURES = {  # as cuda.h declares them (a CPU test compares)
+    "cuTensorMapEncodeIm2col": [_P, ctypes.c_int, ctypes.c_uint32, _P, ctypes.POINTER(ctypes.c_uint64),
+                                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int),
+                                ctypes.POINTER(ctypes.c_int), ctypes.c_uint32, ctypes.c_uint32,
+                                ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int],
+    "cuTensorMapEncodeTiled": [_P, ctypes.c_int, ctypes.c_uint32, _P, ctypes.POINTER(ctypes.c_uint64),
+                               ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
+                               ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int],
+}
+
+
 def _driver():
     lib = ctypes.CDLL("libcuda.so.1")
-    u64, u32, i32 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int
-    lib.cuTensorMapEncodeIm2col.argtypes = [
-        ctypes.c_void_p, i32, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
-        ctypes.POINTER(i32), ctypes.POINTER(i32), u32, u32, ctypes.POINTER(u32), i32, i32, i32, i32]
-    lib.cuTensorMapEncodeIm2col.restype = i32
-    lib.cuTensorMapEncodeTiled.argtypes = [
-        ctypes.c_void_p, i32, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
-        ctypes.POINTER(u32), ctypes.POINTER(u32), i32, i32, i32, i32]
-    lib.cuTensorMapEncodeTiled.restype = i32
+    for name, args in _SIGNATURES.items():
+        getattr(lib, name).argtypes = args
+        getattr(lib, name).restype = ctypes.c_int
     return lib
 
 
@@ -230,6 +236,25 @@ def _to_device(tmap) -> object:
     import cupy
 
     return cupy.asarray(np.frombuffer(bytes(tmap), dtype=np.uint8))  # CuPy allocations are 256-byte aligned
+
+
+SMALL_TENSOR_BYTES, SMALL_TENSOR_FIXED_AFTER = 131072, 13010
+
+
+def small_tensor_fix(tmap: bytearray, tensor_bytes: int, driver_version: int) -> bytearray:
+    """Drivers up to 13.1 (CUDA 13010) set bit 21 of a tensor map's second 64-bit word, a hint that
+    the first 128 KiB from the base address is mapped, even for a smaller tensor; CUTLASS clears it
+    there for tensors under 128 KiB (its CHANGELOG, v4.3.4: "Fix a TMA creation driver bug"), and so
+    do we: our small check shapes have such tensors. Clearing it is the conservative side."""
+    if driver_version <= SMALL_TENSOR_FIXED_AFTER and tensor_bytes < SMALL_TENSOR_BYTES:
+        word = int.from_bytes(tmap[8:16], "little") & ~(1 << 21)
+        tmap[8:16] = word.to_bytes(8, "little")
+    return tmap
+
+
+def _driver_version(lib) -> int:
+    v = ctypes.c_int(0)
+    return v.value if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 else 0
 
 
 def encode_maps(x, w, p: MapParams):
@@ -249,6 +274,9 @@ def encode_maps(x, w, p: MapParams):
         _arr(u32, p.w_box), _arr(u32, (1, 1)), 0, _SWIZZLE_128B, _L2_256B, _OOB_ZERO)
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc}: {p}")
+    version = _driver_version(lib)
+    tx = small_tensor_fix(bytearray(bytes(tx)), x.nbytes, version)
+    tw = small_tensor_fix(bytearray(bytes(tw)), w.nbytes, version)
     return _to_device(tx), _to_device(tw)
 
 

@@ -9,6 +9,8 @@ correct at the odd small shapes, the TVM layer and every ResNet-50 3x3 layer; th
 cuDNN at the TVM layer (issue #35's aim, 0.8x).
 """
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,7 +213,6 @@ def test_without_a_gpu_the_bench_says_so_and_a_failed_child_says_why(monkeypatch
 
 def test_device_script_checks_then_times_under_time_limits():
     import subprocess
-    from pathlib import Path
 
     script = Path(__file__).resolve().parents[2] / ".ci" / "gpu-conv-tma"
     text = script.read_text()
@@ -222,3 +223,44 @@ def test_device_script_checks_then_times_under_time_limits():
     assert "CONV-TMA.md" in text and "TVM layer" in text
     limits = [int(n) for n in re.findall(r"_LIMIT:-(\d+)", text)]
     assert sum(limits) <= 540, limits  # one device call: at most 540 s
+
+
+def test_small_tensor_fix_clears_bit_21_of_word_1_only_where_cutlass_does():
+    tmap = bytearray(range(128))
+    tmap[8:16] = (0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+    fixed = ct.small_tensor_fix(bytearray(tmap), 4096, 13000)
+    assert int.from_bytes(fixed[8:16], "little") == 0xFFFFFFFFFFFFFFFF & ~(1 << 21)
+    assert fixed[:8] == tmap[:8] and fixed[16:] == tmap[16:]
+    assert ct.small_tensor_fix(bytearray(tmap), 1 << 17, 13000) == tmap  # 128 KiB and more: kept
+    assert ct.small_tensor_fix(bytearray(tmap), 4096, 13020) == tmap  # a fixed driver: kept
+
+
+def _cuda_h():
+    """The driver API header of an installed CUDA (the nvidia-* wheels or a toolkit), if any."""
+    here = [*Path(sys.prefix).glob("lib/python3*/site-packages/nvidia/*/include/cuda.h"),
+            Path("/usr/local/cuda/include/cuda.h"), *Path("/usr/local").glob("cuda-*/include/cuda.h")]
+    return next((p for p in here if p.is_file()), None)
+
+
+@pytest.mark.parametrize("name", sorted(ct._SIGNATURES))
+def test_ctypes_signatures_are_cuda_h(name):
+    import ctypes
+
+    h = _cuda_h()
+    if h is None:
+        pytest.skip("no cuda.h here")
+    proto = re.search(rf"CUresult CUDAAPI {name}\((.*?)\);", h.read_text(), re.S).group(1)
+    params = [p.strip() for p in proto.split(",")]
+    args = ct._SIGNATURES[name]
+    assert len(params) == len(args), (params, args)
+    for p, a in zip(params, args):
+        if "*" in p:
+            assert a is ctypes.c_void_p or hasattr(a, "_type_"), (p, a)
+            want = {"cuuint64_t": ctypes.c_uint64, "cuuint32_t": ctypes.c_uint32, "int": ctypes.c_int}
+            base = next((t for k, t in want.items() if re.search(rf"\b{k}\b", p)), None)
+            if base is not None:
+                assert a._type_ is base, (p, a)
+        elif re.match(r"cuuint32_t", p):
+            assert a is ctypes.c_uint32, (p, a)
+        else:  # enums and int
+            assert a is ctypes.c_int, (p, a)
