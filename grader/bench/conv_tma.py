@@ -477,29 +477,45 @@ def main(argv=None) -> int:
         print(f"needs sm_90a (an H100/H200): this GPU is {info.arch}", file=sys.stderr)
         return 2
     variants = [variant_named(n) for n in args.variants] if args.variants else VARIANTS
+    lines, rc = report(info, variants, max_seconds=args.max_seconds, budget=args.budget)
+    _write(args.out, lines)
+    return rc
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0, heading: str = "##",
+           out=_say) -> tuple[list[str], int]:
+    """Check every variant (children with time limits), then sweep and pair with cuDNN at every layer.
+    Returns the Markdown lines (each also passed to `out` as it comes) and 0, or 1 when no variant
+    is right. `budget` > 0: seconds for the whole report."""
+    variants = variants or VARIANTS
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"## conv2d_wgmma_tma (wgmma + TMA im2col) vs cuDNN — {info.name} ({info.arch}, {info.sm_count} SMs), "
-             f"driver supports CUDA {info.driver}, CUDA runtime {info.runtime}, {now}", "",
+    lines = [f"{heading} conv2d_wgmma_tma (wgmma + TMA im2col) vs cuDNN — {info.name} ({info.arch}, "
+             f"{info.sm_count} SMs), driver supports CUDA {info.driver}, CUDA runtime {info.runtime}, {now}", "",
              "`python -m grader.bench.conv_tma`. Correctness first: fresh U(-1,1) inputs, y poisoned (NaN), float64 "
              "reference, bound (K_gemm+2) 2^-24 (|A||B|) + 1e-6, at every shape below; a variant wrong anywhere is "
-             "not timed.", "", "### Correctness", "", "| variant | registers | shape (N,C,H,W,K,R,S,pad) | result |",
-             "|---|---|---|---|"]
+             "not timed.", "", f"{heading}# Correctness", "",
+             "| variant | registers | shape (N,C,H,W,K,R,S,pad) | result |", "|---|---|---|---|"]
 
     def say(line):
         lines.append(line)
-        print(line, flush=True)
+        out(line)
 
-    print("\n".join(lines), flush=True)
+    for line in lines:
+        out(line)
     start = time.time()
 
     def left() -> float:
-        return args.budget - (time.time() - start) if args.budget else float("inf")
+        return budget - (time.time() - start) if budget else float("inf")
 
     good = []
     for v in variants:
         t0 = time.time()
         if left() < TIMING_RESERVE + 30:
-            say(f"| {v.name} | | | not checked: out of time (--budget {args.budget:.0f}) |")
+            say(f"| {v.name} | | | not checked: out of time (--budget {budget:.0f}) |")
             continue
         ok, rows, why = check_variant(v, timeout=min(CHECK_TIMEOUT, left() - TIMING_RESERVE))
         for r in rows:
@@ -508,21 +524,22 @@ def main(argv=None) -> int:
             say(f"| {v.name} | | | FAILED: {why} |")
         if not ok:
             say(f"| {v.name} | | | **WRONG or FAILED: not timed** |")
-            print(f"!! {v.name} is WRONG or did not finish: it is not timed", flush=True)
+            out(f"!! {v.name} is WRONG or did not finish: it is not timed")
         else:
             good.append(v)
-        print(f"   ({v.name}: {time.time() - t0:.0f} s)", flush=True)
+        out(f"   ({v.name}: {time.time() - t0:.0f} s)")
     if not good:
-        say("\nNo variant is right: nothing timed.\nTVM layer: WRONG (not timed)")
-        _write(args.out, lines)
-        return 1
+        say("")
+        say("No variant is right: nothing timed.")
+        say("TVM layer: WRONG (not timed)")
+        return lines, 1
 
     mods = {v: ConvTma(v) for v in good}
     torch = _torch()
     base = (f"cuDNN = torch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}) conv2d, fp16 in and out, "
             "channels_last, cudnn.benchmark" if torch is not None else "cuDNN: torch not available here")
     say("")
-    say("### Timing: each layer's fastest variant, paired with cuDNN in alternating rounds")
+    say(f"{heading}# Timing: each layer's fastest variant, paired with cuDNN in alternating rounds")
     say("")
     say(base + ". Ours writes fp32 (cuDNN fp16). Ratio = cuDNN time / ours (> 1: faster). TFLOP/s = 2 M K R S C / time.")
     say("")
@@ -531,11 +548,11 @@ def main(argv=None) -> int:
     results = {}
     for name, shape in LAYERS.items():
         if left() < 20:
-            say(f"| {name} | not timed: out of time (--budget {args.budget:.0f}) | | | | | | |")
+            say(f"| {name} | not timed: out of time (--budget {budget:.0f}) | | | | | | |")
             results[name] = {}
             continue
         try:
-            r = time_layer(mods, shape, args.max_seconds)
+            r = time_layer(mods, shape, max_seconds)
         except Exception as e:  # noqa: BLE001 - one layer that fails to launch or time: say so, go on
             say(f"| {name} | FAILED: {type(e).__name__}: {str(e).splitlines()[0][:200]} | | | | | | |")
             results[name] = {}
@@ -549,7 +566,7 @@ def main(argv=None) -> int:
             f"{r.get('cudnn_ms', 0):.4f} | {_tf(r['flops'], r.get('cudnn_ms'))} | "
             f"{r['ratio']:.2f}x | {sweep} |" if "ratio" in r else
             f"| {name} | {r['variant']} | {r['ms']:.4f} | {_tf(r['flops'], r['ms'])} | - | - | - | {sweep} |")
-        print("RESULT " + json.dumps(r), flush=True)
+        out("RESULT " + json.dumps(r))
     tvm = results["TVM b256 14x14 256->512"]
     resnet = [results[n]["ratio"] for n in RESNET_LAYERS if "ratio" in results[n]]
     say("")
@@ -557,8 +574,7 @@ def main(argv=None) -> int:
     if resnet:
         say(f"ResNet-50 3x3 layers: {min(resnet):.2f}-{max(resnet):.2f}x cuDNN "
             f"({len(resnet)} of {len(RESNET_LAYERS)} layers paired); aim >= {AIM}x")
-    _write(args.out, lines)
-    return 0
+    return lines, 0
 
 
 def _write(path, lines) -> None:

@@ -264,3 +264,40 @@ def test_ctypes_signatures_are_cuda_h(name):
             assert a is ctypes.c_uint32, (p, a)
         else:  # enums and int
             assert a is ctypes.c_int, (p, a)
+
+
+class _Info:
+    name, arch, sm_count, driver, runtime, cc = "fake H100", "sm_90", 132, "13.0", "13.2", 90
+
+
+def test_report_prints_a_wrong_variant_and_never_times_it(monkeypatch):
+    """The flow, with the GPU parts replaced: a wrong variant is printed WRONG and never built or
+    timed; the right one is timed at every layer, and the summary line names the TVM ratio."""
+    wrong, right = ct.VARIANTS[0], ct.VARIANTS[5]  # right: 128x64, supports every layer
+    rows = {wrong.name: (False, [dict(shape=ct.SMALL_SHAPES[0], ok=False, detail="WRONG: 12 of 320 outside", regs=168)], ""),
+            right.name: (True, [dict(shape=s, ok=True, detail="correct", regs=80) for s in ct.check_shapes(right)], "")}
+    monkeypatch.setattr(ct, "check_variant", lambda v, timeout=0: rows[v.name])
+    built, timed = [], []
+    monkeypatch.setattr(ct, "ConvTma", lambda v: built.append(v) or object())
+    monkeypatch.setattr(ct, "_torch", lambda: None)
+
+    def fake_time(mods, shape, max_seconds, out=None):
+        timed.append((tuple(mods), shape))
+        return dict(shape=shape, flops=1e12, sweep={v.name: 1.0 for v in mods}, variant=right.name, ms=1.0,
+                    cudnn_ms=0.85, ratio=0.85)
+
+    monkeypatch.setattr(ct, "time_layer", fake_time)
+    said = []
+    lines, rc = ct.report(_Info(), [wrong, right], out=said.append)
+    text = "\n".join(lines)
+    assert rc == 0 and built == [right] and all(mods == (right,) for mods, _ in timed)
+    assert [s for _, s in timed] == list(ct.LAYERS.values())
+    assert f"| {wrong.name} | | | **WRONG or FAILED: not timed** |" in text
+    assert "TVM layer: 0.85x cuDNN" in text and "ResNet-50 3x3 layers: 0.85-0.85x cuDNN" in text
+    assert any(s.startswith("!! ") and wrong.name in s for s in said)
+
+    monkeypatch.setattr(ct, "check_variant", lambda v, timeout=0: (False, [], "HANG: no result within 120 s"))
+    built.clear(), timed.clear()
+    lines, rc = ct.report(_Info(), [wrong, right], out=said.append)
+    assert rc == 1 and not built and not timed
+    assert "TVM layer: WRONG (not timed)" in lines and any("FAILED: HANG" in s for s in lines)
