@@ -170,11 +170,12 @@ __device__ __forceinline__ void wgmma_wait()
 #define F16(i) F4(i), F4((i) + 4), F4((i) + 8), F4((i) + 12)
 #define F32(i) F16(i), F16((i) + 16)
 // d (64 x BLOCK_N, BLOCK_N / 2 floats per thread) += A (64 x 16, K-major) * B (16 x BLOCK_N, K-major:
-// imm-trans-b = 0). The last four immediates: scale-a 1, scale-b 1, trans-a 0, trans-b 0.
-__device__ __forceinline__ void wgmma_tile(float (&d)[BLOCK_N / 2], u64 desc_a, u64 desc_b)
+// imm-trans-b = 0). scale-d is a predicate (0: d = A B, 1: d += A B), as in hgemm_wgmma.cu; the last
+// four immediates: scale-a 1, scale-b 1, trans-a 0, trans-b 0.
+__device__ __forceinline__ void wgmma_tile(float (&d)[BLOCK_N / 2], u64 desc_a, u64 desc_b, unsigned scale_d)
 {
 #if BLOCK_N == 256
-    asm volatile("{\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
@@ -184,27 +185,27 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BLOCK_N / 2], u64 desc_a, 
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, 1, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
         : F32(0), F32(32), F32(64), F32(96)
-        : "l"(desc_a), "l"(desc_b));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 #elif BLOCK_N == 128
-    asm volatile("{\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, 1, 1, 1, 0, 0;\n}\n"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
         : F32(0), F32(32)
-        : "l"(desc_a), "l"(desc_b));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 #else
-    asm volatile("{\n"
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, 1, 1, 1, 0, 0;\n}\n"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
         : F32(0)
-        : "l"(desc_a), "l"(desc_b));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 #endif
 }
 
@@ -286,7 +287,7 @@ conv2d_wgmma_tma(const void* tmap_x, const void* tmap_w, float* y, int N, int C,
         wgmma_fence();
         #pragma unroll
         for (int k = 0; k < BLOCK_K / 16; ++k)  // +32 bytes (16 fp16 of K_gemm) per step, in A and B alike
-            wgmma_tile(d, make_desc(a_tile + 32 * k), make_desc(b_tile + 32 * k));
+            wgmma_tile(d, make_desc(a_tile + 32 * k), make_desc(b_tile + 32 * k), 1);
         wgmma_commit();
         wgmma_wait<1>();  // the group of tile kt-1 is done: its stage can be refilled
         if (kt > 0 && tid % 32 == 0)
