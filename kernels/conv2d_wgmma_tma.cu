@@ -33,10 +33,15 @@
  *    keeping one group in flight (wait_group 1) before releasing the previous stage.
  * 5. Epilogue: fp32 accumulators stored from registers (float2 per thread and row), rows >= M
  *    skipped (the last tile may pass the end of the batch; the TMA filled those rows with zeros).
+ * 6. Block b computes output tiles b, b + gridDim.x, ... : with a block per tile it is the usual
+ *    one-tile kernel; launched persistently (one block per SM, or MIN_BLOCKS) the producer
+ *    already fills the next tile's stages while the consumers store this one, and no block pays
+ *    the pipeline's start-up again. Both sides count K-tiles over all of the block's tiles, so
+ *    stage and phase follow from one counter; the consumers release each tile's last stage too.
  * Measured: pending (no GPU run yet; `.ci/gpu-conv-tma OUT` checks every shape, then times it
  * paired with cuDNN). Aim (issue #35): >= 0.8x cuDNN at the TVM layer and ResNet-50's 3x3 layers.
- * Left out on purpose: a persistent tile scheduler (the epilogue does not overlap the next tile's
- * math unless MIN_BLOCKS = 2 puts two blocks on an SM), clusters with TMA multicast, a TMA store.
+ * Left out on purpose: an epilogue that overlaps the math (ping-pong consumers, or MIN_BLOCKS = 2
+ * where two blocks share an SM), clusters with TMA multicast, a TMA store of y, split-K.
  *
  * Defines (-D, defaults in brackets): BLOCK_M [128] (64 or 128: one consumer warpgroup per 64
  *   rows), BLOCK_N [256] (64, 128 or 256: the wgmma n), STAGES [4], GROUP_M [8] (tiles along M
@@ -54,8 +59,9 @@
  *   40) and the consumers take them (setmaxnreg.inc to CONSUMER_REGS) [168 -> 40 / 232]; not
  *   with BLOCK_M 64 and one block per SM (255 each already). ptxas needs a whole wgmma to fit in
  *   LAUNCH_REGS: 128 x 128 or 128 x 256 with two blocks per SM does not compile (80 registers).
- * Launch: block (THREADS, 1, 1), grid (K / BLOCK_N, ceil(N P Q / BLOCK_M)) (the kernel remaps
- *         the block index). Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 128 + 1024 +
+ * Launch: block (THREADS, 1, 1), grid (G, 1, 1) for any G >= 1: block b computes tiles b, b + G,
+ *         ... of the ceil(N P Q / BLOCK_M) x (K / BLOCK_N) output tiles (G = their count: one tile
+ *         per block; G = SMs x MIN_BLOCKS: persistent). Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 128 + 1024 +
  *         16 * STAGES bytes [197696] (the 1024: tiles start on a 1024-byte boundary, where the
  *         128-byte swizzle pattern repeats). C % 64 == 0, K % BLOCK_N == 0, pad <= 127,
  *         R, S <= pad + 128, N P Q < 2^31.
@@ -209,6 +215,18 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BLOCK_N / 2], u64 desc_a, 
 #endif
 }
 
+// Output tile t (0 .. tiles_m * tiles_n - 1) in raster order: bands of GROUP_M tiles along M, so
+// the blocks running together share rows of x (and all of w) in L2.
+__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0)
+{
+    const int group = t / (GROUP_M * tiles_n);
+    const int first_m = group * GROUP_M;
+    const int group_rows = min(tiles_m - first_m, GROUP_M);
+    const int in_group = t % (GROUP_M * tiles_n);
+    row0 = (first_m + in_group % group_rows) * BLOCK_M;  // first output pixel of the tile
+    col0 = (in_group / group_rows) * BLOCK_N;            // first output channel
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 conv2d_wgmma_tma(const void* tmap_x, const void* tmap_w, float* y, int N, int C, int H, int W, int K, int R,
                  int S, int pad)
@@ -221,15 +239,7 @@ conv2d_wgmma_tma(const void* tmap_x, const void* tmap_w, float* y, int N, int C,
 
     const int P = H + 2 * pad - R + 1, Q = W + 2 * pad - S + 1;
     const int M = N * P * Q;
-    // Raster order in bands of GROUP_M tiles along M: the blocks running together share x rows in L2.
-    const int tiles_m = gridDim.y, tiles_n = gridDim.x;
-    const int bid = blockIdx.y * tiles_n + blockIdx.x;
-    const int group = bid / (GROUP_M * tiles_n);
-    const int first_m = group * GROUP_M;
-    const int group_rows = min(tiles_m - first_m, GROUP_M);
-    const int in_group = bid % (GROUP_M * tiles_n);
-    const int row0 = (first_m + in_group % group_rows) * BLOCK_M;  // first output pixel of the tile
-    const int col0 = (in_group / group_rows) * BLOCK_N;            // first output channel
+    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = K / BLOCK_N, n_tiles = tiles_m * tiles_n;
     const int KT = R * S * (C / BLOCK_K);
     const int wg = threadIdx.x / 128;
 
@@ -242,28 +252,38 @@ conv2d_wgmma_tma(const void* tmap_x, const void* tmap_w, float* y, int N, int C,
     }
     __syncthreads();
 
+    // Block b computes tiles b, b + gridDim.x, ...: one tile each when the grid has a block per tile,
+    // or persistently with fewer blocks (then the producer fills the next tile's stages while the
+    // consumers store this one). `it` counts K-tiles over all of the block's tiles: stage it % STAGES,
+    // phase parity (it / STAGES) & 1, the same sequence on both sides.
     if (wg == 0) {  // producer warpgroup
 #if USE_SETMAXNREG
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(PRODUCER_REGS) : "memory");
 #endif
         if (threadIdx.x == 0) {
-            // The tile's first pixel (n0, p0, q0) as a position of the im2col box: {q0 - pad, p0 - pad, n0}.
-            const int n0 = row0 / (P * Q), pq = row0 % (P * Q);
-            const int h0 = pq / Q - pad, w0 = pq % Q - pad;
-            int r = 0, s = 0, c0 = 0;  // the tap and channels of K-tile kt, advanced without divisions
-            for (int kt = 0; kt < KT; ++kt) {
-                const int st = kt % STAGES;
-                mbar_wait(empty + 8 * st, ((kt / STAGES) & 1) ^ 1);  // the consumers freed stage st
-                const unsigned a_dst = tiles + st * STAGE_BYTES, b_dst = a_dst + A_BYTES;
-                mbar_expect_tx(full + 8 * st, STAGE_BYTES);  // out-of-bounds pixels count too: zero-filled
-                tma_load_im2col(a_dst, tmap_x, full + 8 * st, c0, w0, h0, n0, (unsigned short)s, (unsigned short)r);
-                tma_load_2d(b_dst, tmap_w, full + 8 * st, kt * BLOCK_K, col0);  // w columns (r S + s) C + c0
-                c0 += BLOCK_K;
-                if (c0 == C) {
-                    c0 = 0;
-                    if (++s == S) {
-                        s = 0;
-                        ++r;
+            int it = 0;
+            for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+                int row0, col0;
+                tile_origin(t, tiles_m, tiles_n, row0, col0);
+                // The tile's first pixel (n0, p0, q0) as a position of the im2col box: {q0 - pad, p0 - pad, n0}.
+                const int n0 = row0 / (P * Q), pq = row0 % (P * Q);
+                const int h0 = pq / Q - pad, w0 = pq % Q - pad;
+                int r = 0, s = 0, c0 = 0;  // the tap and channels of K-tile kt, advanced without divisions
+                for (int kt = 0; kt < KT; ++kt, ++it) {
+                    const int st = it % STAGES;
+                    mbar_wait(empty + 8 * st, ((it / STAGES) & 1) ^ 1);  // the consumers freed stage st
+                    const unsigned a_dst = tiles + st * STAGE_BYTES, b_dst = a_dst + A_BYTES;
+                    mbar_expect_tx(full + 8 * st, STAGE_BYTES);  // out-of-bounds pixels count too: zero-filled
+                    tma_load_im2col(a_dst, tmap_x, full + 8 * st, c0, w0, h0, n0, (unsigned short)s,
+                                    (unsigned short)r);
+                    tma_load_2d(b_dst, tmap_w, full + 8 * st, kt * BLOCK_K, col0);  // w columns (r S + s) C + c0
+                    c0 += BLOCK_K;
+                    if (c0 == C) {
+                        c0 = 0;
+                        if (++s == S) {
+                            s = 0;
+                            ++r;
+                        }
                     }
                 }
             }
@@ -276,35 +296,42 @@ conv2d_wgmma_tma(const void* tmap_x, const void* tmap_w, float* y, int N, int C,
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(CONSUMER_REGS) : "memory");
 #endif
     const int c = wg - 1, tid = threadIdx.x % 128;
-    float d[BLOCK_N / 2];
-    #pragma unroll
-    for (int i = 0; i < BLOCK_N / 2; ++i)
-        d[i] = 0.0f;
-    for (int kt = 0; kt < KT; ++kt) {
-        const int st = kt % STAGES;
-        mbar_wait(full + 8 * st, (kt / STAGES) & 1);  // stage st has landed
-        const unsigned a_tile = tiles + st * STAGE_BYTES + c * 64 * 128, b_tile = tiles + st * STAGE_BYTES + A_BYTES;
-        wgmma_fence();
+    const int w = tid / 32, g = (tid % 32) / 4, t4 = tid % 4;
+    int it = 0;
+    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        int row0, col0;
+        tile_origin(t, tiles_m, tiles_n, row0, col0);
+        float d[BLOCK_N / 2];
         #pragma unroll
-        for (int k = 0; k < BLOCK_K / 16; ++k)  // +32 bytes (16 fp16 of K_gemm) per step, in A and B alike
-            wgmma_tile(d, make_desc(a_tile + 32 * k), make_desc(b_tile + 32 * k), 1);
-        wgmma_commit();
-        wgmma_wait<1>();  // the group of tile kt-1 is done: its stage can be refilled
-        if (kt > 0 && tid % 32 == 0)
-            mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
-    }
-    wgmma_wait<0>();
+        for (int i = 0; i < BLOCK_N / 2; ++i)
+            d[i] = 0.0f;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+            const int st = it % STAGES;
+            mbar_wait(full + 8 * st, (it / STAGES) & 1);  // stage st has landed
+            const unsigned a_tile = tiles + st * STAGE_BYTES + c * 64 * 128, b_tile = tiles + st * STAGE_BYTES + A_BYTES;
+            wgmma_fence();
+            #pragma unroll
+            for (int k = 0; k < BLOCK_K / 16; ++k)  // +32 bytes (16 fp16 of K_gemm) per step, in A and B alike
+                wgmma_tile(d, make_desc(a_tile + 32 * k), make_desc(b_tile + 32 * k), 1);
+            wgmma_commit();
+            wgmma_wait<1>();  // the group of K-tile it-1 is done: its stage can be refilled
+            if (kt > 0 && tid % 32 == 0)
+                mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+        }
+        wgmma_wait<0>();
+        if (tid % 32 == 0)  // the tile's last stage too: the producer may be on the next tile already
+            mbar_arrive(empty + 8 * ((it - 1) % STAGES));
 
-    // d[i]: row 16w + g + 8((i/2)%2), column 8(i/4) + 2t + i%2 of this warpgroup's 64 x BLOCK_N tile
-    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
-    const int m = row0 + 64 * c + 16 * w + g;
-    float* y_row = y + (size_t)m * K + col0 + 2 * t;
-    const bool lo = m < M, hi = m + 8 < M;  // the last tile may run past the batch
-    #pragma unroll
-    for (int q = 0; q < BLOCK_N / 8; ++q) {
-        if (lo)
-            *reinterpret_cast<float2*>(y_row + 8 * q) = make_float2(d[4 * q], d[4 * q + 1]);
-        if (hi)
-            *reinterpret_cast<float2*>(y_row + (size_t)8 * K + 8 * q) = make_float2(d[4 * q + 2], d[4 * q + 3]);
+        // d[i]: row 16w + g + 8((i/2)%2), column 8(i/4) + 2t4 + i%2 of this warpgroup's 64 x BLOCK_N tile
+        const int m = row0 + 64 * c + 16 * w + g;
+        float* y_row = y + (size_t)m * K + col0 + 2 * t4;
+        const bool lo = m < M, hi = m + 8 < M;  // the last tile may run past the batch
+        #pragma unroll
+        for (int q = 0; q < BLOCK_N / 8; ++q) {
+            if (lo)
+                *reinterpret_cast<float2*>(y_row + 8 * q) = make_float2(d[4 * q], d[4 * q + 1]);
+            if (hi)
+                *reinterpret_cast<float2*>(y_row + (size_t)8 * K + 8 * q) = make_float2(d[4 * q + 2], d[4 * q + 3]);
+        }
     }
 }

@@ -67,10 +67,11 @@ class Variant:
     stages: int = 4
     min_blocks: int = 1
     group_m: int = 8
+    persistent: bool = False  # a launch choice, not a -D: SMs x min_blocks blocks loop over the tiles
 
     @property
     def name(self) -> str:
-        return f"{self.block_m}x{self.block_n}x{BLOCK_K} s{self.stages} b{self.min_blocks}"
+        return f"{self.block_m}x{self.block_n}x{BLOCK_K} s{self.stages} b{self.min_blocks}" + (" p" * self.persistent)
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -95,8 +96,13 @@ class Variant:
     def supports(self, C: int, K: int) -> bool:
         return C % BLOCK_K == 0 and K % self.block_n == 0
 
-    def grid(self, M: int, K: int) -> tuple[int, int, int]:
-        return (K // self.block_n, math.ceil(M / self.block_m), 1)
+    def tiles(self, M: int, K: int) -> int:
+        return math.ceil(M / self.block_m) * (K // self.block_n)
+
+    def grid(self, M: int, K: int, sms: int = 132) -> tuple[int, int, int]:
+        """One block per output tile, or (persistent) at most one per SM and block slot."""
+        n = self.tiles(M, K)
+        return (min(n, sms * self.min_blocks) if self.persistent else n, 1, 1)
 
 
 DEFAULT = Variant()
@@ -109,6 +115,10 @@ VARIANTS = [
     Variant(block_n=64, stages=4, min_blocks=2),          # K = 64 layers
     Variant(block_n=64, stages=8),
     Variant(block_m=64, block_n=64, stages=6, min_blocks=2),
+    Variant(persistent=True),                             # the default, one block per SM over all tiles
+    Variant(block_n=128, stages=6, persistent=True),
+    Variant(block_m=64, block_n=128, stages=4, min_blocks=2, persistent=True),
+    Variant(block_n=64, stages=4, min_blocks=2, persistent=True),
 ]
 
 
@@ -143,7 +153,7 @@ class MapParams:
     grid: tuple[int, int, int]
 
 
-def tensor_map_params(N, C, H, W, K, R, S, pad, variant: Variant = DEFAULT) -> MapParams:
+def tensor_map_params(N, C, H, W, K, R, S, pad, variant: Variant = DEFAULT, sms: int = 132) -> MapParams:
     """The tensor maps for one layer. The im2col box has one position per output pixel: it runs
     from -pad to (W - 1) + pad - (S - 1) in W (Q positions), likewise in H (P), so walking it from
     the tile's first pixel visits the tile's output pixels in NPQ order; the copy's offsets
@@ -163,7 +173,7 @@ def tensor_map_params(N, C, H, W, K, R, S, pad, variant: Variant = DEFAULT) -> M
                      lower_corner=lower, upper_corner=upper,
                      channels_per_pixel=BLOCK_K, pixels_per_column=variant.block_m, x_element_strides=(1, 1, 1, 1),
                      w_dims=(R * S * C, K), w_strides=(R * S * C * 2,), w_box=(BLOCK_K, variant.block_n),
-                     grid=variant.grid(M, K))
+                     grid=variant.grid(M, K, sms))
 
 
 def tile_start(m0: int, p: MapParams, pad: int) -> tuple[int, int, int]:
@@ -291,12 +301,16 @@ class ConvTma:
         self.module = CubinModule(kernels.source(FILE), variant.options)
         self.fn = self.module.function(KERNEL)
         self.fn.max_dynamic_shared_size_bytes = variant.shared_mem
+        from grader.runtime.device import device_info
+
+        info = device_info()
+        self.sms = info.sm_count if info else 132
 
     def bind(self, x, w, y, pad: int):
         """A no-argument launcher of y = conv(x, w) (the maps are built once, kept alive with it)."""
         N, H, W, C = x.shape
         K, R, S, _ = w.shape
-        p = tensor_map_params(N, C, H, W, K, R, S, pad, self.variant)
+        p = tensor_map_params(N, C, H, W, K, R, S, pad, self.variant, self.sms)
         tx, tw = encode_maps(x, w, p)
         i = np.int32
         args = (tx, tw, y, i(N), i(C), i(H), i(W), i(K), i(R), i(S), i(pad))

@@ -105,8 +105,10 @@ def test_map_fields_are_the_layout_of_x_and_w(shape):
         # the box has one position per output pixel: Q in W, P in H
         assert (W - 1 + p.upper_corner[0]) - p.lower_corner[0] + 1 == conv.out_size(W, S, pad) == p.Q
         assert (H - 1 + p.upper_corner[1]) - p.lower_corner[1] + 1 == conv.out_size(H, R, pad) == p.P
-        assert p.M == N * p.P * p.Q and p.grid == (K // v.block_n, -(-p.M // v.block_m), 1)
-        assert p.grid[1] * v.block_m >= p.M > (p.grid[1] - 1) * v.block_m
+        tiles_m = -(-p.M // v.block_m)
+        assert p.M == N * p.P * p.Q and tiles_m * v.block_m >= p.M > (tiles_m - 1) * v.block_m
+        assert p.grid == ((min(tiles_m * (K // v.block_n), 132 * v.min_blocks) if v.persistent
+                           else tiles_m * (K // v.block_n)), 1, 1)
 
 
 def _assert_copies_build_a(shape, variant, params=None, offsets_of=None):
