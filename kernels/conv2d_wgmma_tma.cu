@@ -61,9 +61,9 @@
  *   LAUNCH_REGS: 128 x 128 or 128 x 256 with two blocks per SM does not compile (80 registers).
  * Launch: block (THREADS, 1, 1), grid (G, 1, 1) for any G >= 1: block b computes tiles b, b + G,
  *         ... of the ceil(N P Q / BLOCK_M) x (K / BLOCK_N) output tiles (G = their count: one tile
- *         per block; G = SMs x MIN_BLOCKS: persistent). Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 128 + 1024 +
- *         16 * STAGES bytes [197696] (the 1024: tiles start on a 1024-byte boundary, where the
- *         128-byte swizzle pattern repeats). C % 64 == 0, K % BLOCK_N == 0, pad <= 127,
+ *         per block; G = SMs x MIN_BLOCKS: persistent). Dynamic shared memory:
+ *         STAGES * (BLOCK_M + BLOCK_N) * 128 + 1024 + 16 * STAGES bytes [197696] (the 1024: tiles
+ *         start on a 1024-byte boundary, where the 128-byte swizzle pattern repeats). C % 64 == 0, K % BLOCK_N == 0, pad <= 127,
  *         R, S <= pad + 128, N P Q < 2^31.
  * Requires: sm_90a
  * Check:  python -m grader.bench.conv_tma
