@@ -106,19 +106,19 @@ class Variant:
 
 
 DEFAULT = Variant()
-VARIANTS = [
+VARIANTS = [  # most promising first: with --budget, the last ones may go unchecked (and untimed)
     DEFAULT,                                              # hgemm_wgmma's shape: 197696 B, one block per SM
+    Variant(persistent=True),                             # the same, one block per SM over all tiles
+    Variant(block_n=64, stages=4, min_blocks=2),          # K = 64 layers; two blocks per SM
+    Variant(block_m=64, block_n=128, stages=4, min_blocks=2),  # small layers: more blocks; one block's
+    Variant(block_n=128, stages=6, persistent=True),           # epilogue under the other's math
+    Variant(block_m=64, block_n=64, stages=6, min_blocks=2),
     Variant(stages=3),
     Variant(block_n=128, stages=6),
     Variant(block_m=64, block_n=256, stages=4),           # one consumer, 255 registers, no setmaxnreg
-    Variant(block_m=64, block_n=128, stages=4, min_blocks=2),  # two blocks: one's epilogue under the other's math
-    Variant(block_n=64, stages=4, min_blocks=2),          # K = 64 layers
-    Variant(block_n=64, stages=8),
-    Variant(block_m=64, block_n=64, stages=6, min_blocks=2),
-    Variant(persistent=True),                             # the default, one block per SM over all tiles
-    Variant(block_n=128, stages=6, persistent=True),
-    Variant(block_m=64, block_n=128, stages=4, min_blocks=2, persistent=True),
     Variant(block_n=64, stages=4, min_blocks=2, persistent=True),
+    Variant(block_m=64, block_n=128, stages=4, min_blocks=2, persistent=True),
+    Variant(block_n=64, stages=8),
 ]
 
 

@@ -275,7 +275,7 @@ class _Info:
 def test_report_prints_a_wrong_variant_and_never_times_it(monkeypatch):
     """The flow, with the GPU parts replaced: a wrong variant is printed WRONG and never built or
     timed; the right one is timed at every layer, and the summary line names the TVM ratio."""
-    wrong, right = ct.VARIANTS[0], ct.VARIANTS[5]  # right: 128x64, supports every layer
+    wrong, right = ct.DEFAULT, ct.variant_named("128x64x64 s4 b2")  # right: supports every layer
     rows = {wrong.name: (False, [dict(shape=ct.SMALL_SHAPES[0], ok=False, detail="WRONG: 12 of 320 outside", regs=168)], ""),
             right.name: (True, [dict(shape=s, ok=True, detail="correct", regs=80) for s in ct.check_shapes(right)], "")}
     monkeypatch.setattr(ct, "check_variant", lambda v, timeout=0: rows[v.name])
