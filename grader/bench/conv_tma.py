@@ -110,8 +110,8 @@ VARIANTS = [  # most promising first: with --budget, the last ones may go unchec
     DEFAULT,                                              # hgemm_wgmma's shape: 197696 B, one block per SM
     Variant(persistent=True),                             # the same, one block per SM over all tiles
     Variant(block_n=64, stages=4, min_blocks=2),          # K = 64 layers; two blocks per SM
-    Variant(block_m=64, block_n=128, stages=4, min_blocks=2),  # small layers: more blocks; one block's
-    Variant(block_n=128, stages=6, persistent=True),           # epilogue under the other's math
+    Variant(block_m=64, block_n=128, stages=4, min_blocks=2),  # small layers: more blocks (one's epilogue, other's math)
+    Variant(block_n=128, stages=6, persistent=True),
     Variant(block_m=64, block_n=64, stages=6, min_blocks=2),
     Variant(stages=3),
     Variant(block_n=128, stages=6),
