@@ -303,3 +303,22 @@ def test_report_prints_a_wrong_variant_and_never_times_it(monkeypatch):
     lines, rc = ct.report(_Info(), [wrong, right], out=said.append)
     assert rc == 1 and not built and not timed
     assert "TVM layer: WRONG (not timed)" in lines and any("FAILED: HANG" in s for s in lines)
+
+
+def test_check_child_prints_a_line_per_shape_then_done(monkeypatch, capsys):
+    """The child side of check_variant, with the kernel replaced: what the parent parses."""
+    import json
+
+    from grader.problems import numerics
+
+    v = ct.variant_named("128x64x64 s4 b2")
+    monkeypatch.setattr(ct, "ConvTma", lambda variant: type("M", (), {"registers": 80})())
+    verdicts = iter([numerics.Comparison(True, 0, 0, None, 0.01, 1e-6)]
+                    + [numerics.Comparison(False, 3, 1, (5, 2), 9.0, 0.5)] * 20)
+    monkeypatch.setattr(ct, "check", lambda mod, shape, seed: next(verdicts))
+    assert ct._check_main(v.name) == 1
+    out = capsys.readouterr().out.splitlines()
+    rows = [json.loads(line[6:]) for line in out if line.startswith("CHECK ")]
+    assert out[-1] == "DONE" and len(rows) == len(ct.check_shapes(v))
+    assert rows[0]["ok"] and rows[0]["detail"].startswith("correct") and rows[0]["regs"] == 80
+    assert not rows[1]["ok"] and rows[1]["detail"].startswith("WRONG: 3 of ") and "(5, 2)" in rows[1]["detail"]
