@@ -52,7 +52,7 @@ SMALL_SHAPES = [(1, 64, 5, 7, 64, 3, 3, 1), (3, 128, 7, 9, 128, 3, 3, 1), (2, 64
                 (2, 64, 9, 9, 128, 1, 1, 0), (1, 64, 6, 8, 128, 5, 3, 2), (2, 192, 10, 6, 256, 3, 5, 1)]
 AIM = 0.8  # issue #35: >= 0.8x cuDNN
 CHECK_TIMEOUT = 120.0  # seconds for one variant's checks (compile, 10 shapes, float64 references on the GPU)
-TIMING_RESERVE = 90.0  # seconds kept for the sweep and the pairings when --budget is given
+TIMING_RESERVE = 120.0  # seconds kept for building the right variants, the sweep and the pairings (--budget)
 
 _FP16, _SWIZZLE_128B, _L2_128B, _L2_256B, _OOB_ZERO = 6, 3, 2, 3, 0
 
@@ -450,7 +450,7 @@ def time_layer(mods: dict, shape, max_seconds: float, out=print) -> dict:
     sweep = {}
     for v, mod in mods.items():
         if v.supports(C, K):
-            sweep[v] = benchmark(mod.bind(x, w, y, pad), working_set_bytes=ws, max_seconds=max_seconds / 4).median_ms
+            sweep[v] = benchmark(mod.bind(x, w, y, pad), working_set_bytes=ws, max_seconds=max_seconds / 6).median_ms
     row = dict(shape=shape, flops=flops, sweep={v.name: ms for v, ms in sweep.items()})
     if not sweep:
         return row
@@ -482,7 +482,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grader.bench.conv_tma", description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the Markdown report to this file")
     ap.add_argument("--variants", nargs="+", help="variant names (default: all of VARIANTS)")
-    ap.add_argument("--max-seconds", type=float, default=1.5, help="per paired timing (the sweep gets a quarter)")
+    ap.add_argument("--max-seconds", type=float, default=1.5, help="per paired timing (each variant of the sweep gets a sixth)")
     ap.add_argument("--budget", type=float, default=0.0,
                     help="seconds for the whole run (0: no limit): checks stop starting when too little is left "
                          "for the timing, the timing stops before the end")
