@@ -52,6 +52,7 @@ SMALL_SHAPES = [(1, 64, 5, 7, 64, 3, 3, 1), (3, 128, 7, 9, 128, 3, 3, 1), (2, 64
                 (2, 64, 9, 9, 128, 1, 1, 0), (1, 64, 6, 8, 128, 5, 3, 2), (2, 192, 10, 6, 256, 3, 5, 1)]
 AIM = 0.8  # issue #35: >= 0.8x cuDNN
 CHECK_TIMEOUT = 120.0  # seconds for one variant's checks (compile, 10 shapes, float64 references on the GPU)
+PROBE_TIMEOUT = 90.0  # seconds for the copy-alone probe (kernels/tma_im2col_probe.cu)
 TIMING_RESERVE = 120.0  # seconds kept for building the right variants, the sweep and the pairings (--budget)
 
 _FP16, _SWIZZLE_128B, _L2_128B, _L2_256B, _OOB_ZERO = 6, 3, 2, 3, 0
@@ -375,6 +376,137 @@ def check(mod: ConvTma, shape, seed: int):
     return numerics.compare(y.get().reshape(-1, K), ref, numerics.gemm_bound(abs_ref, R * S * C))
 
 
+# ---------------------------------------------------------------- the copy alone (diagnosis)
+PROBE_FILE = "tma_im2col_probe"
+PROBE_SHAPES = [(2, 128, 5, 7, 64, 3, 3, 1), (1, 64, 6, 8, 64, 5, 3, 2), (3, 64, 9, 6, 64, 3, 5, 1),
+                (2, 64, 9, 9, 64, 1, 1, 0)]
+
+
+def probe_cases(shape, block_m: int):
+    """(start, c0, offsets, m0) of the copies the probe makes at one shape: the first, a middle and
+    the last tile, every tap, the first and last channel block."""
+    N, C, H, W, K, R, S, pad = shape
+    p = tensor_map_params(N, C, H, W, K, R, S, pad, Variant(block_m=block_m, block_n=64))
+    tiles = list(range(0, p.M, block_m))
+    out = []
+    for m0 in dict.fromkeys([tiles[0], tiles[len(tiles) // 2], tiles[-1]]):
+        for c0 in dict.fromkeys([0, C - BLOCK_K]):
+            for r in range(R):
+                for s_ in range(S):
+                    out.append((tile_start(m0, p, pad), c0, (s_, r), m0))
+    return p, out
+
+
+def _probe_main() -> int:
+    """`--probe` (a child of probe_copies): one JSON line per shape and pixels per column, then DONE."""
+    import cupy
+
+    from grader.bench.mma import CubinModule
+    from grader.runtime import kernels
+
+    fn = CubinModule(kernels.source(PROBE_FILE)).function(PROBE_FILE)
+    for shape in PROBE_SHAPES:
+        N, C, H, W, K, R, S, pad = shape
+        x = conv.random_uniform((N, H, W, C), np.float16, 11)
+        xd = cupy.asarray(x)
+        wd = cupy.zeros((K, R, S, C), dtype=cupy.float16)
+        for bm in (64, 128):
+            p, cases = probe_cases(shape, bm)
+            tx, _ = encode_maps(xd, wd, p)
+            smem = bm * 128 + 1024 + 8
+            fn.max_dynamic_shared_size_bytes = smem
+            wrong = []
+            for start, c0, offsets, m0 in cases:
+                got = cupy.full((bm, BLOCK_K), 0xFFFF, dtype=cupy.uint16)
+                i = np.int32
+                fn((1, 1, 1), (128, 1, 1), (tx, got, i(c0), i(start[0]), i(start[1]), i(start[2]), i(offsets[0]),
+                                             i(offsets[1]), i(bm)), shared_mem=smem)
+                want = im2col_box(x, p, start, c0, offsets).view(np.uint16)
+                bad = np.argwhere(got.get() != want)
+                if len(bad):
+                    wrong.append(dict(m0=m0, c0=c0, offsets=offsets, n_bad=int(len(bad)),
+                                      first=[int(v) for v in bad[0]]))
+            print("PROBE " + json.dumps(dict(shape=shape, pixels=bm, copies=len(cases), wrong=len(wrong),
+                                             first_wrong=wrong[0] if wrong else None)), flush=True)
+    print("DONE", flush=True)
+    return 0
+
+
+class ProbeModule:
+    """The probe behind grader.bench.crosscheck's module interface. A case's args: x (N, H, W, C),
+    out (pixels x 64, uint16), then c0, w0, h0, n0, off_w, off_h, pixels (the kernel's) and
+    R, S, pad (for the tensor map)."""
+
+    backend = "gpu"
+
+    def __init__(self):
+        from grader.bench.mma import CubinModule
+        from grader.runtime import kernels
+
+        self.fn = CubinModule(kernels.source(PROBE_FILE)).function(PROBE_FILE)
+
+    @property
+    def xp(self):
+        import cupy
+
+        return cupy
+
+    def launch(self, kernel, grid, block, args, shared_mem=0):
+        import cupy
+
+        x, out, c0, w0, h0, n0, off_w, off_h, pixels, R, S, pad = args
+        N, H, W, C = x.shape
+        p = tensor_map_params(N, C, H, W, 64, R, S, pad, Variant(block_m=pixels, block_n=64))
+        tx, _ = encode_maps(x, cupy.zeros((64, R, S, C), dtype=cupy.float16), p)
+        self.fn.max_dynamic_shared_size_bytes = shared_mem
+        i = np.int32
+        self.fn(tuple(grid), tuple(block), (tx, out, *(i(v) for v in (c0, w0, h0, n0, off_w, off_h, pixels))),
+                shared_mem=shared_mem)
+
+
+def probe_crosscheck_case(shape, rng, block_m: int = 128, which: int = -1):
+    """A grader.problems.kinds.Case of one probe copy (the last tile's, tap `which`): exact."""
+    from grader.problems.kinds import Case, Expected
+
+    N, C, H, W, K, R, S, pad = shape
+    x = rng.uniform(-1, 1, (N, H, W, C)).astype(np.float16)
+    p, cases = probe_cases(shape, block_m)
+    start, c0, offsets, m0 = cases[which]
+    want = im2col_box(x, p, start, c0, offsets).view(np.uint16).astype(np.float64)
+    out = np.full((block_m, BLOCK_K), 0xFFFF, dtype=np.uint16)
+    return Case(f"{shape} tile {m0} c0 {c0} offsets {offsets}",
+                [x, out, c0, *start, *offsets, block_m, R, S, pad], [1], (1, 1, 1), (128, 1, 1),
+                block_m * 128 + 1024 + 8, {1: Expected(want, 0.0, exact=True)})
+
+
+def _child(args: list[str], tag: str, timeout: float) -> tuple[list[dict], str]:
+    """Run `python -m grader.bench.conv_tma ARGS` with a time limit: its `TAG {json}` lines, and why it
+    did not reach DONE (empty when it did). Past its time it is stopped with everything it started
+    and reaped (grader.runtime.proctree): its CUDA context, and any kernel still waiting on an
+    mbarrier, are gone before we go on."""
+    from grader.runtime import proctree
+
+    proc = subprocess.Popen([sys.executable, "-m", "grader.bench.conv_tma", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    why = ""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        if "DONE" not in out.splitlines():  # it stopped before the end: say why (its last line)
+            lines = (out + err).strip().splitlines()
+            why = (lines[-1] if lines else f"exit status {proc.returncode}")[:300]
+    except subprocess.TimeoutExpired:
+        proctree.stop(proc)
+        out, _ = proc.communicate()
+        why = f"HANG: no result within {timeout:.0f} s (a wait on an mbarrier nobody completes?)"
+    rows = [json.loads(line[len(tag) + 1:]) for line in (out or "").splitlines() if line.startswith(tag + " ")]
+    return rows, why
+
+
+def probe_copies(timeout: float = 90.0) -> tuple[list[dict], str]:
+    """The im2col copy alone on the GPU (kernels/tma_im2col_probe.cu) against im2col_box."""
+    return _child(["--probe"], "PROBE", timeout)
+
+
 def M_of(shape) -> int:
     """Output pixels N P Q of a layer shape (N, C, H, W, K, R, S, pad)."""
     N, C, H, W, K, R, S, pad = shape
@@ -403,24 +535,8 @@ def _check_main(name: str) -> int:
 
 
 def check_variant(variant: Variant, timeout: float = 120.0) -> tuple[bool, list[dict], str]:
-    """Check one variant in a child process with a time limit: (all right, rows, why not). A
-    child past its time is stopped with everything it started and reaped (grader.runtime.proctree),
-    so its CUDA context and any kernel still waiting on an mbarrier are gone before we go on."""
-    from grader.runtime import proctree
-
-    cmd = [sys.executable, "-m", "grader.bench.conv_tma", "--check", variant.name]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    why = ""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        if "DONE" not in out.splitlines():  # it stopped before the end: say why (its last line)
-            lines = (out + err).strip().splitlines()
-            why = (lines[-1] if lines else f"exit status {proc.returncode}")[:300]
-    except subprocess.TimeoutExpired:
-        proctree.stop(proc)
-        out, _ = proc.communicate()
-        why = f"HANG: no result within {timeout:.0f} s (a wait on an mbarrier nobody completes?)"
-    rows = [json.loads(line[6:]) for line in (out or "").splitlines() if line.startswith("CHECK ")]
+    """Check one variant in a child process with a time limit (_child): (all right, rows, why not)."""
+    rows, why = _child(["--check", variant.name], "CHECK", timeout)
     ok = not why and len(rows) == len(check_shapes(variant)) and all(r["ok"] for r in rows)
     return ok, rows, why
 
@@ -487,9 +603,12 @@ def main(argv=None) -> int:
                     help="seconds for the whole run (0: no limit): checks stop starting when too little is left "
                          "for the timing, the timing stops before the end")
     ap.add_argument("--check", metavar="NAME", help=argparse.SUPPRESS)
+    ap.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.check:
         return _check_main(args.check)
+    if args.probe:
+        return _probe_main()
     from grader.runtime.device import device_info
 
     info = device_info()
@@ -520,8 +639,7 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
              f"{info.sm_count} SMs), driver supports CUDA {info.driver}, CUDA runtime {info.runtime}, {now}", "",
              "`python -m grader.bench.conv_tma`. Correctness first: fresh U(-1,1) inputs, y poisoned (NaN), float64 "
              "reference, bound (K_gemm+2) 2^-24 (|A||B|) + 1e-6, at every shape below; a variant wrong anywhere is "
-             "not timed.", "", f"{heading}# Correctness", "",
-             "| variant | registers | shape (N,C,H,W,K,R,S,pad) | result |", "|---|---|---|---|"]
+             "not timed."]
 
     def say(line):
         lines.append(line)
@@ -533,6 +651,23 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
 
     def left() -> float:
         return budget - (time.time() - start) if budget else float("inf")
+
+    # The copy alone first: a diagnosis for the checks below, not a gate (they gate the timing).
+    t0 = time.time()
+    rows, why = probe_copies(timeout=min(PROBE_TIMEOUT, max(left() - TIMING_RESERVE, 1)))
+    for line in ["", f"{heading}# The im2col copy alone ({PROBE_FILE}.cu) against the model (im2col_box)", "",
+                 "| shape (N,C,H,W,K,R,S,pad) | pixels per column | copies | equal to the model | first that differs |",
+                 "|---|---|---|---|---|"]:
+        say(line)
+    for r in rows:
+        say(f"| {tuple(r['shape'])} | {r['pixels']} | {r['copies']} | {r['copies'] - r['wrong']} | "
+            f"{r['first_wrong'] or '-'} |")
+    if why:
+        say(f"| FAILED: {why} | | | | |")
+    out(f"   (probe: {time.time() - t0:.0f} s)")
+    for line in ["", f"{heading}# Correctness of the convolution", "",
+                 "| variant | registers | shape (N,C,H,W,K,R,S,pad) | result |", "|---|---|---|---|"]:
+        say(line)
 
     good = []
     for v in variants:

@@ -302,7 +302,12 @@ def _conv_tma_items() -> list[Item]:
                  lambda rng: [conv_tma.crosscheck_case(s, rng, v) for s in ((1, 64, 5, 7, 256, 3, 3, 1),
                                                                             (2, 128, 9, 6, 256, 3, 5, 1))],
                  gpu_only="wgmma.mma_async, TMA (im2col) and mbarriers (sm_90a); the emulator does not model them",
-                 load=lambda: conv_tma.ConvTmaModule(v))]
+                 load=lambda: conv_tma.ConvTmaModule(v)),
+            Item(conv_tma.PROBE_FILE, conv_tma.PROBE_FILE, conv_tma.PROBE_FILE, (),
+                 lambda rng: [conv_tma.probe_crosscheck_case(s, rng, bm) for s, bm in
+                              ((conv_tma.PROBE_SHAPES[1], 64), (conv_tma.PROBE_SHAPES[2], 128))],
+                 gpu_only="TMA (im2col) and mbarriers (sm_90); the emulator does not model them",
+                 load=conv_tma.ProbeModule)]
 
 
 def _items() -> list[Item]:

@@ -281,6 +281,10 @@ def test_report_prints_a_wrong_variant_and_never_times_it(monkeypatch):
     rows = {wrong.name: (False, [dict(shape=ct.SMALL_SHAPES[0], ok=False, detail="WRONG: 12 of 320 outside", regs=168)], ""),
             right.name: (True, [dict(shape=s, ok=True, detail="correct", regs=80) for s in ct.check_shapes(right)], "")}
     monkeypatch.setattr(ct, "check_variant", lambda v, timeout=0: rows[v.name])
+    probe_rows = [dict(shape=ct.PROBE_SHAPES[0], pixels=64, copies=54, wrong=0, first_wrong=None),
+                  dict(shape=ct.PROBE_SHAPES[1], pixels=64, copies=90, wrong=2,
+                       first_wrong=dict(m0=0, c0=0, offsets=[2, 4], n_bad=64, first=[0, 0]))]
+    monkeypatch.setattr(ct, "probe_copies", lambda timeout=0: (probe_rows, ""))
     built, timed = [], []
     monkeypatch.setattr(ct, "ConvTma", lambda v: built.append(v) or object())
     monkeypatch.setattr(ct, "_torch", lambda: None)
@@ -299,6 +303,8 @@ def test_report_prints_a_wrong_variant_and_never_times_it(monkeypatch):
     assert f"| {wrong.name} | | | **WRONG or FAILED: not timed** |" in text
     assert "TVM layer: 0.85x cuDNN" in text and "ResNet-50 3x3 layers: 0.85-0.85x cuDNN" in text
     assert any(s.startswith("!! ") and wrong.name in s for s in said)
+    assert f"| {ct.PROBE_SHAPES[0]} | 64 | 54 | 54 | - |" in text and "| 90 | 88 | {'m0': 0" in text
+    assert text.index("The im2col copy alone") < text.index("Correctness of the convolution") < text.index("Timing")
 
     monkeypatch.setattr(ct, "check_variant", lambda v, timeout=0: (False, [], "HANG: no result within 120 s"))
     built.clear(), timed.clear()
@@ -324,3 +330,17 @@ def test_check_child_prints_a_line_per_shape_then_done(monkeypatch, capsys):
     assert out[-1] == "DONE" and len(rows) == len(ct.check_shapes(v))
     assert rows[0]["ok"] and rows[0]["detail"].startswith("correct") and rows[0]["regs"] == 80
     assert not rows[1]["ok"] and rows[1]["detail"].startswith("WRONG: 3 of ") and "(5, 2)" in rows[1]["detail"]
+
+
+def test_probe_cases_cover_every_tap_and_the_probe_header_says_how_it_is_run():
+    for shape in ct.PROBE_SHAPES:
+        R, S = shape[5], shape[6]
+        for bm in (64, 128):
+            p, cases = ct.probe_cases(shape, bm)
+            assert {o for _, _, o, _ in cases} == {(s, r) for r in range(R) for s in range(S)}
+            assert max(m0 for *_, m0 in cases) == (p.M - 1) // bm * bm  # the last (partial) tile
+    head = kernels.source(ct.PROBE_FILE).split("*/", 1)[0]
+    assert re.search(r"^ \* Requires: sm_90$", head, re.M) and "Measured: pending" in head
+    assert "pixels * 128 + 1024 + 8" in head  # the shared memory ProbeModule and _probe_main pass
+    case = ct.probe_crosscheck_case(ct.PROBE_SHAPES[2], np.random.default_rng(0), 128)
+    assert case.shared_mem == 128 * 128 + 1024 + 8 and case.expected[1].exact
