@@ -312,26 +312,50 @@ def probe_crosscheck_case(shape, rng, block_m: int = 128, which: int = -1):
                 block_m * 128 + 1024 + 8, {1: Expected(want, 0.0, exact=True)})
 
 
-def _child(args: list[str], tag: str, timeout: float) -> tuple[list[dict], str]:
-    """Run `python -m grader.bench.conv_tma ARGS` with a time limit: its `TAG {json}` lines, and why it
-    did not reach DONE (empty when it did). Past its time it is stopped with everything it started
-    and reaped (grader.runtime.proctree): its CUDA context, and any kernel still waiting on an
-    mbarrier, are gone before we go on."""
+def _child_command(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "grader.bench.conv_tma", *args]
+
+
+IDLE_TIMEOUT = 60.0  # seconds a child may go without a line: one shape's launch and float64 reference
+
+
+def _child(args: list[str], tag: str, timeout: float, idle: float = IDLE_TIMEOUT) -> tuple[list[dict], str]:
+    """Run `python -m grader.bench.conv_tma ARGS` with a time limit, and a shorter one between two of
+    its lines (a launch waiting on an mbarrier nobody completes shows as silence): its `TAG {json}`
+    lines, and why it did not reach DONE (empty when it did). A child stopped is stopped with
+    everything it started and reaped (grader.runtime.proctree): its CUDA context, and a kernel still
+    waiting, are gone before we go on."""
+    import threading
+
     from grader.runtime import proctree
 
-    proc = subprocess.Popen([sys.executable, "-m", "grader.bench.conv_tma", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    why = ""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        if "DONE" not in out.splitlines():  # it stopped before the end: say why (its last line)
-            lines = (out + err).strip().splitlines()
-            why = (lines[-1] if lines else f"exit status {proc.returncode}")[:300]
-    except subprocess.TimeoutExpired:
-        proctree.stop(proc)
-        out, _ = proc.communicate()
-        why = f"HANG: no result within {timeout:.0f} s (a wait on an mbarrier nobody completes?)"
-    rows = [json.loads(line[len(tag) + 1:]) for line in (out or "").splitlines() if line.startswith(tag + " ")]
+    proc = subprocess.Popen(_child_command(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)  # one pipe, drained by one reader
+    lines: list[str] = []
+    last = [time.monotonic()]
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            last[0] = time.monotonic()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    start, why = time.monotonic(), ""
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now - start > timeout or now - last[0] > idle:
+            proctree.stop(proc)
+            quiet = now - last[0] > idle
+            why = (f"HANG: no line for {idle:.0f} s" if quiet else f"HANG: not done within {timeout:.0f} s") + \
+                " (a wait on an mbarrier nobody completes?)"
+            break
+        time.sleep(0.2)
+    proc.wait()
+    reader.join(timeout=10)
+    if not why and "DONE" not in lines:  # it stopped before the end: say why (its last line)
+        why = (lines[-1] if lines else f"exit status {proc.returncode}")[:300]
+    rows = [json.loads(line[len(tag) + 1:]) for line in lines if line.startswith(tag + " ")]
     return rows, why
 
 

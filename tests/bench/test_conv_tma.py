@@ -354,3 +354,17 @@ def test_probe_cases_cover_every_tap_and_the_probe_header_says_how_it_is_run():
     assert "pixels * 128 + 1024 + 8" in head  # the shared memory ProbeModule and _probe_main pass
     case = ct.probe_crosscheck_case(ct.PROBE_SHAPES[2], np.random.default_rng(0), 128)
     assert case.shared_mem == 128 * 128 + 1024 + 8 and case.expected[1].exact
+
+
+def test_a_silent_child_is_stopped_and_said_to_hang(monkeypatch):
+    """_child's idle limit, with a child that prints one line then waits for ever (as a launch
+    waiting on an mbarrier would): stopped after the idle limit, its line kept, the reason said."""
+    import time
+
+    script = 'import time; print("CHECK {\\"ok\\": true}", flush=True); time.sleep(600)'
+    monkeypatch.setattr(ct, "_child_command", lambda args: [sys.executable, "-c", script])
+    t0 = time.monotonic()
+    rows, why = ct._child(["--check", "x"], "CHECK", timeout=60, idle=2)
+    assert time.monotonic() - t0 < 30 and rows == [{"ok": True}] and why.startswith("HANG: no line for 2 s")
+    monkeypatch.setattr(ct, "_child_command", lambda args: [sys.executable, "-c", 'print("CHECK {}"); print("DONE")'])
+    assert ct._child([], "CHECK", timeout=60, idle=20) == ([{}], "")
