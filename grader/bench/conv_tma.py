@@ -470,8 +470,7 @@ def main(argv=None) -> int:
         print(f"needs sm_90a (an H100/H200): this GPU is {info.arch}", file=sys.stderr)
         return 2
     variants = [variant_named(n) for n in args.variants] if args.variants else VARIANTS
-    lines, rc = report(info, variants, max_seconds=args.max_seconds, budget=args.budget)
-    _write(args.out, lines)
+    lines, rc = report(info, variants, max_seconds=args.max_seconds, budget=args.budget, sink=args.out)
     return rc
 
 
@@ -480,10 +479,11 @@ def _say(line: str) -> None:
 
 
 def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0, heading: str = "##",
-           out=_say) -> tuple[list[str], int]:
+           out=_say, sink: str | None = None) -> tuple[list[str], int]:
     """Check every variant (children with time limits), then sweep and pair with cuDNN at every layer.
-    Returns the Markdown lines (each also passed to `out` as it comes) and 0, or 1 when no variant
-    is right. `budget` > 0: seconds for the whole report."""
+    Returns the Markdown lines (each also passed to `out` as it comes, and written to the file `sink`
+    line by line, so a run stopped at its limit leaves what it had) and 0, or 1 when no variant is
+    right. `budget` > 0: seconds for the whole report."""
     variants = variants or VARIANTS
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"{heading} conv2d_wgmma_tma (wgmma + TMA im2col) vs cuDNN — {info.name} ({info.arch}, "
@@ -492,12 +492,19 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
              "reference, bound (K_gemm+2) 2^-24 (|A||B|) + 1e-6, at every shape below; a variant wrong anywhere is "
              "not timed."]
 
+    if sink:
+        open(sink, "w").close()
+
     def say(line):
         lines.append(line)
         out(line)
+        if sink:
+            with open(sink, "a") as f:
+                f.write(line + "\n")
 
-    for line in lines:
-        out(line)
+    header, lines = lines, []
+    for line in header:
+        say(line)
     start = time.time()
 
     def left() -> float:
@@ -584,12 +591,6 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
         say(f"ResNet-50 3x3 layers: {min(resnet):.2f}-{max(resnet):.2f}x cuDNN "
             f"({len(resnet)} of {len(RESNET_LAYERS)} layers paired); aim >= {AIM}x")
     return lines, 0
-
-
-def _write(path, lines) -> None:
-    if path:
-        with open(path, "w") as f:
-            f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

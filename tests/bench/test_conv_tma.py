@@ -368,3 +368,12 @@ def test_a_silent_child_is_stopped_and_said_to_hang(monkeypatch):
     assert time.monotonic() - t0 < 30 and rows == [{"ok": True}] and why.startswith("HANG: no line for 2 s")
     monkeypatch.setattr(ct, "_child_command", lambda args: [sys.executable, "-c", 'print("CHECK {}"); print("DONE")'])
     assert ct._child([], "CHECK", timeout=60, idle=20) == ([{}], "")
+
+
+def test_report_writes_its_file_line_by_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(ct, "probe_copies", lambda timeout=0: ([], "HANG: no line for 60 s"))
+    monkeypatch.setattr(ct, "check_variant", lambda v, timeout=0: (False, [], "HANG: no line for 60 s"))
+    sink = tmp_path / "CONV-TMA.md"
+    lines, rc = ct.report(_Info(), [ct.DEFAULT], out=lambda s: None, sink=str(sink))
+    assert rc == 1 and sink.read_text() == "\n".join(lines) + "\n"
+    assert lines[0].startswith("## conv2d_wgmma_tma") and "TVM layer: WRONG (not timed)" in sink.read_text()
