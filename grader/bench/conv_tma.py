@@ -1,5 +1,6 @@
-"""The Hopper convolution (kernels/conv2d_wgmma_tma.cu: wgmma fed by the TMA in im2col mode):
-its tensor maps, its launch, its check and its timing beside cuDNN, on an H100/H200.
+"""The Hopper convolution (kernels/conv2d_wgmma_tma.cu) checked, then timed beside cuDNN.
+
+wgmma fed by the TMA in im2col mode, on an H100/H200: its tensor maps, launch, checks and timing.
 
     python -m grader.bench.conv_tma [--out FILE] [--variants NAME ...] [--max-seconds S]
 
