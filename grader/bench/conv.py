@@ -1,6 +1,6 @@
 """Check, then time, the layout and convolution kernels on this GPU; print markdown tables.
 
-    python -m grader.bench.conv [--out FILE] [--sweep] [--fragments-json FILE] [--no-cudnn]
+    python -m grader.bench.conv [--out FILE] [--sweep] [--fragments-json FILE] [--no-cudnn] [--only ... tma]
 
 - transpose (naive, tiled): GB/s = 2 * rows * cols * 4 bytes / time, beside a device-to-device
   copy of the same bytes (cupy `b[...] = a`), at 4096^2 and 8192^2;
@@ -14,6 +14,9 @@
   (2) the same with the patch matrix gathered by CuPy slicing (grader.problems.conv.im2col_nhwc);
   (3) cuDNN through torch.nn.functional.conv2d (fp16, channels_last, cudnn.benchmark) when
       PyTorch is installed: a comparison only, never a course code path.
+- conv2d_wgmma_tma (`--only ... tma`, on sm_90 only): the Hopper contender, wgmma fed by the TMA in im2col mode
+  (grader.bench.conv_tma: every variant checked at every shape, then each layer's fastest paired
+  with cuDNN in the same run).
 Every kernel is checked on fresh random inputs (output poisoned with NaN) before it is timed;
 a wrong kernel is reported and not timed.
 """
@@ -393,8 +396,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep", action="store_true", help="also time conv2d configurations")
     ap.add_argument("--no-cudnn", action="store_true", help="skip the cuDNN comparison")
     ap.add_argument("--max-seconds", type=float, default=2.0)
+    # "tma" (the Hopper contender, a few minutes) only when asked: .ci/gpu-record's conv step keeps its time
     ap.add_argument("--only", nargs="+", default=["fragments", "transpose", "im2col", "direct", "conv"],
-                    choices=["fragments", "transpose", "im2col", "direct", "conv"])
+                    choices=["fragments", "transpose", "im2col", "direct", "conv", "tma"])
     args = ap.parse_args(argv)
     info = device_info()
     if info is None:
@@ -440,6 +444,15 @@ def main(argv=None) -> int:
         print("\n".join(parts[-3:]), flush=True)
         for r in rows:
             print("RESULT " + json.dumps({k: v for k, v in r.items()}), flush=True)
+    if "tma" in args.only:  # the Hopper contender (wgmma + TMA im2col): its own checks, sweep and cuDNN pairing
+        if info.cc >= 90:
+            from grader.bench import conv_tma
+
+            lines, _ = conv_tma.report(info, max_seconds=args.max_seconds, heading="###")
+            parts += [""] + lines
+        else:
+            parts += ["", f"### conv2d_wgmma_tma: skipped, it needs sm_90a and this GPU is {info.arch}"]
+            print(parts[-1], flush=True)
     text = "\n".join(parts) + "\n"
     print(f"\n(total {time.time() - t0:.0f} s)")
     if args.out:

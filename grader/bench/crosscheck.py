@@ -308,9 +308,26 @@ def _mma_items() -> list[Item]:
     return items
 
 
+def _conv_tma_items() -> list[Item]:
+    """Issue #35: the Hopper convolution (wgmma + TMA im2col), GPU only like hgemm_wgmma."""
+    from grader.bench import conv_tma
+
+    v = conv_tma.DEFAULT
+    return [Item(f"{conv_tma.FILE} ({v.name})", conv_tma.FILE, conv_tma.KERNEL, v.options,
+                 lambda rng: [conv_tma.crosscheck_case(s, rng, v) for s in ((1, 64, 5, 7, 256, 3, 3, 1),
+                                                                            (2, 128, 9, 6, 256, 3, 5, 1))],
+                 gpu_only="wgmma.mma_async, TMA (im2col) and mbarriers (sm_90a); the emulator does not model them",
+                 load=lambda: conv_tma.ConvTmaModule(v)),
+            Item(conv_tma.PROBE_FILE, conv_tma.PROBE_FILE, conv_tma.PROBE_FILE, (),
+                 lambda rng: [conv_tma.probe_crosscheck_case(s, rng, bm) for s, bm in
+                              ((conv_tma.PROBE_SHAPES[1], 64), (conv_tma.PROBE_SHAPES[2], 128))],
+                 gpu_only="TMA (im2col) and mbarriers (sm_90); the emulator does not model them",
+                 load=conv_tma.ProbeModule)]
+
+
 def _items() -> list[Item]:
     items = [_exercise_item(ex) for ex in exercises.EXERCISES.values()]
-    items += _ladder_items() + _precision_items() + _regblock_items() + _mma_items()
+    items += _ladder_items() + _precision_items() + _regblock_items() + _mma_items() + _conv_tma_items()
     items += [
         Item("transpose_naive", "transpose_naive", "transpose", (), _transpose_naive),
         Item("conv2d_direct_tiled", "conv2d_direct_tiled", "conv2d_direct", (), _conv_direct),

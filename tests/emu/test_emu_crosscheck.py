@@ -35,7 +35,8 @@ def test_gpu_only_items_are_those_the_emulator_refuses():
     from grader.runtime.errors import Unsupported
 
     gpu_only = [i for i in X.ITEMS if i.gpu_only]
-    assert [i.file for i in gpu_only] == ["hgemm_wgmma", "mma_gemm_tma", "mma_gemm_tma_persistent", "fp8_gemm_wgmma"]
+    assert [i.file for i in gpu_only] == ["hgemm_wgmma", "mma_gemm_tma", "mma_gemm_tma_persistent",
+                                          "conv2d_wgmma_tma", "tma_im2col_probe", "fp8_gemm_wgmma"]
     for item in gpu_only:
         with pytest.raises(Unsupported):
             compile_module(kernels.source(item.file), options=item.options)
