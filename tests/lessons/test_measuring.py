@@ -1,0 +1,43 @@
+"""Issue #37: a lesson cell's speed demo measures nothing while nbgrader autogrades, says so in
+one line, and hands its cell what the notebook shows without a GPU (a recorded run), so the
+cell draws as it would; a student or lecturer gets the measurement as before."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from grader.lessons import cuda_gemm, fast_gemm, measuring
+
+
+@pytest.fixture
+def autograde(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    # a measurement would import CuPy and reach for a GPU: none may be touched
+    monkeypatch.setitem(sys.modules, "cupy", None)
+
+
+def test_the_ladder_is_not_measured_under_autograde(autograde, capsys):
+    rows = cuda_gemm.measure_ladder(4096, extra={"yours: naive": ("not even CUDA", None)})
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "not measured while nbgrader autogrades" in out[0] and "recorded on" in out[0]
+    assert rows == cuda_gemm.recorded_ladder()[0] and rows
+    # what notebook 03's GPU branch reads of it is there (its last row the library)
+    assert rows[-1]["kernel"] == "cuBLAS fp32" and any(r["kernel"] == "tiled 32" for r in rows)
+    assert all("gflops" in r and "ratio" in r for r in rows)
+
+
+def test_the_tuning_sweep_is_not_measured_under_autograde(autograde, capsys):
+    rows = fast_gemm.sweep()
+    assert rows == fast_gemm.recorded_sweep(4096) and len(capsys.readouterr().out.strip().splitlines()) == 1
+
+
+def test_elsewhere_the_demos_measure(monkeypatch, capsys):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert not measuring.skip("anything") and capsys.readouterr().out == ""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")  # nbgrader's other runs are not autograde
+    assert not measuring.skip("anything")
+    monkeypatch.setitem(sys.modules, "cupy", None)  # so measuring is tried: here it needs CuPy
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    with pytest.raises(ImportError):
+        cuda_gemm.measure_ladder(64)
