@@ -41,3 +41,29 @@ def test_elsewhere_the_demos_measure(monkeypatch, capsys):
     monkeypatch.delenv("NBGRADER_EXECUTION")
     with pytest.raises(ImportError):
         cuda_gemm.measure_ladder(64)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["03-cuda-core-gemm", "06-fast-wmma-gemm"])
+def test_on_a_gpu_an_autograded_notebook_skips_its_demos_and_runs_on(name, monkeypatch, tmp_path):
+    """The GPU branch of the notebook's demo cells, as nbgrader autograde runs it: one line each,
+    the recorded run drawn, no cell in error (what the formgrader shows the instructor)."""
+    import os
+
+    import nbformat
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    from grader.classroom import notebooks
+
+    path = notebooks.ROOT / "solutions" / name / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # the notebook's kernel inherits it
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "kernel"))
+    NotebookClient(nb, km=km, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outs if o.get("output_type") == "error"], os.linesep.join(
+        f"{o.get('ename')}: {o.get('evalue')}" for o in outs if o.get("output_type") == "error")
+    said = [o for o in outs if "not measured while nbgrader autogrades" in o.get("text", "")]
+    assert len(said) == 1, said
