@@ -6,11 +6,17 @@ yet every demo timing in a notebook ran again in each student's copy under `nbgr
 held shared against the other jobs' timed rounds. A helper that measures asks `skip(what)`
 first; under autograde it prints one line and the helper returns what the notebook shows without
 a GPU (a recorded run of the course), so the cell runs on and the instructor's view of the
-notebook says why no figure was measured. Elsewhere (a student, a lecturer) nothing changes.
+notebook says why no figure was measured. A helper whose cell already prints a NotHere (timing
+the student's own kernel) raises `not_measured(what)` instead: the same one line. Elsewhere (a
+student, a lecturer) nothing changes.
 """
 from __future__ import annotations
 
 import os
+
+from grader.runtime.device import NotHere
+
+WHY = "not measured while nbgrader autogrades (no grade reads it)"
 
 
 def autograding() -> bool:
@@ -22,5 +28,10 @@ def skip(what: str, shown: str = "a recorded run of the course is shown") -> boo
     """True, after one printed line, while nbgrader autogrades: the caller then measures nothing."""
     if not autograding():
         return False
-    print(f"{what}: not measured while nbgrader autogrades (no grade reads it); {shown}.")
+    print(f"{what}: {WHY}; {shown}.")
     return True
+
+
+def not_measured(what: str) -> NotHere | None:
+    """While nbgrader autogrades, the NotHere a timing helper raises (its cell prints it); else None."""
+    return NotHere(f"{what}: {WHY}; run the notebook to time it.") if autograding() else None
