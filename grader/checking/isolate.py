@@ -273,6 +273,14 @@ def _locked(conn, exclusive: bool):
 def _child(conn, job):
     # Under a cohort sharing this GPU (TC_GPU_LOCK): this process's GPU work holds the GPU's lock
     # shared, its timed rounds exclusive (below, and timing.paired), so no other job's work overlaps them.
+    # Its imports come first, outside the lock: CuPy creates no CUDA context on import (issue #37).
+    if job["backend"] == "gpu":
+        try:
+            import cupy  # noqa: F401
+
+            import grader.runtime.gpu  # noqa: F401
+        except ImportError:  # said where the step needs it, as before
+            pass
     with _locked(conn, exclusive=False) if job["backend"] == "gpu" else contextlib.nullcontext():
         _child_steps(conn, job)
 
