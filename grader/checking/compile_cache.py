@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 ENV = "TC_COMPILE_CACHE"
+PHASE = "compile cache (fill once, copy)"  # its step time in the trusted grading (grader.classroom.phases)
 FILL_TIMEOUT = 240.0  # seconds for filling (each exercise's reference: cases and timed rounds)
 _CUBIN = re.compile(r"^[0-9a-f]{16,128}\.cubin$")  # CuPy's cache file names (a hex digest)
 

@@ -260,7 +260,9 @@ class TrustedGrade(NbGraderPreprocessor):
         except (ValueError, RecursionError):
             return dict(failed="the trusted grader's answer could not be read")
         if cached is not None and isinstance(result.get("phases"), dict):
-            result["phases"]["compile cache (fill once, copy)"] = t_cache
+            from grader.checking import compile_cache
+
+            result["phases"][compile_cache.PHASE] = t_cache
         return result
 
     def _compile_cache(self, request: dict, dest: str) -> int | None:

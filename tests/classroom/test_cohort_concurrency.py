@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from grader.checking import isolate
+from grader.checking import compile_cache, isolate
 from grader.classroom import cohort, phases
 from grader.classroom import cohort_concurrency as cc
 from grader.classroom.cohort_job import Usage
@@ -87,6 +87,10 @@ def test_figures_are_medians_of_the_graded_first_jobs():
     no_whole["phases"] = [p for p in no_whole["phases"] if p["phase"] != phases.WHOLE]
     assert cc.figures([no_whole]).seconds == 43.0
     assert cc.figures([_result("x", status="failed"), dict(student="y", status="graded", seconds=3.0)]) is None
+    # the run's compile cache filled while the first submission waited: once, not its steady cost
+    filled = _result("a")
+    filled["phases"].append(dict(phase="trusted: " + compile_cache.PHASE, seconds=25.0, student="a", notebook="n"))
+    assert cc.figures([filled]).seconds == 40.0 - 25.0
 
 
 def test_summary_and_phases_say_how_many_and_from_what():
