@@ -215,6 +215,9 @@ class TrustedGrade(NbGraderPreprocessor):
     # -------------------------------------------------------------- the trusted process
     def _run(self, request: dict, coursedir) -> dict:
         scratch = tempfile.mkdtemp(prefix="tc-trusted-")
+        t_cache = time.monotonic()
+        cached = self._compile_cache(request, os.path.join(scratch, "cupy"))
+        t_cache = time.monotonic() - t_cache
         cmd = sandbox.python_command("grader.checking.trusted")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": scratch, "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch,
                "TC_HEADLESS": "1", "CUPY_CACHE_DIR": os.path.join(scratch, "cupy"),
@@ -253,9 +256,35 @@ class TrustedGrade(NbGraderPreprocessor):
             self.log.error("trusted grader failed:\n%s", err[-4000:])
             return dict(failed=f"the trusted grader failed (exit {code}): {err.strip()[-500:]}")
         try:
-            return json.loads(out)
+            result = json.loads(out)
         except (ValueError, RecursionError):
             return dict(failed="the trusted grader's answer could not be read")
+        if cached is not None and isinstance(result.get("phases"), dict):
+            from grader.checking import compile_cache
+
+            result["phases"][compile_cache.PHASE] = t_cache
+        return result
+
+    def _compile_cache(self, request: dict, dest: str) -> int | None:
+        """The course's own GPU code compiled once (grader.checking.compile_cache, TC_COMPILE_CACHE):
+        filled for this notebook's kernel exercises if not yet, then copied into this grading's own
+        CuPy cache. None where it is off; a failure costs only the time it would have saved."""
+        from grader.checking import compile_cache
+        from grader.classroom.graded_cells import grade_calls
+
+        if compile_cache.folder() is None:
+            return None
+        exercises = [ex for c in request["release"] if c["kind"] == "test" for ex, _ in grade_calls(c["source"])]
+        if not exercises:
+            return None
+        try:
+            said = compile_cache.ensure(exercises)
+            if said not in ("ready", "off"):
+                self.log.info("compile cache for %s: %s", ", ".join(exercises), said)
+            return compile_cache.seed(dest)
+        except OSError as e:
+            self.log.warning("compile cache not used (%s)", e)
+            return None
 
     # -------------------------------------------------------------- into the notebook
     def _apply(self, nb, release: list[dict], results: dict, notes: list[str] = ()):

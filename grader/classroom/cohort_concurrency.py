@@ -5,8 +5,8 @@ The measurement costs nothing: the cohort grades its first submissions one per G
 (real submissions, merged like every other), and reads from each job's own records
 (grader.classroom.cohort_job: its TC_PHASES step times, its CPU seconds, its peak memory)
   T  the seconds one submission takes alone (nbgrader's whole run, from its fork),
-  E  the seconds of it that hold the GPU exclusively (the trusted grader's timed runs and their
-     set-up: grader.runtime.timing.paired, grader.checking.isolate; every other job waits then),
+  E  the seconds of it that hold the GPU exclusively (the trusted grader's timed rounds:
+     grader.runtime.timing.paired, grader.checking.isolate; every other job waits then),
   C  the CPU seconds its processes used (nbgrader, the sandboxed kernel, the trusted grader),
   M  the peak memory of its processes together.
 
@@ -30,10 +30,12 @@ import os
 import statistics
 from dataclasses import dataclass
 
+from grader.checking import compile_cache, isolate
 from grader.classroom import phases
 
-# steps that hold the GPU's lock exclusively (the trusted grader's names, as TC_PHASES records them)
-EXCLUSIVE = ("trusted: timed runs", "trusted: timing set-up and launch checks")
+# the step that holds the GPU's lock exclusively (the trusted grader's name, as TC_PHASES records it):
+# the timed rounds alone, their set-up runs with the GPU shared (issue #37)
+EXCLUSIVE = ("trusted: " + isolate.HELD_ALONE,)
 MOST = 8  # workers per GPU started before the measurement; more were never measured to help
 FALLBACK = 2  # jobs per GPU when nothing could be measured (issue #28's measured default)
 PROBE_WAIT = 120.0  # seconds to wait for a first measured submission before taking FALLBACK
@@ -60,6 +62,9 @@ def figures(results: list[dict]) -> Figures | None:
             continue
         whole = [float(p["seconds"]) for p in rows if p.get("phase") == phases.WHOLE]
         seconds = whole[-1] if whole else float(r["seconds"])
+        # filling the run's compile cache happens once (the first submissions wait for it): not a
+        # submission's steady cost
+        seconds -= sum(float(p["seconds"]) for p in rows if p.get("phase") == "trusted: " + compile_cache.PHASE)
         exclusive = sum(float(p["seconds"]) for p in rows if p.get("phase") in EXCLUSIVE)
         got.append((seconds, exclusive, r.get("cpu_seconds"), r.get("peak_memory")))
     if not got:

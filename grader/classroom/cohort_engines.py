@@ -3,8 +3,11 @@ started on this host (one worker per GPU, or emulator workers), or an existing s
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
+
+from grader.checking import compile_cache
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -38,6 +41,7 @@ class LocalEngine:
     GPU, resource GPU=1) or N emulator workers (no GPU visible). Listens on 127.0.0.1 only."""
 
     groups: dict[str, list[str]] = {}  # GPU -> its workers' labels (none: emulator workers)
+    compile_cache: str | None = None  # this run's trusted compile cache (removed at the end)
     auto = False
     share_threads = False
 
@@ -62,6 +66,12 @@ class LocalEngine:
             self.labels = [f"gpu{g}" if jobs_per_gpu == 1 else f"gpu{g}.{j + 1}" for g in gpus
                            for j in range(jobs_per_gpu)]
             envs = [dict(quiet, CUDA_VISIBLE_DEVICES=g, TC_GPU_LOCK_DIR=locks) for g in gpus for _ in range(jobs_per_gpu)]
+            # the course's own GPU code compiled once for this run, not once per submission
+            # (grader.checking.compile_cache; the instructor's TC_COMPILE_CACHE, if set, instead)
+            if not os.environ.get(compile_cache.ENV):
+                self.compile_cache = str(Path("/tmp") / f"tc-cohort-{os.getuid()}" / f"compile-cache-{os.getpid()}")
+                for env in envs:
+                    env[compile_cache.ENV] = self.compile_cache
             self.resources = {"GPU": 1}
             # per GPU, its workers in order: with `auto` (--jobs-per-gpu auto) the cohort grades its
             # first submissions on each GPU's first worker alone, then uses as many as it measured
@@ -95,6 +105,8 @@ class LocalEngine:
     def close(self):
         self.client.close()
         self.cluster.close()
+        if self.compile_cache:
+            shutil.rmtree(self.compile_cache, ignore_errors=True)
 
 
 def _workers(client) -> dict:

@@ -8,8 +8,10 @@ plain command and the cohort's jobs alike) appends one JSON line per step it fin
 The steps: the nbgrader process's start-up (interpreter, imports, the app and its config, up to
 the autograde's start), each submission's set-up (gradebook rows, files copied), its notebook's
 execution in the sandboxed kernel, the trusted grading (with the trusted process's own split:
-its start-up, the kernel processes' start and compile, correctness runs, timed runs, waits for the
-GPU lock, Python answers, references and verdicts), nbgrader's other preprocessors (gradebook
+its start-up, the kernel processes' start and compile, correctness runs, the timed runs (the span
+a cohort holds the GPU alone: grader.checking.isolate.HELD_ALONE) apart from their set-up and
+warm-up (GPU shared), waits for the GPU lock, Python answers, references and verdicts, the compile
+cache), nbgrader's other preprocessors (gradebook
 rows, checksums, writing the notebook), and the whole run. `summarise` turns a file into per
 submission medians; .ci/gpu-cohort prints them (course/README.md, "Grading a whole cohort").
 Only this process writes the file (outside every sandbox); a line is one small append.

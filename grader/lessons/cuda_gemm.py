@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.lessons import measuring
 from grader.problems import gemm, gemm_launch
 from grader.runtime import kernels
 
@@ -50,7 +51,11 @@ def check_ladder(sizes=((130, 257, 33), (64, 64, 64)), backend: str = "auto", se
 def measure_ladder(n: int = 4096, extra: dict | None = None, max_seconds: float = 1.0) -> list[dict]:
     """GPU only. GFLOPS = 2 n^3 / median time of every rung (checked first at 1000x777x333)
     and of cuBLAS fp32 (cupy.matmul) at n^3, same inputs, same process. `extra` maps a label
-    to (source, GemmSpec): e.g. the student's kernel; one that fails is reported, not timed."""
+    to (source, GemmSpec): e.g. the student's kernel; one that fails is reported, not timed.
+    Under nbgrader autograde, notebook 09's recorded run where there is one (lessons.measuring)."""
+    recorded, source = recorded_ladder()
+    if recorded and measuring.skip("the GEMM ladder's speed", f"the ladder {source} is shown"):
+        return recorded
     import cupy
 
     from grader.runtime.timing import benchmark

@@ -48,7 +48,7 @@ class Timing:
 _flush_buffer = None
 
 
-def _flush_l2():
+def flush_l2():
     """Overwrite a buffer twice the L2 size so the next kernel starts with a cold cache."""
     global _flush_buffer
     import cupy
@@ -92,7 +92,7 @@ def benchmark(fn: Callable[[], object], *, working_set_bytes: int | None = None,
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         while not (_stable(samples, rel_stderr, min_repeat)
                    or (time.perf_counter() - start_wall > max_seconds and len(samples) >= 3)):
-            _flush_l2()
+            flush_l2()
             start.record()
             fn()
             end.record()
@@ -127,7 +127,7 @@ def checked_benchmark(fn: Callable[[], object], *, before: Callable[[], object] 
     def once() -> float:
         if before is not None:
             before()
-        _flush_l2()
+        flush_l2()
         start.record()
         fn()
         end.record()

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from grader.checking import compile_cache, isolate
 from grader.classroom import cohort, phases
 from grader.classroom import cohort_concurrency as cc
 from grader.classroom.cohort_job import Usage
@@ -63,11 +64,11 @@ def test_nothing_measured_takes_the_default_and_says_why():
     assert cc.choose(None, 16, PLENTY, upper=1)["n"] == 1  # never more than the workers started
 
 
-def _result(student, status="graded", whole=40.0, timed=6.0, setup=4.0, cpu=25.0, memory=GiB):
+def _result(student, status="graded", whole=40.0, timed=10.0, setup=4.0, cpu=25.0, memory=GiB):
     rows = [dict(phase=phases.STARTUP, seconds=0.5, student=student),
             dict(phase=phases.EXECUTE, seconds=14.0, student=student, notebook="n"),
-            dict(phase="trusted: timed runs", seconds=timed, student=student, notebook="n"),
-            dict(phase="trusted: timing set-up and launch checks", seconds=setup, student=student, notebook="n"),
+            dict(phase="trusted: " + isolate.HELD_ALONE, seconds=timed, student=student, notebook="n"),
+            dict(phase="trusted: " + isolate.SHARED_SETUP, seconds=setup, student=student, notebook="n"),
             dict(phase="trusted: correctness runs", seconds=0.5, student=student, notebook="n"),
             dict(phase=phases.WHOLE, seconds=whole, student=student)]
     return dict(student=student, status=status, seconds=whole + 3.0, cpu_seconds=cpu, peak_memory=memory,
@@ -79,12 +80,17 @@ def test_figures_are_medians_of_the_graded_first_jobs():
                _result("c", whole=50.0, timed=10.0, cpu=40.0, memory=3 * GiB),
                _result("d", status="timed out", whole=999.0), dict(student="e", status="lost", seconds=0.0)]
     f = cc.figures(results)
-    assert (f.seconds, f.exclusive, f.cpu, f.memory, f.submissions) == (40.0, 10.0, 30.0, GiB, 3)
+    # E: the timed rounds alone (6, 2, 10 s); their set-up ran with the GPU shared and is not counted
+    assert (f.seconds, f.exclusive, f.cpu, f.memory, f.submissions) == (40.0, 6.0, 30.0, GiB, 3)
     # the whole run's record is the job's time; without it, the job's own seconds
     no_whole = _result("a")
     no_whole["phases"] = [p for p in no_whole["phases"] if p["phase"] != phases.WHOLE]
     assert cc.figures([no_whole]).seconds == 43.0
     assert cc.figures([_result("x", status="failed"), dict(student="y", status="graded", seconds=3.0)]) is None
+    # the run's compile cache filled while the first submission waited: once, not its steady cost
+    filled = _result("a")
+    filled["phases"].append(dict(phase="trusted: " + compile_cache.PHASE, seconds=25.0, student="a", notebook="n"))
+    assert cc.figures([filled]).seconds == 40.0 - 25.0
 
 
 def test_summary_and_phases_say_how_many_and_from_what():
