@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from grader.bench import cudnn
 from grader.problems import conv, fragments
 from grader.runtime import kernels
 from grader.runtime.device import cannot_run, device_info
@@ -187,13 +188,7 @@ def bench_direct(max_seconds=2.0) -> str:
 
 # ----------------------------------------------------------------------------- conv2d (WMMA)
 
-def _torch():
-    try:
-        import torch
-
-        return torch if torch.cuda.is_available() else None
-    except Exception:
-        return None
+_torch = cudnn.torch_or_none
 
 
 def time_conv(shape, cfg: conv.WmmaConfig | None = None, max_seconds=2.0, cudnn=True,
@@ -263,14 +258,7 @@ def time_conv(shape, cfg: conv.WmmaConfig | None = None, max_seconds=2.0, cudnn=
 
     torch = _torch() if cudnn else None
     if torch is not None:  # (3) cuDNN, comparison only
-        torch.backends.cudnn.benchmark = True
-        xt = torch.from_dlpack(x).permute(0, 3, 1, 2)  # NCHW view of NHWC memory: channels_last
-        wt = torch.from_dlpack(w).permute(0, 3, 1, 2)
-        conv_fn = lambda: torch.nn.functional.conv2d(xt, wt, padding=pad)  # noqa: E731
-        for _ in range(3):
-            conv_fn()
-        torch.cuda.synchronize()
-        p = paired(f, conv_fn, working_set_bytes=ws, max_seconds=2 * max_seconds)
+        p = paired(f, cudnn.conv(torch, x, w, pad), working_set_bytes=ws, max_seconds=2 * max_seconds)
         out["cudnn_ms"] = p.baseline.median_ms
         out["kernel_vs_cudnn"] = p.ratio  # > 1: faster than cuDNN
         out["torch"] = torch.__version__

@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from grader.bench import cudnn
 from grader.problems import conv, numerics
 from grader.problems.tma_im2col import (BLOCK_K, DEFAULT, M_of, MapParams, Variant, im2col_box,  # noqa: F401
                                         k_tiles, probe_cases, small_tensor_fix, tensor_map_params, tile_start)
@@ -394,14 +395,7 @@ def check_variant(variant: Variant, timeout: float = 120.0) -> tuple[bool, list[
 
 
 # ---------------------------------------------------------------- timing
-def _torch():
-    try:
-        import torch
-
-        return torch if torch.cuda.is_available() else None
-    except Exception:
-        return None
-
+_torch = cudnn.torch_or_none  # a module name of its own: the tests stand in for it
 
 def time_layer(mods: dict, shape, max_seconds: float, out=print) -> dict:
     """Sweep the right variants at one layer, then pair the fastest with cuDNN."""
@@ -429,14 +423,7 @@ def time_layer(mods: dict, shape, max_seconds: float, out=print) -> dict:
     if torch is None:
         row["ms"] = sweep[best]
         return row
-    torch.backends.cudnn.benchmark = True
-    xt = torch.from_dlpack(x).permute(0, 3, 1, 2)  # an NCHW view of NHWC memory: channels_last
-    wt = torch.from_dlpack(w).permute(0, 3, 1, 2)
-    conv_fn = lambda: torch.nn.functional.conv2d(xt, wt, padding=pad)  # noqa: E731
-    for _ in range(3):
-        conv_fn()
-    torch.cuda.synchronize()
-    p = paired(f, conv_fn, working_set_bytes=ws, max_seconds=2 * max_seconds)
+    p = paired(f, cudnn.conv(torch, x, w, pad), working_set_bytes=ws, max_seconds=2 * max_seconds)
     row.update(ms=p.kernel.median_ms, cudnn_ms=p.baseline.median_ms, ratio=p.ratio,
                torch=torch.__version__, cudnn=str(torch.backends.cudnn.version()))
     return row

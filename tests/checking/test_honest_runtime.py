@@ -243,7 +243,7 @@ def test_every_timed_launch_is_framed_by_a_check(monkeypatch):
 
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1.0))
     monkeypatch.setitem(sys.modules, "cupy", fake)
-    monkeypatch.setattr(timing, "_flush_l2", lambda: log.append("flush"))
+    monkeypatch.setattr(timing, "flush_l2", lambda: log.append("flush"))
     t = timing.checked_benchmark(lambda: log.append("launch"), before=lambda: log.append("before"),
                                  after=lambda: log.append("after"), min_repeat=10, warmup=3, max_seconds=5)
     frames = "".join({"before": "B", "flush": "F", "event": "E", "launch": "L", "after": "A"}[x] for x in log)
