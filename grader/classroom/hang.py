@@ -25,6 +25,7 @@ Prints one line per scenario and writes every figure to --out (JSON).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -207,20 +208,25 @@ def shared(alone: list[dict]) -> dict:
                 other_ok=other_ok, **idle)
 
 
-def scenario(name: str, exercise: str, source: str) -> dict:
+def scenario(name: str, exercise: str, source: str, beside=None, says=None) -> dict:
+    """`source` checked as the student's path checks it, then the GPU watched until idle. `beside`: a
+    context manager around the check alone (what else holds the GPU meanwhile); what it yields is
+    kept as `beside`. `says(text)`: whether the verdict says what happened (default: that it was
+    stopped, or faulted)."""
     from grader.checking.check import check
 
     before = zombies()
-    t0 = time.monotonic()
-    v = check(exercise, source, backend="gpu")
-    verdict_s = time.monotonic() - t0
+    with (beside or contextlib.nullcontext)() as held:
+        t0 = time.monotonic()
+        v = check(exercise, source, backend="gpu")
+        verdict_s = time.monotonic() - t0
     idle = wait_idle(time.monotonic(), before)
     text = v.text()
+    said = says(text) if says else re.search(r"stopped|illegal|trap|crash|fault|failed", text, re.I)
     failed = [i for i in v.items if i.status == "fail"]
     first = failed[0].message.splitlines()[0][:300] if failed else ""
-    return dict(scenario=name, exercise=exercise, verdict_s=round(verdict_s, 1), score=v.score,
-                says_stopped=bool(re.search(r"stopped|illegal|trap|crash|fault|failed", text, re.I)),
-                first_failure=first, **idle)
+    return dict(scenario=name, exercise=exercise, verdict_s=round(verdict_s, 1), score=v.score, says_stopped=bool(said),
+                first_failure=first, beside=held, **idle)
 
 
 # Takes every byte of the GPU it can (cudaMalloc, past CuPy's pool), says so, and holds it until stdin closes
@@ -235,29 +241,27 @@ _HOG = ("import sys, cupy as cp\n"
         "sys.stdin.read()\n")
 
 
-def full() -> dict:
-    """The timed exercise's reference checked while another process holds the GPU's memory."""
-    from grader.checking.check import check
-    from grader.runtime import kernels
-
-    timed, _ = _timed()
-    before = zombies()
+@contextlib.contextmanager
+def _memory_held():
+    """Another process holding all of the GPU's memory, for as long as the block runs; yields what it said."""
     hog = subprocess.Popen([sys.executable, "-c", _HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        held = hog.stdout.readline().strip()
-        t0 = time.monotonic()
-        v = check(timed.id, kernels.source(timed.reference), backend="gpu")
-        verdict_s = time.monotonic() - t0
+        yield hog.stdout.readline().strip()
     finally:
         hog.stdin.close()
         hog.wait(60)
-    idle = wait_idle(time.monotonic(), before)
-    text = v.text()
-    said = next((ln.strip() for ln in text.splitlines() if "memory" in ln), "")
-    return dict(scenario="full", exercise=f"{timed.id}'s reference, the GPU's memory held elsewhere ({held})",
-                verdict_s=round(verdict_s, 1), score=v.score,
-                says_stopped="no free memory" in text and "not your kernel" in text,
-                first_failure=said[:300], **idle)
+
+
+def full() -> dict:
+    """The timed exercise's reference checked while another process holds the GPU's memory: its
+    verdict must say the GPU had no free memory, not blame the kernel."""
+    from grader.runtime import kernels
+
+    timed, _ = _timed()
+    r = scenario("full", timed.id, kernels.source(timed.reference), beside=_memory_held,
+                 says=lambda text: "no free memory" in text and "not your kernel" in text)
+    r["exercise"] = f"{timed.id}'s reference, the GPU's memory held elsewhere ({r['beside']})"
+    return r
 
 
 def trusted() -> dict:
