@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from grader.bench import cudnn
+from grader.bench import cudnn as cudnn_bench  # not `cudnn`: time_conv has a flag of that name
 from grader.problems import conv, fragments
 from grader.runtime import kernels
 from grader.runtime.device import cannot_run, device_info
@@ -188,7 +188,7 @@ def bench_direct(max_seconds=2.0) -> str:
 
 # ----------------------------------------------------------------------------- conv2d (WMMA)
 
-_torch = cudnn.torch_or_none
+_torch = cudnn_bench.torch_or_none
 
 
 def time_conv(shape, cfg: conv.WmmaConfig | None = None, max_seconds=2.0, cudnn=True,
@@ -258,7 +258,7 @@ def time_conv(shape, cfg: conv.WmmaConfig | None = None, max_seconds=2.0, cudnn=
 
     torch = _torch() if cudnn else None
     if torch is not None:  # (3) cuDNN, comparison only
-        p = paired(f, cudnn.conv(torch, x, w, pad), working_set_bytes=ws, max_seconds=2 * max_seconds)
+        p = paired(f, cudnn_bench.conv(torch, x, w, pad), working_set_bytes=ws, max_seconds=2 * max_seconds)
         out["cudnn_ms"] = p.baseline.median_ms
         out["kernel_vs_cudnn"] = p.ratio  # > 1: faster than cuDNN
         out["torch"] = torch.__version__

@@ -157,8 +157,8 @@ def markdown_html(source: str) -> str:
     return safe if _is_block(safe) else clean_html(_render(safe))
 
 
-def _block(html: str) -> str:
-    return "<div>" + html.strip().replace("\r", "").replace("\n", "&#10;") + "</div>"
+def _block(markup: str) -> str:
+    return "<div>" + markup.strip().replace("\r", "").replace("\n", "&#10;") + "</div>"
 
 
 def _is_block(source: str) -> bool:
