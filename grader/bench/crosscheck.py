@@ -43,6 +43,9 @@ class Item:
     # float64 reference alone, and `load` builds the GPU module (None: backend.load)
     gpu_only: str = ""
     load: Callable[[], object] | None = None
+    # (slack, why): a GPU-only output that misses the plain bound passes within slack x it, and its
+    # row says so (fp8_checks.within_slack: the rule the bench judges the same kernel with)
+    slack: tuple[float, str] | None = None
 
 
 @dataclass
@@ -346,7 +349,7 @@ def _items() -> list[Item]:
 
 def _fp8_sparse_items() -> list[Item]:
     """Notebook 11's foundation (issue #36): the e4m3 mma.sync GEMM and the 2:4 sparse mma.sp GEMM."""
-    from grader.bench import fp8_wgmma
+    from grader.bench import fp8_checks, fp8_wgmma
     from grader.problems import fp8, sparse24
 
     return [Item("fp8_gemm_mma (e4m3, scaled)", "fp8_gemm_mma", "fp8_gemm", (),
@@ -358,7 +361,7 @@ def _fp8_sparse_items() -> list[Item]:
                  lambda rng: [fp8_wgmma.DEFAULT.case(fp8.gemm_case(*s, rng))
                               for s in ((128, 128, 128), (256, 384, 640))],
                  gpu_only="wgmma.mma_async, TMA and mbarriers (sm_90a); the emulator does not model them",
-                 load=fp8_wgmma.probed)]  # its first launches in a child process: a hang stops no run
+                 load=fp8_wgmma.probed, slack=fp8_checks.FP8_ACCUMULATOR)]  # its first launches in a child process: a hang stops no run
 
 
 ITEMS = _items()
@@ -439,12 +442,20 @@ def _gpu_only_rows(item: Item, seed: int, progress) -> list[dict]:
     for case in item.cases(np.random.default_rng(seed)):
         out = run_case(module, entry_of(item, case), case)
         for pos in case.outputs:
-            ratio = _vs_reference(out[pos], case.expected[pos])
-            rows.append(dict(item=f"{item.name} (GPU only: {item.gpu_only})", file=item.file, case=case.label,
-                             output=pos, first_vs_ref=ratio, second_vs_ref=None, agree=ratio <= 1.0, worst=0.0,
-                             identical=0.0, n_bad=0))
+            e = case.expected[pos]
+            ratio = _vs_reference(out[pos], e)
+            loose = ""
+            if ratio > 1.0 and item.slack and not e.exact:
+                from grader.bench.fp8_checks import within_slack
+
+                loose = within_slack(np.asarray(out[pos]).reshape(e.ref.shape), e.ref, e.bound, item.slack)
+            rows.append(dict(item=f"{item.name} (GPU only: {item.gpu_only})", file=item.file,
+                             case=case.label + (f" ({loose})" if loose else ""),
+                             output=pos, first_vs_ref=ratio, second_vs_ref=None, agree=ratio <= 1.0 or bool(loose),
+                             worst=0.0, identical=0.0, n_bad=0))
             if progress:
-                progress(f"  {item.name:42s} {case.label:34s} GPU only: {'ok' if ratio <= 1 else 'WRONG'}")
+                progress(f"  {item.name:42s} {case.label:34s} GPU only: "
+                         f"{'ok' if ratio <= 1 else loose or 'WRONG'}")
     return rows
 
 

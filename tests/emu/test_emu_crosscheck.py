@@ -75,7 +75,40 @@ def test_compare_exact_outputs_need_equal_bits():
 
 
 @pytest.mark.gpu
-def test_emulator_agrees_with_the_gpu():
-    rows = X.cross_check(progress=None)
+@pytest.mark.parametrize("item", X.ITEMS, ids=lambda i: i.name)
+def test_emulator_agrees_with_the_gpu(item):
+    rows = X.cross_check(items=[item], progress=None)
     bad = [r for r in rows if not r["agree"]]
-    assert not bad, X.table(bad)
+    assert rows and not bad, X.table(bad)
+
+
+def _gpu_only_item(error: float, slack):
+    """A GPU-only item whose 'GPU' writes the reference plus `error` x the plain bound at one element."""
+    from grader.problems.kinds import Case
+
+    ref = np.linspace(1.0, 2.0, 64).reshape(8, 8)
+    bound = np.full_like(ref, 1e-6)
+
+    class Module:
+        xp = np
+
+        def launch(self, kernel, grid, block, args, shared_mem=0):
+            args[0][...] = ref
+            args[0][3, 3] += error * 1e-6
+
+    case = Case("8x8", [np.zeros((8, 8))], [0], (1, 1, 1), (1, 1, 1), expected={0: Expected(ref, bound)})
+    return X.Item("fake", "fake", "k", (), lambda rng: [case], gpu_only="a stand-in", load=Module, slack=slack)
+
+
+def test_a_gpu_only_item_within_its_named_slack_agrees_and_says_so():
+    """fp8_gemm_wgmma's outputs are judged as the FP8 bench judges them: within the FP8 accumulator's
+    slack of the fp32 bound, said in the row; never beyond it, and never without a slack named."""
+    from grader.bench.fp8_checks import FP8_ACCUMULATOR
+
+    (row,) = X._gpu_only_rows(_gpu_only_item(19.0, FP8_ACCUMULATOR), 0, None)
+    assert row["agree"] and "FP8 tensor-core accumulation" in row["case"] and row["first_vs_ref"] > 18
+    assert not X._gpu_only_rows(_gpu_only_item(19.0, None), 0, None)[0]["agree"]
+    assert not X._gpu_only_rows(_gpu_only_item(1e9, FP8_ACCUMULATOR), 0, None)[0]["agree"]
+    assert X._gpu_only_rows(_gpu_only_item(0.5, None), 0, None)[0]["agree"]
+    wgmma = [i for i in X.ITEMS if i.file == "fp8_gemm_wgmma"]
+    assert wgmma and wgmma[0].slack == FP8_ACCUMULATOR

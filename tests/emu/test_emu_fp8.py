@@ -566,12 +566,14 @@ def test_gpu_conversions_equal_the_emulator_bit_for_bit(emu_convert):
     differ = {}  # every output at once: one GPU run must show them all (the first stopped at f4)
     for key, e in emu_convert.items():
         g = gpu[key]
-        g, e = np.asarray(g), np.asarray(e)
-        same = g.view(np.uint8).reshape(g.size, -1) == e.view(np.uint8).reshape(e.size, -1)
-        bad = np.nonzero(~same.all(axis=1))[0][:8]
-        ubits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[g.itemsize]
-        if bad.size:
-            differ[key] = [f"[{i}] gpu {int(g.view(ubits)[i]):#x} emu {int(e.view(ubits)[i]):#x}" for i in bad]
+        ubits = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.asarray(g).itemsize]
+        g, e = np.asarray(g).reshape(-1).view(ubits), np.asarray(e).reshape(-1).view(ubits)  # enc is n x 12
+        bad = np.nonzero(g != e)[0]
+        if bad.size:  # the index, the input where there is one, and both results
+            inp = emu_convert["x"] if key == "enc" else None
+            differ[key] = [f"{bad.size} differ"] + [
+                f"[{i}]" + (f" x={float(inp[i // 12])!r} way {i % 12}" if inp is not None else "")
+                + f" gpu {int(g[i]):#x} emu {int(e[i]):#x}" for i in bad[:12]]
     assert not differ, differ
 
 
