@@ -8,8 +8,9 @@
 // Conversion to fp8 rounds to nearest, ties to even, with subnormal results, as CUDA's header
 // describes __nv_cvt_double_to_fp8: a magnitude above max + 1/2 ulp (e4m3 464, e5m2 61440, and
 // infinities) becomes +-max with __NV_SATFINITE, and with __NV_NOSAT NaN (e4m3) or +-inf (e5m2);
-// a NaN becomes 0x7F (from a float, whose NaN CUDA makes canonical first; from a double, e4m3
-// keeps the sign and e5m2 the top mantissa bits). PTX `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`
+// a NaN becomes 0x7F, sign and payload dropped, from a float or a double (on an H100, 2026-11-27:
+// cuda_fp8.hpp's software path would keep a double NaN's sign for e4m3 and its top mantissa bits
+// for e5m2; the GPU's code did not). PTX `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`
 // (what CUDA itself uses on sm_89+ for __NV_SATFINITE) is the float path with saturation.
 // Conversion from fp8 to half is exact; a NaN becomes 0x7FFF (sign dropped), e5m2 +-inf +-inf.
 // tests/emu/test_emu_fp8.py checks all of this against its own reference over every code.
@@ -30,7 +31,7 @@ inline unsigned char encode(double x, bool saturate, bool e5) {
   const double maxnorm = e5 ? 57344.0 : 448.0;
   const unsigned long long xb = __builtin_bit_cast(unsigned long long, x);
   const unsigned char sign = (unsigned char)((xb >> 63) << 7);
-  if (std::isnan(x)) return (unsigned char)(e5 ? (0x7E | ((xb >> 50) & 3) | sign) : (0x7F | sign));
+  if (std::isnan(x)) return 0x7F;  // both formats, as the H100 gave it (see the top)
   const double a = fabs(x);
   double r = 0.0;
   if (!std::isinf(a) && a != 0.0) {
@@ -73,6 +74,11 @@ inline unsigned short to_half_bits(unsigned char c, bool e5) {
 // code of both formats gave 0x7FFFFFFF, where the half path's float is 0x7FFFE000 (the first run saw
 // e4m3's, the second e5m2's: the GPU test now names every differing output at once, in hex).
 inline bool is_nan(unsigned char c, bool e5) { return e5 ? (c & 0x7F) > 0x7C : (c & 0x7F) == 0x7F; }
+// a code to float, the one way for the scalar, x2 and x4 types (the x4 type's float4 gave 0x7FFFFFFF
+// for NaN codes on the H100 too, 2026-11-27; the x2 type's float2 is the same header code)
+inline float to_float(unsigned char c, bool e5) {
+  return is_nan(c, e5) ? __builtin_bit_cast(float, 0x7FFFFFFFu) : (float)__half(__half_raw{to_half_bits(c, e5)});
+}
 }  // namespace fp8
 }  // namespace emu
 
@@ -125,10 +131,7 @@ EMU_AI __half2 __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_inter
     template <class I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>                     \
     explicit NAME(const I v) : NAME((float)v) {}                                                               \
     explicit operator __half() const { return __half(__nv_cvt_fp8_to_halfraw(__x, INTERP)); }                 \
-    explicit operator float() const {                                                                          \
-      return ::emu::fp8::is_nan(__x, INTERP == __NV_E5M2) ? __builtin_bit_cast(float, 0x7FFFFFFFu)              \
-                                                            : (float)__half(__nv_cvt_fp8_to_halfraw(__x, INTERP)); \
-    }                                                                                                          \
+    explicit operator float() const { return ::emu::fp8::to_float(__x, INTERP == __NV_E5M2); }                \
     explicit operator double() const { return (double)(float)*this; }                                         \
     explicit operator __nv_bfloat16() const { return __nv_bfloat16((float)*this); }                           \
     explicit operator bool() const { return (__x & 0x7F) != 0; }                                              \
@@ -153,8 +156,8 @@ EMU_FP8_SCALAR(__nv_fp8_e5m2, __NV_E5M2)
     explicit NAME(const double2 f) : __x(__nv_cvt_double2_to_fp8x2(f, __NV_SATFINITE, INTERP)) {}             \
     explicit operator __half2() const { return __nv_cvt_fp8x2_to_halfraw2(__x, INTERP); }                     \
     explicit operator float2() const {                                                                         \
-      const __half2 h = __nv_cvt_fp8x2_to_halfraw2(__x, INTERP);                                              \
-      return make_float2((float)h.x, (float)h.y);                                                              \
+      return make_float2(::emu::fp8::to_float((unsigned char)(__x & 0xFF), INTERP == __NV_E5M2),               \
+                         ::emu::fp8::to_float((unsigned char)(__x >> 8), INTERP == __NV_E5M2));                \
     }                                                                                                          \
   };
 EMU_FP8_X2(__nv_fp8x2_e4m3, __NV_E4M3)
@@ -175,9 +178,11 @@ EMU_FP8_X2(__nv_fp8x2_e5m2, __NV_E5M2)
         : __x((unsigned)__nv_cvt_float2_to_fp8x2(make_float2(f.z, f.w), __NV_SATFINITE, INTERP) << 16 |       \
               __nv_cvt_float2_to_fp8x2(make_float2(f.x, f.y), __NV_SATFINITE, INTERP)) {}                      \
     explicit operator float4() const {                                                                         \
-      const __half2 lo = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(__x & 0xFFFF), INTERP);            \
-      const __half2 hi = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(__x >> 16), INTERP);               \
-      return make_float4((float)lo.x, (float)lo.y, (float)hi.x, (float)hi.y);                                  \
+      const bool e5 = INTERP == __NV_E5M2;                                                                     \
+      return make_float4(::emu::fp8::to_float((unsigned char)(__x & 0xFF), e5),                                \
+                         ::emu::fp8::to_float((unsigned char)(__x >> 8 & 0xFF), e5),                           \
+                         ::emu::fp8::to_float((unsigned char)(__x >> 16 & 0xFF), e5),                          \
+                         ::emu::fp8::to_float((unsigned char)(__x >> 24), e5));                                \
     }                                                                                                          \
   };
 EMU_FP8_X4(__nv_fp8x4_e4m3, __NV_E4M3)
