@@ -59,7 +59,7 @@ def _list(args) -> int:
 
         base = baselines.name(ex.problem.baseline)
         # the units: a ratio of times, the baseline's over yours (1.25x = 25% faster than it)
-        speed = (f"speed vs {base}: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}%, i.e. its time / yours, same GPU and "
+        speed = (f"speed vs {base}: {100 * ex.floor:.3g}%..{100 * ex.target:.3g}%, i.e. its time / yours, same GPU and "
                  f"size; speed credit from {ex.floor:g}x, full at {ex.target:g}x"
                  if ex.target is not None else "correctness only")
         launch = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in ex.launch_defaults.items())
