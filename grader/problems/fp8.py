@@ -48,15 +48,13 @@ def encode(x: np.ndarray, fmt: str = "e4m3") -> np.ndarray:
     ebits, mbits, bias = FORMATS[fmt]
     x = np.asarray(x, np.float64)
     emin = 1 - bias
-    a = np.minimum(np.abs(x), MAX[fmt])  # NaN stays NaN here
-    nan = np.isnan(a)
-    a[nan] = 0.0
+    nan = np.isnan(x)
+    a = np.minimum(np.abs(np.where(nan, 0.0, x)), MAX[fmt])
     e = np.frexp(np.maximum(a, 2.0 ** emin))[1] - 1  # the binade: 2^e <= |x| < 2^(e+1)
     n = np.rint(np.ldexp(a, mbits - e)).astype(np.int64)
     codes = (n + ((e - emin).astype(np.int64) << mbits)).astype(np.uint8)
     codes |= np.signbit(x).astype(np.uint8) << np.uint8(7)
-    codes[nan] = 0x7F
-    return codes
+    return np.where(nan, np.uint8(0x7F), codes).astype(np.uint8)
 
 
 def quantize(x: np.ndarray, fmt: str = "e4m3") -> tuple[np.ndarray, float]:
