@@ -108,3 +108,15 @@ def test_fp8_gemm_kernel_that_keeps_its_first_answer_fails_the_timed_check(monke
     res, item, *_ = _fp8_speed_step(monkeypatch, _Fp8Module(memo=True))
     assert -1.0 in res["launch_scales"][1:] and 1.0 in res["launch_scales"][1:]
     assert item.status == "fail" and item.kind == "wrong-when-timed", item
+
+
+def test_fp8_gemm_sampled_reference_is_the_full_ones():
+    """The parent judges each timed launch by Fp8Gemm.sample: the full reference's elements and bounds."""
+    p = fp8.Fp8Gemm()
+    full = p.make(dict(M=40, N=24, K=72), np.random.default_rng(5), {})
+    again = p.make(dict(M=40, N=24, K=72), np.random.default_rng(5), {}, reference=False)
+    flat = np.random.default_rng(6).choice(40 * 24, size=100, replace=False)
+    ref, bound = p.sample(again, flat)
+    exp = full.expected[2]
+    assert np.allclose(ref, exp.ref.ravel()[flat], rtol=1e-12, atol=1e-12)
+    assert np.allclose(bound, np.broadcast_to(exp.bound, exp.ref.shape).ravel()[flat], rtol=1e-12)
