@@ -79,3 +79,17 @@ def test_the_reference_earns_the_speed_point_on_an_fp8_gpu():
     item = next(i for i in v.items if i.name == "speed")
     assert item.status == PASS and v.score == EX.points, v.text()
     assert v.speed["ratio"] >= calibration.MARGIN * EX.target, f"margin below {calibration.MARGIN}x: {v.speed}"
+
+
+def test_the_speed_verdict_says_while_its_thresholds_are_provisional():
+    import dataclasses
+
+    from grader.checking.steps.speed import speed_item
+
+    perf = dict(kernel_ms=20.0, baseline_ms=0.4, ratio=0.02)
+    m = EX.calibration
+    for where, said in (("PROVISIONAL: not measured", True), ("2026-11-28, NVIDIA H100 80GB HBM3, .ci/gpu-fp8", False)):
+        ex = dataclasses.replace(EX, calibration=calibration.Measured(m.ratio, where, by=m.by))
+        item = speed_item(ex, perf, types.SimpleNamespace())
+        assert ("provisional" in item.message) == said, item.message
+        assert f"target {100 * ex.target:.3g}%" in item.message and "of the speed of the course's fp16 rung" in item.message

@@ -48,7 +48,8 @@ def speed_item(ex, perf: dict, v: Verdict) -> Item:
                 f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
     v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
                    baseline_ms=perf["baseline_ms"], fraction=frac)
+    provisional = ", provisional" if ex.calibration is not None and ex.calibration.provisional else ""
     msg = (f"{rate}: {100 * ratio:.1f}% of the speed of {base} (floor {100 * ex.floor:.3g}%, target "
-           f"{100 * ex.target:.3g}%) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
+           f"{100 * ex.target:.3g}%{provisional}) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
     status = PASS if ratio >= ex.target else FAIL
     return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=ex.slow_hint)
