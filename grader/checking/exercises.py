@@ -107,10 +107,12 @@ CONV_LAUNCH = dict(block_m=128, block_n=128, threads=128, shared_mem=81920)
 # (kernels/fp8_gemm_mma.cu) speed as a multiple of the fp16 rung's (kernels/mma_gemm_tuned.cu on the same
 # GEMM in fp16) at 4096^3, with its date, GPU and command: `python -m grader.bench.fp8`'s row
 # "| fp8_gemm_mma | 4096^3 | mma_gemm_tuned |", its "% of baseline" / 100 (.ci/gpu-fp8; by="bench"), or the
-# exercise's row of `python -m grader.bench.calibrate` (by="check").
-# PROVISIONAL until then: the coach's static model bounds the reference near 12 TFLOP/s on an H100 (every
-# code a byte load from global memory, 9 sectors per request) and the rung ran ~415 (RESULTS-mma.md),
-# 0.029x; taken lower, so that the reference keeps its speed point until a measured ratio replaces it.
+# exercise's row of `python -m grader.bench.calibrate` (by="check"), e.g.
+#     FP8_GEMM_SPEED = calibration.Measured(<ratio>, "<date>, <GPU>, .ci/gpu-fp8 (kernels/RESULTS-fp8.md)",
+#                                           by="bench")
+# PROVISIONAL until then (this paragraph goes with it): the coach's static model bounds the reference near
+# 12 TFLOP/s on an H100 (every code a byte load from global memory, 9 sectors per request) and the rung ran
+# ~415 (RESULTS-mma.md), 0.029x; taken lower, so that the reference keeps its speed point meanwhile.
 FP8_GEMM_SPEED = calibration.Measured(
     0.02, "PROVISIONAL: not measured; a model's bound, lowered (see above)", by="bench")
 FP8_GEMM_FLOOR, FP8_GEMM_TARGET = calibration.thresholds(FP8_GEMM_SPEED)
