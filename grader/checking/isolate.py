@@ -148,9 +148,8 @@ def _perf(module, job, conn=None):
     """Time the kernel and the library baseline at the speed size, same process, same GPU, and
     check EVERY launch that was timed (warm-ups too): before each, its output is poisoned afresh
     and its first input scaled by a random power of two, or its fp8 codes' signs flipped or not
-    (rescale; untimed); after each, sampled elements
-    of what it wrote and its count of never-written and non-finite elements are kept on the GPU
-    (untimed). No launch is timed unchecked, so a kernel that counts its launches, reads its
+    (rescale; untimed); after each, sampled elements of what it wrote and its count of
+    never-written and non-finite elements are kept on the GPU (untimed). No launch is timed unchecked, so a kernel that counts its launches, reads its
     output, keeps state between launches or times itself gains nothing. The parent judges every
     launch against its own float64 reference of those elements, scaled; the inputs must be as
     the grader left them.

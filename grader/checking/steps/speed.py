@@ -17,7 +17,7 @@ def speed(sub: Submission) -> list[Item]:
     if not speed_graded():
         return [Item("speed", SKIP, NO_SPEED)]
     if sub.chosen != "gpu":
-        m = sub.ex.min_arch  # named where it is more than the course's least (fp8-gemm: sm_89)
+        m = sub.ex.min_arch  # named where the exercise needs more than the course's least GPU (sm_70)
         why = "needs a GPU" + (f" of sm_{m} or newer" if m > 70 else "")
         why += " (none here)" if not has_gpu() else f" (this GPU: {device_info().arch})" if needs(m) else ""
         if sub.lesson is not None and sub.lesson.kind == "lesson-point":
