@@ -59,8 +59,10 @@ def _list(args) -> int:
 
         base = baselines.name(ex.problem.baseline)
         # the units: a ratio of times, the baseline's over yours (1.25x = 25% faster than it)
-        speed = (f"speed vs {base}: {100 * ex.floor:.0f}%..{100 * ex.target:.0f}%, i.e. its time / yours, same GPU and "
+        speed = (f"speed vs {base}: {100 * ex.floor:.3g}%..{100 * ex.target:.3g}%, i.e. its time / yours, same GPU and "
                  f"size; speed credit from {ex.floor:g}x, full at {ex.target:g}x"
+                 + (" (provisional: not yet calibrated on a GPU)" if ex.calibration and ex.calibration.provisional
+                    else "")
                  if ex.target is not None else "correctness only")
         launch = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in ex.launch_defaults.items())
         print(f"{ex.id}  ({ex.points:g} point{'' if ex.points == 1 else 's'}; {speed}{'; tensor cores required' if ex.tensor_cores else ''})")

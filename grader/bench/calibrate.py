@@ -1,9 +1,12 @@
-"""Check every speed threshold on this GPU: the reference must beat the target by 1.3x and
-the previous lesson's kernel must miss it (DESIGN.md, grading policy).
+"""Check every speed threshold on this GPU: the reference must beat the target by 1.3x
+(grader.checking.calibration.MARGIN) and the previous lesson's kernel must miss it (DESIGN.md,
+grading policy).
 
     python -m grader.bench.calibrate [--out kernels/RESULTS-grader.md]
 
-Every exercise's reference goes through the same `check` a student's kernel does.
+Every exercise's reference goes through the same `check` a student's kernel does. For a record
+whose floor and target follow from one measured ratio (Exercise.calibration), it also prints that
+number and the floor and target this run's ratio would give (the number to put in the record).
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import sys
 import time
 
 from grader.bench import ladders
-from grader.checking import exercises
+from grader.checking import calibration, exercises
 from grader.checking.check import check
 from grader.runtime import kernels
 from grader.runtime.device import device_info
@@ -54,14 +57,38 @@ def _line(r) -> str:
     s = r["speed"]
     speed = "correctness only"
     if s:
-        speed = (f"{100 * s['ratio']:.1f}% of library (floor {100 * s['floor']:.0f}%, target "
-                 f"{100 * s['target']:.0f}%, margin {s['ratio'] / s['target']:.2f}x)")
+        margin = s["ratio"] / s["target"]
+        speed = (f"{100 * s['ratio']:.1f}% of library (floor {100 * s['floor']:.3g}%, target "
+                 f"{100 * s['target']:.3g}%, margin {margin:.2f}x"
+                 + ("" if margin >= calibration.MARGIN else f", below the rule's {calibration.MARGIN:g}x") + ")")
     prev = ""
     if r.get("previous"):
         name, ratio, score = r["previous"]
         prev = f"{name}: {100 * ratio:.1f}%, {score:g} pts" if ratio is not None else f"{name}: not timed"
     return (f"| {r['id']} | {r['reference']} | {r['score']:g}/{r['points']:g} | {speed} | {prev} | "
             f"{r['seconds']:.1f} s |")
+
+
+def derived(rows) -> list[str]:
+    """For each record whose floor and target follow from one measured ratio: that number, and the
+    floor and target this run's ratio (through check) would give."""
+    out = []
+    for r in rows:
+        ex = exercises.get(r["id"])
+        m = ex.calibration
+        if m is None:
+            continue
+        line = (f"- {ex.id}: floor {ex.floor:g}, target {ex.target:g} follow from {m.ratio:g}x "
+                f"(by {m.by}; {m.where})")
+        if r["speed"]:
+            now = calibration.Measured(r["speed"]["ratio"], "this run", by="check")
+            floor, target = calibration.thresholds(now)
+            line += (f"; this run's {now.ratio:.3g}x through check would give floor {floor:g}, target {target:g} "
+                     f"(Measured({now.ratio:.3g}, \"<date>, <GPU>, python -m grader.bench.calibrate\", by=\"check\"))")
+        out.append(line)
+    if out:
+        out.insert(0, "\nThresholds that follow from one measured ratio (grader.checking.calibration):\n")
+    return out
 
 
 def main(argv=None) -> int:
@@ -80,8 +107,9 @@ def main(argv=None) -> int:
             "(fresh random inputs, isolated child process, speed vs the library in the same process).\n\n"
             "| exercise | reference | points | speed | previous lesson's kernel | check took |\n"
             "|---|---|---|---|---|---|\n")
-    body = "\n".join(_line(r) for r in rows())
-    text = head + body + "\n"
+    measured = rows()
+    body = "\n".join(_line(r) for r in measured)
+    text = head + body + "\n" + "".join(line + "\n" for line in derived(measured))
     print(text)
     if args.out:
         with open(args.out, "a") as f:

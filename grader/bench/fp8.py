@@ -429,8 +429,9 @@ def summary(results: list[Result], sizes) -> list[str]:
     """The lines the issue asks for, one a contender and size."""
     lines = []
     for n in sizes:
+        # to 3 figures: fp8-gemm's thresholds follow from this ratio (FP8_GEMM_SPEED, grader.checking.exercises)
         lines.append(f"- {n}^3: FP8 mma.sync: {_tflops_of(results, FP8, n)}, "
-                     f"{_vs(results, FP8, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "
+                     f"{_vs(results, FP8, RUNG, n, lambda r: f'{r.ratio:.3g}x the fp16 rung')}, "
                      f"{_vs(results, FP8, LT, n, lambda r: f'{100 * r.ratio:.1f}% of cuBLASLt FP8')}")
         lines.append(f"- {n}^3: FP8 wgmma: {_tflops_of(results, FP8_WGMMA, n)}, "
                      f"{_vs(results, FP8_WGMMA, RUNG, n, lambda r: f'{r.ratio:.2f}x the fp16 rung')}, "

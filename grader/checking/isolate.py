@@ -111,20 +111,45 @@ def _run_case_emu(module, kernel, case, race_check, timeout, probe=False):
     return res
 
 
-# Each timed launch's first input is the timed-size input times a power of two or its negative,
-# drawn per launch (exact in every floating type, and the output scales with it): a kernel that
-# keeps an earlier launch's answer has the wrong one.
+# Each timed launch's first input is the timed-size input times a scale drawn per launch, exact in
+# the input's own encoding, so the output scales with it: a kernel that keeps an earlier launch's
+# answer has the wrong one. Floating types: a power of two or its negative. One-byte arrays, which the
+# grader makes only of fp8 codes (grader.problems.fp8; both formats keep the sign in bit 7): +1 or -1,
+# the latter a flip of every byte's sign bit (XOR 0x80): it leaves the other seven bits, which alone
+# say whether a code is a NaN (e4m3: 0x7F and 0xFF), so no NaN is made; a multiply would read the
+# codes as integers.
 LAUNCH_SCALES = (-4.0, -2.0, -1.0, 1.0, 2.0, 4.0)
+SIGN_BIT_SCALES = (-1.0, 1.0)
 MAX_TIMED_LAUNCHES = 2400  # over all rounds (checked_benchmark stops each call at 600)
 LAUNCH_SAMPLES = 512  # output elements kept per launch (the parent checks every launch's)
+
+
+def launch_scales(dtype) -> tuple[float, ...]:
+    """The scales a timed launch's first input of `dtype` may be given (see rescale)."""
+    d = np.dtype(dtype)
+    if d.kind == "f":
+        return LAUNCH_SCALES
+    if d == np.uint8:
+        return SIGN_BIT_SCALES
+    raise TypeError(f"no exact rescaling of a {d} input is defined for the timed launches")
+
+
+def rescale(xp, pristine, scale: float, out=None):
+    """`pristine` times `scale` (one of launch_scales(pristine.dtype)), exactly, in its own encoding:
+    into `out` when given, else a new array. `xp`: numpy or cupy."""
+    if scale not in launch_scales(pristine.dtype):
+        raise ValueError(f"{scale} is not a timed-launch scale of a {pristine.dtype} input")
+    if pristine.dtype.kind == "f":
+        return xp.multiply(pristine, pristine.dtype.type(scale), out=out)
+    return xp.bitwise_xor(pristine, np.uint8(0x80 if scale < 0 else 0), out=out)
 
 
 def _perf(module, job, conn=None):
     """Time the kernel and the library baseline at the speed size, same process, same GPU, and
     check EVERY launch that was timed (warm-ups too): before each, its output is poisoned afresh
-    and its first input scaled by a random power of two (untimed); after each, sampled elements
-    of what it wrote and its count of never-written and non-finite elements are kept on the GPU
-    (untimed). No launch is timed unchecked, so a kernel that counts its launches, reads its
+    and its first input scaled by a random power of two, or its fp8 codes' signs flipped or not
+    (rescale; untimed); after each, sampled elements of what it wrote and its count of
+    never-written and non-finite elements are kept on the GPU (untimed). No launch is timed unchecked, so a kernel that counts its launches, reads its
     output, keeps state between launches or times itself gains nothing. The parent judges every
     launch against its own float64 reference of those elements, scaled; the inputs must be as
     the grader left them.
@@ -156,7 +181,8 @@ def _perf(module, job, conn=None):
     out = args[o]
     ubits, value = POISON_BITS[np.dtype(out.dtype)]
     flat = cupy.asarray(np.asarray(job.get("perf_samples", []), dtype=np.int64)[:LAUNCH_SAMPLES])
-    scales = np.random.default_rng(job["perf_seed"] ^ 0x5CA1E).choice(LAUNCH_SCALES, size=MAX_TIMED_LAUNCHES + 64)
+    scales = np.random.default_rng(job["perf_seed"] ^ 0x5CA1E).choice(launch_scales(args[first].dtype),
+                                                                      size=MAX_TIMED_LAUNCHES + 64)
     kept = cupy.empty((len(scales), flat.size), dtype=out.dtype)
     unwritten = cupy.zeros(len(scales), dtype=cupy.int64)
     nonfinite = cupy.zeros(len(scales), dtype=cupy.int64)
@@ -166,7 +192,7 @@ def _perf(module, job, conn=None):
     def before():
         if n[0] >= len(scales):
             raise RuntimeError("more timed launches than the grader keeps checks for")
-        cupy.multiply(pristine[first], args[first].dtype.type(scales[n[0]]), out=args[first])
+        rescale(cupy, pristine[first], float(scales[n[0]]), out=args[first])
         out.view(ubits).fill(value)
 
     def after():
@@ -197,7 +223,7 @@ def _perf(module, job, conn=None):
         t_held = time.monotonic() - t_held
     last = float(scales[n[0] - 1])
     changed = [int(i) for i in inputs if not bool(cupy.array_equal(
-        args[i], pristine[i] * args[i].dtype.type(last) if i == first else pristine[i]))]
+        args[i], rescale(cupy, pristine[i], last) if i == first else pristine[i]))]
     k = n[0]
     return dict(kernel_ms=p.kernel.median_ms, kernel_spread=p.kernel.spread,
                 baseline_ms=p.baseline.median_ms, baseline_spread=p.baseline.spread, ratio=p.ratio,

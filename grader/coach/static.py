@@ -40,7 +40,7 @@ class Static:
 
 
 def _elem(problem) -> int:
-    return {"float16": 2, "float32": 4, "float64": 8}.get(getattr(problem, "in_dtype", "float16"), 2)
+    return {"uint8": 1, "float16": 2, "float32": 4, "float64": 8}.get(getattr(problem, "in_dtype", "float16"), 2)
 
 
 def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) -> dict:
@@ -48,7 +48,7 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
     loaded = sum(v[1] for v in t.buffers.values())
     stored = sum(v[2] for v in t.buffers.values())
     scale = 1.0
-    if hasattr(problem, "launch_rule") and perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
+    if getattr(problem, "sums_over_k", False) and perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
         scale = dims["K"] / perf_dims["K"]  # output stores per FLOP shrink as K grows
     sh = [a for a in t.accesses if a.space == "shared"]
     st_bytes = sum(a.bytes for a in sh if a.write)
@@ -92,7 +92,8 @@ def _math(loop) -> str:
     ops = " ".join(loop.tensor_ops) if loop else ""
     if "DMMA" in ops:
         return "f64"
-    if "HMMA" in ops or "HGMMA" in ops:
+    # FP8 mma.sync (QMMA, sm_89) at the fp16 rate: the model is an H100's, which runs it as HMMA
+    if "HMMA" in ops or "HGMMA" in ops or "QMMA" in ops:
         return "f16"
     return "fp32"
 

@@ -93,6 +93,21 @@ def dmma_naive() -> GemmSpec:
                          multiple=(8, 8, 4))
 
 
+MMA_TUNED_SHARED = 147456  # kernels/mma_gemm_tuned.cu at its defaults: 3 stages of 128 x 256 x 64 halves
+
+
+def mma_tuned(max_shared: int) -> GemmSpec:
+    """kernels/mma_gemm_tuned.cu (notebook 10's fp16 rung) as its header says to build it for a GPU
+    that allows `max_shared` bytes of shared memory per block: its defaults (147456 B: sm_80, sm_90),
+    else -DBLOCK_K=32 -DSTAGES=4 (98304 B, for the 99 KB of sm_86 and sm_89). 256 threads per
+    128 x 256 tile of C; M, N multiples of the tile, K of BLOCK_K."""
+    if max_shared >= MMA_TUNED_SHARED:
+        return block_tiles("mma_gemm", "float16", "float32", 128, 256, 256, library="fp16",
+                           multiple=(128, 256, 64), shared_mem=MMA_TUNED_SHARED)
+    return block_tiles("mma_gemm", "float16", "float32", 128, 256, 256, library="fp16",
+                       options=("-DBLOCK_K=32", "-DSTAGES=4"), multiple=(128, 256, 32), shared_mem=98304)
+
+
 def fp8_gemm_mma() -> GemmSpec:
     """kernels/fp8_gemm_mma.cu: e4m3 codes in (uint8; A M x K, B given N x K), fp32 out, scales in
     the epilogue; two warps per 32 x 16 tile of C; any M, N, K."""

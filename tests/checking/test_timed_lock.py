@@ -50,7 +50,7 @@ def _fake_cupy(log: list, state: dict):
     return types.SimpleNamespace(
         asarray=dev, empty=lambda shape, dtype=np.float32: np.empty(shape, dtype).view(_Array),
         zeros=lambda shape, dtype=np.float32: np.zeros(shape, dtype).view(_Array),
-        multiply=np.multiply, count_nonzero=np.count_nonzero, isfinite=np.isfinite,
+        multiply=np.multiply, bitwise_xor=np.bitwise_xor, count_nonzero=np.count_nonzero, isfinite=np.isfinite,
         array_equal=lambda a, b: np.array_equal(a, b), matmul=np.matmul, int64=np.int64, float32=np.float32,
         cuda=types.SimpleNamespace(Event=Event, runtime=types.SimpleNamespace(deviceSynchronize=lambda: None),
                                    get_elapsed_time=lambda s, e: 1e3 * (e.t - s.t)))

@@ -258,7 +258,7 @@ def _perf(ex, launch, seed, flat, transform=lambda r: r, wrong_launch=None, **ov
     return perf
 
 
-@pytest.mark.parametrize("exercise", ["transpose", "sgemm-tiled", "dmma-gemm"])
+@pytest.mark.parametrize("exercise", ["transpose", "sgemm-tiled", "dmma-gemm", "fp8-gemm"])
 def test_timed_output_is_judged(exercise):
     """What the child reports of the timed launches, judged against the parent's own sampled
     float64 reference (at a smaller size here: the rule does not depend on it)."""

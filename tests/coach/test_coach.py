@@ -89,6 +89,29 @@ def test_sass_reader_finds_the_main_loop_and_its_mix():
     assert whole.n("STG") == 1 and whole.tensor == 2
 
 
+def test_fp8_mma_is_tensor_math_at_the_models_rate():
+    """sm_89 compiles mma.sync m16n8k32 on e4m3 to QMMA.16832 (2*16*8*32 FLOPs a warp); the model's
+    H100 runs it as HMMA, at the fp16 rate, and an e4m3 input element is one byte."""
+    from grader.problems import fp8
+
+    fp8_loop = SASS_FORMAT.replace("HMMA.16816.F32 R4, R132.reuse, R136, R4",
+                                   "QMMA.16832.F32.E4M3.E4M3 R4, R132.ROW, R136.COL, R4")
+    loop, _ = sass.analyse(fp8_loop)
+    assert (loop.tensor, loop.tensor_flops) == (2, 2 * 16 * 8 * 32 + 4096)
+    assert static._math(loop) == "f16" and static._elem(fp8.Fp8Gemm()) == 1
+
+
+@needs_sass
+@pytest.mark.parametrize("arch, op", [(89, "QMMA.16832"), (90, "HMMA.16816")])
+def test_the_fp8_reference_compiles_to_tensor_math_the_coach_counts(arch, op):
+    ex = next(e for e in exercises.EXERCISES.values() if e.min_arch == 89 and e.target is not None)
+    built = sass.build((ROOT / "kernels" / f"{ex.reference}.cu").read_text(), ex.kernel, (), arch)
+    loop, _ = sass.analyse(built["sass"])
+    assert any(k.startswith(op) for k in loop.tensor_ops), loop.tensor_ops
+    # 16 x 16 x 32 a warp per k-step: one m16n8k32 per n8 half (sm_90: two HMMA.16816 each)
+    assert loop.tensor_flops == 2 * 16 * 16 * 32 and static._math(loop) == "f16"
+
+
 @needs_sass
 def test_resources_from_the_cubin_when_ptxas_says_nothing(monkeypatch):
     """ptxas -v's numbers, and the same numbers read from the cubin (.nv.info, .nv.shared) and the SASS

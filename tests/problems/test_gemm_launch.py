@@ -92,6 +92,25 @@ def test_every_block_rule_exercise_has_a_ladder_rung_at_its_defaults():
         assert ex.launch_defaults in by_kernel.get(ex.kernel, []), ex.id
 
 
+def test_the_fp16_rung_baseline_is_the_ladders_tuned_rung():
+    """fp8-gemm's baseline (mma_tuned) is the build of mma_gemm_tuned that grader.bench.fp8 pairs the
+    FP8 kernel with on an H100 (the ladder's rung at its defaults), whose measured ratio sets the
+    exercise's thresholds; on a GPU with 99 KB per block, the build the kernel's header names."""
+    from grader.bench import fp8 as bench_fp8
+
+    def same(a, b):
+        return (a.kernel, a.block, a.tile, a.options, a.multiple, a.shared_mem) == \
+            (b.kernel, b.block, b.tile, b.options, b.multiple, b.shared_mem)
+
+    tuned = next(r for r in bench_mma.LADDER if r.file == bench_mma.TUNED)
+    assert bench_fp8.RUNG == tuned.file
+    assert same(GL.mma_tuned(227 * 1024), tuned.spec())  # an H100's 227 KB
+    small = bench_mma.Rung(tuned.file, tuned.file, dict(BLOCK_K=32, STAGES=4))
+    assert small.shared_mem == 98304 and same(GL.mma_tuned(99 * 1024), small.spec())
+    assert same(GL.mma_tuned(GL.MMA_TUNED_SHARED), tuned.spec())
+    assert not same(GL.mma_tuned(GL.MMA_TUNED_SHARED - 1), tuned.spec())
+
+
 @pytest.mark.parametrize("cfg", [bench_conv.DEFAULT_CONFIG, bench_conv.MID_CONFIG, bench_conv.NARROW_CONFIG,
                                  bench_conv.WIDE64_CONFIG, *bench_conv.SWEEP], ids=str)
 def test_the_conv_bench_launches_as_the_exercise_does(cfg):
@@ -214,6 +233,9 @@ def _header_cases():
     for rung in RUNGS:
         env = {k: rung.value(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
         named.append((rung.file, rung.spec(), dict(env, THREADS=rung.threads)))
+    for max_shared in (99 * 1024, 227 * 1024):  # fp8-gemm's baseline (grader.problems.baselines)
+        spec = GL.mma_tuned(max_shared)
+        named.append(("mma_gemm_tuned", spec, dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=spec.multiple[2], THREADS=256)))
     return named
 
 

@@ -10,14 +10,16 @@ from grader.problems import baselines
 
 
 def speed(sub: Submission) -> list[Item]:
-    from grader.runtime.device import has_gpu
+    from grader.runtime.device import device_info, has_gpu, needs
 
     if sub.ex.target is None:
         return []
     if not speed_graded():
         return [Item("speed", SKIP, NO_SPEED)]
     if sub.chosen != "gpu":
-        why = "needs a GPU" + ("" if has_gpu() else " (none here)")
+        m = sub.ex.min_arch  # named where the exercise needs more than the course's least GPU (sm_70)
+        why = "needs a GPU" + (f" of sm_{m} or newer" if m > 70 else "")
+        why += " (none here)" if not has_gpu() else f" (this GPU: {device_info().arch})" if needs(m) else ""
         if sub.lesson is not None and sub.lesson.kind == "lesson-point":
             why += f"; and on the emulator it is {lesson_point.NOT_YET} (see {lesson_point.NAME})"
         return [Item("speed", SKIP, why)]
@@ -46,7 +48,8 @@ def speed_item(ex, perf: dict, v: Verdict) -> Item:
                 f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
     v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
                    baseline_ms=perf["baseline_ms"], fraction=frac)
-    msg = (f"{rate}: {100 * ratio:.1f}% of the speed of {base} (floor {100 * ex.floor:.0f}%, target "
-           f"{100 * ex.target:.0f}%) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
+    provisional = ", provisional" if ex.calibration is not None and ex.calibration.provisional else ""
+    msg = (f"{rate}: {100 * ratio:.1f}% of the speed of {base} (floor {100 * ex.floor:.3g}%, target "
+           f"{100 * ex.target:.3g}%{provisional}) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")
     status = PASS if ratio >= ex.target else FAIL
     return Item("speed", status, msg, kind="" if status == PASS else "slow", hint=ex.slow_hint)
