@@ -64,6 +64,7 @@ class Controller:
         self.folder: Path | None = None
         self.threads: dict[str, threading.Thread] = {}
         self.finalizers: list[Callable[[], object]] = []
+        self.one_at_a_time = threading.Lock()  # as one worker would have made them: no more load than that
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
@@ -81,15 +82,16 @@ class Controller:
 
     def _run(self, job: str) -> None:
         path, fn, arg, _ = JOBS[job]
-        try:
-            spec = importlib.util.spec_from_file_location(f"early_{Path(path).stem}", ROOT / path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            out = ("ok", getattr(module, fn)(arg, self.config._tmp_path_factory, self.finalizers.append))
-        except pytest.skip.Exception as e:
-            out = ("skip", str(e.msg))
-        except BaseException:
-            out = ("error", traceback.format_exc())
+        with self.one_at_a_time:
+            try:
+                spec = importlib.util.spec_from_file_location(f"early_{Path(path).stem}", ROOT / path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                out = ("ok", getattr(module, fn)(arg, self.config._tmp_path_factory, self.finalizers.append))
+            except pytest.skip.Exception as e:
+                out = ("skip", str(e.msg))
+            except BaseException:
+                out = ("error", traceback.format_exc())
         tmp = self.folder / f"{job}.tmp"
         tmp.write_bytes(pickle.dumps(out))
         os.replace(tmp, self.folder / f"{job}.done")
