@@ -43,8 +43,11 @@ def redteam(tmp_path_factory):
 # - The modules whose fixtures grade whole courses through nbgrader go first, costliest first
 #   (seconds on the 2-core CI machine), so that the many short modules fill in around them.
 HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_handin_guards", "test_term",
-         "test_machine_safety", "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide",
+         "test_cohort", "test_readme_commands", "test_term_exchange", "test_instructor_guide",
          "test_handout", "test_colab_setup", "test_add_exercise"]
+# - Modules whose fixture the xdist controller starts at once (tests/early.py: mostly waiting) go
+#   after the others (but before SPREAD), so that what it made is ready when their tests run.
+EARLY = ["test_machine_safety"]
 # - Modules that share one session fixture are one unit: the red team's course (tests/redteam.py).
 SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_handin_guards": "redteam",
           "test_outputs": "redteam", "test_browser_outputs": "redteam"}
@@ -88,7 +91,9 @@ def pytest_xdist_make_scheduler(config, log):
 def _heavy_first(items):
     def rank(item):
         stem = _stem(item.nodeid)
-        return HEAVY.index(stem) if stem in HEAVY else len(HEAVY) + (stem in SPREAD)
+        if stem in HEAVY:
+            return HEAVY.index(stem)
+        return len(HEAVY) + (0.5 if stem in EARLY else stem in SPREAD)
 
     items[:] = sorted(items, key=rank)  # stable: a module's tests keep their order
 
@@ -123,5 +128,9 @@ class _GpuPart:
 
 
 def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the controller, or a plain run
+        import early
+
+        config.pluginmanager.register(early.Controller(config), "tc-early")
     if os.environ.get("TC_GPU_PART"):
         config.pluginmanager.register(_GpuPart(), "tc-gpu-part")
