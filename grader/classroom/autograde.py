@@ -179,6 +179,8 @@ class TrustedGrade(NbGraderPreprocessor):
         phases.record(phases.TRUSTED, time.monotonic() - t0, **where)
         for name, seconds in (results.get("phases") or {}).items():
             phases.record(f"trusted: {name}", float(seconds), **where)
+        if results.get("failed"):  # a limit it reached among them: the instructor hears which
+            self.log.warning("%s, %s: %s", info.get("student"), info["notebook"], results["failed"])
         for line in grader_errors(results):
             self.log.error("%s, %s: %s; regrade this submission once the grader is fixed", info.get("student"),
                            info["notebook"], line)

@@ -79,6 +79,16 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     _box: sandbox.Box | None = None
     _work: str | None = None
+    _named = False  # this kernel's limit is in `stopped` already
+
+    def _name_limit(self) -> None:
+        """The limit its sandbox reached, read once more (sandbox.Box.look: its /tmp stays
+        readable), into `stopped` for the feedback: a notebook that filled its /tmp and went on
+        is named however its timing fell between the watch's polls."""
+        box = self._box
+        if box is not None and not self._named and box.look():
+            self._named = True
+            SandboxedKernelManager.stopped.append(box.exceeded)
 
     async def _async_pre_start_kernel(self, **kw):
         if self.transport == "ipc":  # a fresh socket folder per kernel: no kernel sees another's
@@ -108,6 +118,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # cannot see: ipykernel would take it for gone and exit (bwrap ends the kernel with
         # its parent anyway, --die-with-parent)
         conn = os.path.realpath(self.connection_file)
+        self._named = False
         self._box = sandbox.Box(bind={self._work: cwd}, writable=writable, hide=hide, env=env,
                                 unset=["JPY_PARENT_PID", "TC_GPU_LOCK"], dirs=[scratch],
                                 readable=[conn, str(KERNELS_DIR), os.path.join(shared, "emu")])
@@ -121,10 +132,17 @@ class SandboxedKernelManager(AsyncKernelManager):
         box = self._box
         if proc is not None and box is not None:
             def stop():
-                SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
+                if not self._named:
+                    self._named = True
+                    SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
                 proctree.stop(proc)  # the launcher, bwrap and the sandbox: every process ended and reaped
 
             box.watch(stop, pid=proc.pid)
+
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False):
+        # (AsyncKernelManager binds shutdown_kernel to the base class's method, not by name)
+        self._name_limit()  # while it still runs: what its processes hold counts too
+        await super().shutdown_kernel(now=now, restart=restart)
 
     async def _async_kill_kernel(self, restart: bool = False):
         # The kernel's whole tree (the launcher, bwrap, the sandbox, the kernel checks it started,
@@ -139,6 +157,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False):
         await super()._async_cleanup_resources(restart=restart)
+        self._name_limit()  # a kernel that died on its own: what it left in its /tmp
         if self._box is not None:
             self._box.close()
             self._box = None
