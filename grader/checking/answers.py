@@ -211,7 +211,7 @@ class Answers:
             self.close()
             self.dead = f"the process running your code sent something that is not an answer while {doing}"
             raise AnswerError(self.dead)
-        if self.box is not None and self.box.look():
+        if self.box is not None and self.box.look(quick=True):
             # a limit it reached meanwhile (a /tmp it filled, say), whether or not a poll saw it
             self.close()
             self.dead = f"stopped while {doing}: {self.box.exceeded}"

@@ -129,10 +129,11 @@ class CourseExecute(Execute):
             return nb, resources
 
         finally:
+            info = (resources or {}).get("nbgrader", {})
             for why in SandboxedKernelManager.stopped:
                 note = (f"Your notebook was stopped while it ran: {why}. Its graded cells were still graded "
                         "from what you wrote.")
-                self.log.warning(note)
+                self.log.warning("%s, %s: %s", info.get("student"), info.get("notebook"), note)
                 (resources if resources is not None else {}).setdefault("course_notes", []).append(note)
 
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -80,6 +81,14 @@ class SandboxedKernelManager(AsyncKernelManager):
     _box: sandbox.Box | None = None
     _work: str | None = None
     _named = False  # this kernel's limit is in `stopped` already
+    _naming = threading.Lock()  # the watch's thread and the shutdown both name it: once
+
+    def _name(self, why: str) -> None:
+        with self._naming:
+            if self._named:
+                return
+            self._named = True
+        SandboxedKernelManager.stopped.append(why)
 
     def _name_limit(self) -> None:
         """The limit its sandbox reached, read once more (sandbox.Box.look: its /tmp stays
@@ -87,8 +96,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         is named however its timing fell between the watch's polls."""
         box = self._box
         if box is not None and not self._named and box.look():
-            self._named = True
-            SandboxedKernelManager.stopped.append(box.exceeded)
+            self._name(box.exceeded)
 
     async def _async_pre_start_kernel(self, **kw):
         if self.transport == "ipc":  # a fresh socket folder per kernel: no kernel sees another's
@@ -132,9 +140,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         box = self._box
         if proc is not None and box is not None:
             def stop():
-                if not self._named:
-                    self._named = True
-                    SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
+                self._name(box.exceeded or "a limit was reached")
                 proctree.stop(proc)  # the launcher, bwrap and the sandbox: every process ended and reaped
 
             box.watch(stop, pid=proc.pid)

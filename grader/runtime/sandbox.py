@@ -388,7 +388,7 @@ class Box(Watch):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
-        self.look()  # what it left in its /tmp, for a caller that reads .exceeded after closing
+        self.look(quick=True)  # what it left in its /tmp, for a caller that reads .exceeded after closing
         for fd in self._tmpfs:
             os.close(fd)
         self._tmpfs = []

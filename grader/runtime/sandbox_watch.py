@@ -48,11 +48,12 @@ class Watch:
                 pass
         return own, around
 
-    def look(self) -> str | None:
+    def look(self, quick: bool = False) -> str | None:
         """Every limit read now, once, as a poll reads them: for the end of a run (its /tmp is
-        still readable) or just before it is stopped (what its processes still hold). The reason
+        still readable) or just before it is stopped (what its processes still hold); `quick`:
+        its sized filesystems only (microseconds, for a caller that looks often). The reason
         kept in .exceeded (the watch's, if it stopped the sandbox first), or None."""
-        why = self.over()
+        why = self.over(quick)
         if why and not self.exceeded:
             self.exceeded = why
         return self.exceeded
@@ -131,10 +132,12 @@ class Watch:
                     disk += size
         return mem, disk
 
-    def over(self) -> str | None:
-        size, count = self.usage()
+    def over(self, quick: bool = False) -> str | None:
         own, around = self.tmpfs()
-        mem, held = self.held(self.members(), {*own, *around})
+        size = count = mem = held = 0
+        if not quick:  # folders scanned, every process read: milliseconds
+            size, count = self.usage()
+            mem, held = self.held(self.members(), {*own, *around})
         # its own /tmp and /dev/shm count with what it wrote elsewhere; the /tmp of the sandbox
         # around it (already the whole submission's) on its own
         disk = max(size + held + sum(own.values()), *around.values(), 0)
