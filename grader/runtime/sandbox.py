@@ -306,7 +306,13 @@ class Box(Watch):
         self._tmpfs: list[int] = []
         if self.in_memory:
             self._handoff = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self._handoff.bind(os.path.join(self.root, "tmpfs.sock"))
+            try:
+                self._handoff.bind(os.path.join(self.root, "tmpfs.sock"))
+            except OSError as e:  # a socket's path has at most 107 bytes
+                self._handoff.close()
+                shutil.rmtree(self.root, ignore_errors=True)
+                raise SandboxUnavailable(f"the sandbox cannot listen in {self.root} ({e})",
+                                         hint="Set TMPDIR to a short folder (e.g. /tmp) and run it again.") from None
             self._handoff.setblocking(False)
 
     # ------------------------------------------------------------------ the command

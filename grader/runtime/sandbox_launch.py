@@ -62,9 +62,9 @@ if s.get("handoff"):
         fds = []
     if fds:
         try:
-            box = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            box.connect(s["handoff"])
-            socket.send_fds(box, [b"tmpfs"], fds)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as box:
+                box.connect(s["handoff"])
+                socket.send_fds(box, [b"tmpfs"], fds)
             mine.send(b"k")  # INSIDE goes on only now
         except OSError as e:  # fail closed: INSIDE runs nothing without the acknowledgement
             sys.stderr.write(f"sandbox: its /tmp could not be handed to the grader's watch ({e}); nothing was run\n")

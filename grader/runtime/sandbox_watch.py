@@ -28,7 +28,7 @@ class Watch:
         while self._handoff is not None:
             try:
                 _, fds, _, _ = socket.recv_fds(self._handoff, 16, 4)
-            except (BlockingIOError, OSError):
+            except OSError:  # nothing (more) handed over
                 break
             self._tmpfs += fds
         own, around = {}, {}
