@@ -163,6 +163,8 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False):
         await super()._async_cleanup_resources(restart=restart)
+        if self._box is not None:  # the kernel has ended (shut down, killed or dead): its number
+            self._box.pid = None  # may be another process's by now; its /tmp is still readable
         self._name_limit()  # a kernel that died on its own: what it left in its /tmp
         if self._box is not None:
             self._box.close()

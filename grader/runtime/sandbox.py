@@ -503,8 +503,10 @@ def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, input: by
         kill()
         out, err = proc.communicate()
         why = f"it did not finish within {timeout:g} s"
-    if box is not None and box.look():  # the watch's reason, or what it left past a limit
-        why = box.exceeded
+    if box is not None:
+        box.pid = None  # reaped: its number may be another process's by now
+        if box.look():  # the watch's reason, or what it left past a limit
+            why = box.exceeded
     return (None if why else proc.returncode), _text(out), _text(err), why
 
 
