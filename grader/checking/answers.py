@@ -157,7 +157,7 @@ class Answers:
         # the package folders this process uses (never the course's repository): the course's
         # imports find what they find here, also where only PYTHONPATH named a folder (`-I` ignores it)
         self._send({"preamble": self.preamble, "cells": self.cells, "path": sandbox.python_dirs()})
-        first = self._read(START_TIMEOUT, "running your answer cells")
+        first = self._read(START_TIMEOUT, "running your answer cells", full=True)
         if "error" in first:
             self.dead = first["error"]
 
@@ -182,7 +182,9 @@ class Answers:
         line, self._buf = self._buf.split(b"\n", 1)
         return line + b"\n"
 
-    def _read(self, timeout: float, doing: str) -> dict:
+    def _read(self, timeout: float, doing: str, full: bool = False) -> dict:
+        """The child's next message; its sandbox's limits read once it came (`full`: every
+        limit, what its processes hold included, else its sized filesystems only)."""
         end = time.monotonic() + timeout
         shared = self._deadline is not None and self._deadline < end
         if shared:
@@ -210,6 +212,11 @@ class Answers:
         if not isinstance(msg, dict):
             self.close()
             self.dead = f"the process running your code sent something that is not an answer while {doing}"
+            raise AnswerError(self.dead)
+        if self.box is not None and self.box.look(quick=not full):
+            # a limit it reached meanwhile (a /tmp it filled, say), whether or not a poll saw it
+            self.close()
+            self.dead = f"stopped while {doing}: {self.box.exceeded}"
             raise AnswerError(self.dead)
         return msg
 

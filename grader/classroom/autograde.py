@@ -129,10 +129,11 @@ class CourseExecute(Execute):
             return nb, resources
 
         finally:
+            info = (resources or {}).get("nbgrader", {})
             for why in SandboxedKernelManager.stopped:
                 note = (f"Your notebook was stopped while it ran: {why}. Its graded cells were still graded "
                         "from what you wrote.")
-                self.log.warning(note)
+                self.log.warning("%s, %s: %s", info.get("student"), info.get("notebook"), note)
                 (resources if resources is not None else {}).setdefault("course_notes", []).append(note)
 
 
@@ -179,6 +180,8 @@ class TrustedGrade(NbGraderPreprocessor):
         phases.record(phases.TRUSTED, time.monotonic() - t0, **where)
         for name, seconds in (results.get("phases") or {}).items():
             phases.record(f"trusted: {name}", float(seconds), **where)
+        if results.get("failed"):  # a limit it reached among them: the instructor hears which
+            self.log.warning("%s, %s: %s", info.get("student"), info["notebook"], results["failed"])
         for line in grader_errors(results):
             self.log.error("%s, %s: %s; regrade this submission once the grader is fixed", info.get("student"),
                            info["notebook"], line)

@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -79,6 +80,23 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     _box: sandbox.Box | None = None
     _work: str | None = None
+    _named = False  # this kernel's limit is in `stopped` already
+    _naming = threading.Lock()  # the watch's thread and the shutdown both name it: once
+
+    def _name(self, why: str) -> None:
+        with self._naming:
+            if self._named:
+                return
+            self._named = True
+        SandboxedKernelManager.stopped.append(why)
+
+    def _name_limit(self) -> None:
+        """The limit its sandbox reached, read once more (sandbox.Box.look: its /tmp stays
+        readable), into `stopped` for the feedback: a notebook that filled its /tmp and went on
+        is named however its timing fell between the watch's polls."""
+        box = self._box
+        if box is not None and not self._named and box.look():
+            self._name(box.exceeded)
 
     async def _async_pre_start_kernel(self, **kw):
         if self.transport == "ipc":  # a fresh socket folder per kernel: no kernel sees another's
@@ -108,6 +126,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # cannot see: ipykernel would take it for gone and exit (bwrap ends the kernel with
         # its parent anyway, --die-with-parent)
         conn = os.path.realpath(self.connection_file)
+        self._named = False
         self._box = sandbox.Box(bind={self._work: cwd}, writable=writable, hide=hide, env=env,
                                 unset=["JPY_PARENT_PID", "TC_GPU_LOCK"], dirs=[scratch],
                                 readable=[conn, str(KERNELS_DIR), os.path.join(shared, "emu")])
@@ -121,10 +140,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         box = self._box
         if proc is not None and box is not None:
             def stop():
-                SandboxedKernelManager.stopped.append(box.exceeded or "a limit was reached")
+                self._name(box.exceeded or "a limit was reached")
                 proctree.stop(proc)  # the launcher, bwrap and the sandbox: every process ended and reaped
 
             box.watch(stop, pid=proc.pid)
+
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False):
+        # (AsyncKernelManager binds shutdown_kernel to the base class's method, not by name)
+        self._name_limit()  # while it still runs: what its processes hold counts too
+        await super().shutdown_kernel(now=now, restart=restart)
 
     async def _async_kill_kernel(self, restart: bool = False):
         # The kernel's whole tree (the launcher, bwrap, the sandbox, the kernel checks it started,
@@ -139,6 +163,9 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False):
         await super()._async_cleanup_resources(restart=restart)
+        if self._box is not None:  # the kernel has ended (shut down, killed or dead): its number
+            self._box.pid = None  # may be another process's by now; its /tmp is still readable
+        self._name_limit()  # a kernel that died on its own: what it left in its /tmp
         if self._box is not None:
             self._box.close()
             self._box = None

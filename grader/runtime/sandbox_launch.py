@@ -1,6 +1,7 @@
 """The processes around bwrap (grader.runtime.sandbox): the launcher that starts it with the
-limits and reaps what it leaves, the seccomp filter it installs, and root's step down to the
-sandbox's own uid. Plain text and bytes: they run before anything of the course is imported."""
+limits and reaps what it leaves, the seccomp filter it installs, and the first step inside (its
+/tmp and /dev/shm handed out, root's step down to the sandbox's own uid). Plain text and bytes:
+they run before anything of the course is imported."""
 from __future__ import annotations
 
 # the launcher: runs outside the sandbox, the parent of bwrap (no imports of the course, fast).
@@ -8,8 +9,12 @@ from __future__ import annotations
 # command's exit status before the sandbox's init in its pid namespace has ended, and that init,
 # orphaned, would otherwise go to pid 1 (which on some machines never reaps it). bwrap dies with
 # it (PR_SET_PDEATHSIG), and the sandbox with bwrap (--die-with-parent).
+# With a `handoff` path (a sized /tmp), it passes the sandbox's /tmp and /dev/shm, which INSIDE
+# opens, on to the Box listening there, before anything of the student's runs: open, they keep
+# what the sandbox wrote readable after every process of it has ended (Box.look), so a limit
+# reached is named whether or not a poll of the watch happened to see it.
 LAUNCH = r"""
-import ctypes, json, os, resource, signal, sys
+import ctypes, json, os, resource, signal, socket, sys
 s = json.loads(sys.argv[1])
 for name, v in s["rlimits"].items():
     soft, hard = resource.getrlimit(getattr(resource, name))
@@ -21,6 +26,10 @@ if s.get("seccomp"):  # the filter's bytes on a pipe whose number bwrap reads fr
     os.close(w)
     os.set_inheritable(r, True)
     s["argv"] = [str(r) if a == "@SECCOMP_FD@" else a for a in s["argv"]]
+if s.get("handoff"):  # a socket that bwrap passes on to INSIDE
+    mine, theirs = socket.socketpair()
+    os.set_inheritable(theirs.fileno(), True)
+    s["argv"] = [str(theirs.fileno()) if a == "@HANDOFF_FD@" else a for a in s["argv"]]
 env = {k: v for k, v in os.environ.items() if k in s["env_exact"] or k.startswith(tuple(s["env_prefixes"]))}
 env.update(s["env"])
 for k in s["unset"]:
@@ -45,6 +54,23 @@ def forward(n, _):  # a signal for the sandbox goes to bwrap
         pass  # bwrap has already ended: the loop below reaps what is left
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, forward)
+if s.get("handoff"):
+    theirs.close()
+    try:  # nothing comes when bwrap failed before running INSIDE (it then exits, saying why)
+        _, fds, _, _ = socket.recv_fds(mine, 16, 4)
+    except OSError:
+        fds = []
+    if fds:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as box:
+                box.connect(s["handoff"])
+                socket.send_fds(box, [b"tmpfs"], fds)
+            mine.send(b"k")  # INSIDE goes on only now
+        except OSError as e:  # fail closed: INSIDE runs nothing without the acknowledgement
+            sys.stderr.write(f"sandbox: its /tmp could not be handed to the grader's watch ({e}); nothing was run\n")
+        for fd in fds:
+            os.close(fd)
+    mine.close()
 status = 0
 while True:
     try:
@@ -88,5 +114,26 @@ def seccomp_no_sysv_shm() -> bytes:
     return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
 
 
-# inside the sandbox, root's case: become the sandbox's uid, then run the command
-DROP = "import os, sys; u = int(sys.argv[1]); os.setgroups([]); os.setgid(u); os.setuid(u); os.execvp(sys.argv[2], sys.argv[2:])"
+# inside the sandbox, first (argv: the handoff socket's fd or "-", the uid to become or "-", the
+# command): hand its /tmp and /dev/shm, open, to the launcher and wait until they reached the
+# grader; in root's case become the sandbox's uid; then run the command (which gets neither)
+INSIDE = r"""
+import os, sys
+fd, uid, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+if fd != "-":
+    import socket
+    s = socket.socket(fileno=int(fd))
+    ds = [os.open(p, os.O_RDONLY | os.O_DIRECTORY) for p in ("/tmp", "/dev/shm")]
+    socket.send_fds(s, [b"tmpfs"], ds)
+    if s.recv(1) != b"k":
+        os._exit(1)  # the launcher said why
+    s.close()
+    for d in ds:
+        os.close(d)
+if uid != "-":
+    u = int(uid)
+    os.setgroups([])
+    os.setgid(u)
+    os.setuid(u)
+os.execvp(cmd[0], cmd)
+"""

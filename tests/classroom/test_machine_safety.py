@@ -11,6 +11,7 @@ grade, her files and the gradebook stay intact, and the course config and source
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -415,6 +416,7 @@ def test_honest_student_and_course_intact(term):
     course = term["course"]
     got, _ = classroom.scores(course, A)["alice"]
     assert got == classroom.cpu_max_score(sorted((classroom.SOLUTIONS / A).glob("*.ipynb"))[0]) or got > 0
+    assert "the limit for one submission" not in _texts(course, "alice")  # named for no limit
     for p, d in term["guarded"].items():
         assert digest(p) == d, f"{p} changed"
     con = sqlite3.connect(course / "gradebook.db")
@@ -459,7 +461,10 @@ def test_limits_are_named_in_feedback(term):
     slow = _texts(course, "cheat-slow-answers")
     assert "each test cell has 6 s" in slow, slow[-2000:]
     assert "stopped" in _texts(course, "cheat-half-a-line")
+    # the disk filled, then the notebook went on: named however the watch's polls fell (Box.look),
+    # in its feedback and in the instructor's log
     assert "reaching 64 MB (the limit" in _texts(course, "cheat-disk") or "File too large" in _texts(course, "cheat-disk")
+    assert re.search(r"\] cheat-disk, [^\n]*reaching 64 MB \(the limit", term["log"]), term["log"][-3000:]
     # what the machine counts (issue #32): memfd, shared memory, deleted files, all processes together
     assert "held more than 1024 MB of memory together" in _texts(course, "cheat-shared-memory")
     assert "shmget -1 1" in _texts(course, "cheat-shared-memory")  # System V shared memory: refused (EPERM)
