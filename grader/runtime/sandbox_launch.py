@@ -8,7 +8,11 @@ from __future__ import annotations
 # It is a child subreaper and reaps everything below it before it exits: bwrap hands back the
 # command's exit status before the sandbox's init in its pid namespace has ended, and that init,
 # orphaned, would otherwise go to pid 1 (which on some machines never reaps it). bwrap dies with
-# it (PR_SET_PDEATHSIG), and the sandbox with bwrap (--die-with-parent).
+# it (PR_SET_PDEATHSIG), and the sandbox with bwrap (--die-with-parent). And it kills bwrap when its
+# own parent is gone: nbgrader killed from outside (an out-of-memory killer, a cohort's kill of a
+# stuck job) left it, bwrap and a hostile kernel running for good (2026-11-27, test_cohort's `hang`).
+# It watches getppid() rather than asking for PR_SET_PDEATHSIG itself: that signal comes when the
+# *thread* that started it ends, and a grader may start a kernel from a thread that ends first.
 # With a `handoff` path (a sized /tmp), it passes the sandbox's /tmp and /dev/shm, which INSIDE
 # opens, on to the Box listening there, before anything of the student's runs: open, they keep
 # what the sandbox wrote readable after every process of it has ended (Box.look), so a limit
@@ -54,6 +58,13 @@ def forward(n, _):  # a signal for the sandbox goes to bwrap
         pass  # bwrap has already ended: the loop below reaps what is left
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, forward)
+def orphaned(parent, every=0.5):  # the grader that started us is gone (killed from outside, where no
+    import time                   # stop of ours ran): the sandbox goes with it, not on for good
+    while os.getppid() == parent:
+        time.sleep(every)
+    forward(signal.SIGKILL, None)  # bwrap; the sandbox's init dies with it (--die-with-parent)
+import threading
+threading.Thread(target=orphaned, args=(os.getppid(),), daemon=True).start()
 if s.get("handoff"):
     theirs.close()
     try:  # nothing comes when bwrap failed before running INSIDE (it then exits, saying why)
