@@ -102,12 +102,18 @@ def _run_case_emu(module, kernel, case, race_check, timeout, probe=False):
     if probe:  # the same launch with every matrix instruction's products doubled
         again = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
         module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout, tc_double=True)
-        same = 0
+        same = judged = 0
         for i in case["outputs"]:  # elements bit for bit the same: the products never reached them
             a = np.ascontiguousarray(args[i]).reshape(-1).view(np.uint8).reshape(args[i].size, -1)
             b = np.ascontiguousarray(again[i]).reshape(-1).view(np.uint8).reshape(again[i].size, -1)
-            same += int(np.all(a == b, axis=1).sum())
-        res["tc_unchanged"], res["tc_outputs"] = same, int(sum(args[i].size for i in case["outputs"]))
+            # except an exact zero: 2 x 0 is 0 too (e4m3 products cancel exactly now and then: the
+            # fp8-gemm reference failed on 1 of 1536 elements at random, 2026-11-27); whether it is
+            # right is the correctness check's to say
+            judge = np.asarray(args[i]).reshape(-1) != 0 if np.asarray(args[i]).dtype.kind == "f" \
+                else np.ones(args[i].size, bool)
+            same += int((np.all(a == b, axis=1) & judge).sum())
+            judged += int(judge.sum())
+        res["tc_unchanged"], res["tc_outputs"] = same, judged
     return res
 
 

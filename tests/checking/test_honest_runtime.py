@@ -316,3 +316,22 @@ def test_the_probe_run_doubles_every_products_a_operand():
     mod.launch("wmma_gemm", (1, 2), (32, 1, 1), [A, B, C1, M, N, K])
     mod.launch("wmma_gemm", (1, 2), (32, 1, 1), [A, B, C2, M, N, K], tc_double=True)
     assert np.array_equal(C2, 2 * C1)
+
+
+def test_an_exact_zero_output_is_not_counted_as_untouched_by_the_tensor_cores():
+    """The probe doubles every matrix instruction's products; an output whose products cancel to an
+    exact 0 stays 0 either way. With e4m3 inputs that happens now and then, and failed the fp8-gemm
+    reference on the emulator at random (1 of 1536 elements, 2026-11-27). Here a zero row of A makes
+    a whole row of exact zeros: the reference still passes, and the check still judges the rest."""
+    from grader.checking import exercises, isolate
+    from grader.problems import fp8
+    from grader.runtime import backend, kernels
+
+    ex = exercises.get("fp8-gemm")
+    case = fp8.gemm_case(32, 48, 40, np.random.default_rng(3))
+    case.args[0][5, :] = 0  # row 5 of A: +0 codes, so row 5 of C is exactly 0
+    module = backend.load(kernels.source(ex.reference), "emu", ex.problem.options({}))
+    res = isolate._run_case_emu(module, ex.kernel, case.job(), False, 60.0, probe=True)
+    assert (res["outputs"][2][5] == 0).all() and (res["outputs"][2][4] != 0).any()
+    assert res["tc_unchanged"] == 0, res["tc_unchanged"]
+    assert res["tc_outputs"] == 32 * 48 - 48  # the zero row is not judged; every other element is
