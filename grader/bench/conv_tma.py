@@ -397,6 +397,7 @@ def check_variant(variant: Variant, timeout: float = 120.0) -> tuple[bool, list[
 # ---------------------------------------------------------------- timing
 _torch = cudnn.torch_or_none  # a module name of its own: the tests stand in for it
 
+
 def time_layer(mods: dict, shape, max_seconds: float, out=print) -> dict:
     """Sweep the right variants at one layer, then pair the fastest with cuDNN."""
     import cupy

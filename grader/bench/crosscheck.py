@@ -435,6 +435,7 @@ def cross_check(items=None, backends=("gpu", "emu"), seed: int = SEED, progress=
 
 
 def _gpu_only_rows(item: Item, seed: int, progress) -> list[dict]:
+    from grader.bench.fp8_checks import within_slack
     from grader.runtime.backend import load
 
     module = item.load() if item.load else load(kernels.source(item.file), "gpu", item.options)
@@ -446,8 +447,6 @@ def _gpu_only_rows(item: Item, seed: int, progress) -> list[dict]:
             ratio = _vs_reference(out[pos], e)
             loose = ""
             if ratio > 1.0 and item.slack and not e.exact:
-                from grader.bench.fp8_checks import within_slack
-
                 loose = within_slack(np.asarray(out[pos]).reshape(e.ref.shape), e.ref, e.bound, item.slack)
             rows.append(dict(item=f"{item.name} (GPU only: {item.gpu_only})", file=item.file,
                              case=case.label + (f" ({loose})" if loose else ""),

@@ -93,12 +93,10 @@ def check_library(run: Callable, cases, out_pos: int, *, fp16_out: bool = False,
         got = np.asarray(_host(run(case)), np.float64).reshape(e.ref.shape)
         bound = e.bound + (2.0**-10 * np.abs(e.ref) if fp16_out else 0.0)
         cmp = numerics.compare(got, e.ref, bound)
-        if not cmp.ok and fallback:
-            said = within_slack(got, e.ref, bound, fallback)
-            if said:
-                loose = said
-                worst = max(worst, cmp.worst_ratio)  # in units of the plain bound
-                continue
+        if not cmp.ok and fallback and (said := within_slack(got, e.ref, bound, fallback)):
+            loose = said
+            worst = max(worst, cmp.worst_ratio)  # in units of the plain bound
+            continue
         if not cmp.ok:
             return Check(False, cmp.worst_ratio, f"{case.label}: {cmp}")
         worst = max(worst, cmp.worst_ratio)

@@ -109,8 +109,8 @@ def _run_case_emu(module, kernel, case, race_check, timeout, probe=False):
             # except an exact zero: 2 x 0 is 0 too (e4m3 products cancel exactly now and then: the
             # fp8-gemm reference failed on 1 of 1536 elements at random, 2026-11-27); whether it is
             # right is the correctness check's to say
-            judge = np.asarray(args[i]).reshape(-1) != 0 if np.asarray(args[i]).dtype.kind == "f" \
-                else np.ones(args[i].size, bool)
+            flat = args[i].reshape(-1)
+            judge = flat != 0 if flat.dtype.kind == "f" else np.ones(flat.size, bool)
             same += int((np.all(a == b, axis=1) & judge).sum())
             judged += int(judge.sum())
         res["tc_unchanged"], res["tc_outputs"] = same, judged

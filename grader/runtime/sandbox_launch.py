@@ -18,7 +18,7 @@ from __future__ import annotations
 # what the sandbox wrote readable after every process of it has ended (Box.look), so a limit
 # reached is named whether or not a poll of the watch happened to see it.
 LAUNCH = r"""
-import ctypes, json, os, resource, signal, socket, sys
+import ctypes, json, os, resource, signal, socket, sys, threading, time
 s = json.loads(sys.argv[1])
 for name, v in s["rlimits"].items():
     soft, hard = resource.getrlimit(getattr(resource, name))
@@ -58,12 +58,12 @@ def forward(n, _):  # a signal for the sandbox goes to bwrap
         pass  # bwrap has already ended: the loop below reaps what is left
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, forward)
-def orphaned(parent, every=0.5):  # the grader that started us is gone (killed from outside, where no
-    import time                   # stop of ours ran): the sandbox goes with it, not on for good
+# the grader that started us gone (killed from outside, where no stop of ours ran): the sandbox
+# goes with it, not on for good
+def orphaned(parent, every=0.5):
     while os.getppid() == parent:
         time.sleep(every)
     forward(signal.SIGKILL, None)  # bwrap; the sandbox's init dies with it (--die-with-parent)
-import threading
 threading.Thread(target=orphaned, args=(os.getppid(),), daemon=True).start()
 if s.get("handoff"):
     theirs.close()
