@@ -107,14 +107,11 @@ CONV_LAUNCH = dict(block_m=128, block_n=128, threads=128, shared_mem=81920)
 # (kernels/fp8_gemm_mma.cu) speed as a multiple of the fp16 rung's (kernels/mma_gemm_tuned.cu on the same
 # GEMM in fp16) at 4096^3, with its date, GPU and command: `python -m grader.bench.fp8`'s row
 # "| fp8_gemm_mma | 4096^3 | mma_gemm_tuned |", its "% of baseline" / 100 (.ci/gpu-fp8; by="bench"), or the
-# exercise's row of `python -m grader.bench.calibrate` (by="check"), e.g.
-#     FP8_GEMM_SPEED = calibration.Measured(<ratio>, "<date>, <GPU>, .ci/gpu-fp8 (kernels/RESULTS-fp8.md)",
-#                                           by="bench")
-# PROVISIONAL until then (this paragraph goes with it): the coach's static model bounds the reference near
-# 12 TFLOP/s on an H100 (every code a byte load from global memory, 9 sectors per request) and the rung ran
-# ~415 (RESULTS-mma.md), 0.029x; taken lower, so that the reference keeps its speed point meanwhile.
+# exercise's row of `python -m grader.bench.calibrate` (by="check").
+# Measured 2026-11-28 on an H100 (kernels/RESULTS-fp8.md): 14.6 TFLOP/s against the rung's 430.6, 0.0341x at
+# 4096^3 (0.0331x at 8192^3).
 FP8_GEMM_SPEED = calibration.Measured(
-    0.02, "PROVISIONAL: not measured; a model's bound, lowered (see above)", by="bench")
+    0.0341, "2026-11-28, NVIDIA H100 80GB HBM3, .ci/gpu-fp8 (kernels/RESULTS-fp8.md)", by="bench")
 FP8_GEMM_FLOOR, FP8_GEMM_TARGET = calibration.thresholds(FP8_GEMM_SPEED)
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in [
