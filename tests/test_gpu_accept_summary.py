@@ -1,0 +1,64 @@
+""".ci/gpu-accept's summary (the dated section of kernels/RESULTS-accept.md) from stand-in step folders:
+the CPU can't run the steps, but it can check what the section says of what they left behind."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
+def _summary_script(tmp_path) -> Path:
+    """The summary's Python, as gpu-accept runs it (the heredoc after ACCEPT_PAR=...)."""
+    text = (ROOT / ".ci" / "gpu-accept").read_text()
+    body = re.search(r"^ACCEPT_PAR=.*?<<'EOF'\n(.*?)^EOF$", text, re.S | re.M)
+    assert body, "gpu-accept's summary heredoc not found"
+    p = tmp_path / "summary.py"
+    p.write_text(body.group(1))
+    return p
+
+
+def _rows(tmp_path, work, *steps, env=None) -> dict[str, str]:
+    dest = tmp_path / "ACCEPT.md"
+    subprocess.run([sys.executable, str(_summary_script(tmp_path)), str(work), str(dest), "10", *steps],
+                   cwd=ROOT, check=True, capture_output=True, env={"PATH": "/usr/bin:/bin", **(env or {})})
+    return {m[0]: m[1] for m in re.findall(r"^\| (\S+) \| (PASS|FAIL) \|", dest.read_text(), re.M)}
+
+
+def _table(rows):
+    return "| assignment | solution score | expected |\n|---|---|---|\n" + "".join(
+        f"| {a} | 1 / 1 | 1 |{' not as expected |' if bad else ''}\n" for a, bad in rows)
+
+
+def test_native_notebooks_in_parts_add_up_and_a_missing_part_fails(tmp_path):
+    work = tmp_path / "work"
+    half = len(SOLUTIONS) // 2
+    for k, n in ((1, half), (2, len(SOLUTIONS) - half)):
+        (work / f"nb.{k}").mkdir(parents=True)
+        (work / f"nb.{k}" / "notebooks.log").write_text(f"{n} passed, 60 deselected in {100 * k}.0s\n")
+    assert _rows(tmp_path, work, "nb") == {"nb": "PASS"}
+    (work / "nb.2" / "notebooks.log").write_text("")  # part 2 stopped before its summary
+    assert _rows(tmp_path, work, "nb") == {"nb": "FAIL"}
+    (work / "nb.2" / "notebooks.log").write_text(f"{len(SOLUTIONS) - half - 1} passed, 1 failed in 9.0s\n"
+                                                 "FAILED tests/x.py::test_notebook_runs_top_to_bottom[a]\n")
+    assert _rows(tmp_path, work, "nb") == {"nb": "FAIL"}
+
+
+@pytest.mark.parametrize("bad_in", ["ag", "ag75"])
+def test_each_ag_step_reads_its_own_folders_only(tmp_path, bad_in):
+    work = tmp_path / "work"
+    for step, name in (("ag.1", "AUTOGRADE.md"), ("ag75.1", "AUTOGRADE-sm75.md")):
+        (work / step).mkdir(parents=True)
+        (work / step / name).write_text(_table([(a, step.startswith(bad_in + ".")) for a in SOLUTIONS]))
+    rows = _rows(tmp_path, work, "ag", "ag75")
+    assert rows == {"ag": "FAIL" if bad_in == "ag" else "PASS", "ag75": "FAIL" if bad_in == "ag75" else "PASS"}
+
+
+def test_an_assignment_without_its_row_fails(tmp_path):
+    work = tmp_path / "work"
+    (work / "ag").mkdir(parents=True)
+    (work / "ag" / "AUTOGRADE.md").write_text(_table([(a, False) for a in SOLUTIONS[:-1]]))
+    assert _rows(tmp_path, work, "ag") == {"ag": "FAIL"}
