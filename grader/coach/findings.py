@@ -28,7 +28,9 @@ SECTIONS = {
 # no other: the fast-GEMM ladder of notebook 06, and coalescing in notebook 01
 DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflicts": ("06", "banks"),
            "shared": ("06", "warp"), "spills": ("06", "warp"), "pipeline": ("06", "async"),
-           "occupancy": ("06", "sweep"), "none": ("10", "wgmma"), "coalescing": ("01", "coalescing")}
+           "occupancy": ("06", "sweep"), "none": ("10", "wgmma"), "coalescing": ("01", "coalescing"),
+           # global-low where the kernel already stages its tiles in shared memory: larger tiles
+           "global-reuse": ("06", "warp")}
 
 NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
@@ -58,6 +60,8 @@ def section(sections: dict | None, key: str) -> str:
 
 def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[Finding]:
     """The findings, the main bottleneck first (empty when there is too little evidence)."""
+    if res is not None and res.stream:
+        return _rank_stream(st, res, sections)
     if res is None or st.evidence is None:
         return _without_model(st, sections)
     ev, tr, occ = st.evidence, st.traffic or {}, st.occupancy
@@ -74,8 +78,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                                f"{reads or 'many times'} at the emulator's size); a 128x128 block tile in shared memory "
                                f"gives {ev.good_intensity:.0f}. At this intensity the model caps the kernel near "
                                f"{res.tflops:.0f} TFLOP/s.",
-                               "stage block tiles of A and B in shared memory and let each warp reuse them for "
-                               "several accumulator tiles", section(sections, "global-low")))
+                               *_reuse_step(tr, sections)))
         else:
             big = inten >= 1.25 * ev.good_intensity  # already past a 128x128 tile (e.g. 128x256)
             out.append(Finding("global-l2", g["global"],
@@ -123,9 +126,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
         out.append(Finding("pipeline", g["pipeline"], s, step, section(sections, "pipeline")))
     if g.get("occupancy", 1) >= BOTTLENECK and occ:
         out.append(Finding("occupancy", g["occupancy"],
-                           f"Occupancy: {occ.line()}.",
-                           f"use fewer {occ.limiter} per block so another block fits on each SM",
-                           section(sections, "occupancy")))
+                           f"Occupancy: {occ.line()}.", _occupancy_step(st), section(sections, "occupancy")))
     if g.get("warps", 1) >= BOTTLENECK and not any(f.key == "occupancy" for f in out):
         w = res.warps_per_scheduler
         why = f", limited by {occ.limiter}" if occ else ""
@@ -147,9 +148,49 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
         top = max(terms, key=terms.get)
         out.append(Finding("none", 1.0,
                            f"No single bottleneck in the model: {top} sets the pace ({terms[top]:.0f} cycles per "
-                           f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s.",
+                           f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s"
+                           f"{_minor(g, tr)}.",
                            "past this, Hopper's wgmma + TMA", section(sections, "none")))
     return out
+
+
+def _minor(g: dict, tr: dict) -> str:
+    """What the model sees but does not call a bottleneck (a fix worth 2-15%), so a student is not left
+    guessing whether a defect they know of matters here."""
+    names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills"}
+    minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%" for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
+    if not minor:
+        return ""
+    worst = (tr.get("uncoalesced") or [None])[0] if any(m.startswith("uncoalesced") for m in minor) else None
+    at = f", worst at line {worst['line']}" if worst and worst.get("line") else ""
+    return f"; smaller costs the model sees: {', '.join(minor)}{at} (under {100 * (BOTTLENECK - 1):.0f}%: not the bottleneck)"
+
+
+def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:
+    """The next step for too little reuse of global data, and its section: staging in shared memory, or
+    (where the kernel already stages its tiles there) a larger block tile so each staged tile feeds more math."""
+    if tr.get("uses_shared"):
+        return ("the kernel already stages its tiles in shared memory, but each one feeds too little math: a "
+                "larger block tile (e.g. 128x128, 4 warps of 64x64 each: each warp holds more accumulator tiles, "
+                "each thread more outputs) reuses every staged tile of A and B many more times",
+                section(sections, "global-reuse"))
+    return ("stage block tiles of A and B in shared memory and let each warp reuse them for several accumulator "
+            "tiles", section(sections, "global-low"))
+
+
+def _occupancy_step(st: Static) -> str:
+    """Fewer of what limits the blocks per SM, with the number the student set where it is the launch's."""
+    occ, r = st.occupancy, st.resources or {}
+    if occ.limiter == "shared memory":
+        parts = [f"this launch asks for {st.smem_dynamic / 1024:.0f} KB of dynamic shared memory"] if st.smem_dynamic else []
+        parts += [f"the kernel declares {r['shared_bytes'] / 1024:.0f} KB"] if r.get("shared_bytes") else []
+        asked = f" ({' and '.join(parts)})" if parts else ""
+        return (f"use less shared memory per block{asked}: ask for no more than the stages the kernel uses, or "
+                "fewer or smaller stages, so another block fits on each SM")
+    if occ.limiter == "registers":
+        return (f"use fewer registers per thread ({r.get('registers', 0)} now): a smaller warp tile, or "
+                "__launch_bounds__(THREADS, 2) if that does not spill, so another block fits on each SM")
+    return f"use fewer {occ.limiter} per block so another block fits on each SM"
 
 
 def coalescing_sentence(tr: dict) -> str:
@@ -184,6 +225,40 @@ def coalescing_step(tr: dict) -> str:
     if worst["write"]:
         step += "; if the reads must run the other way (a transpose), go through a shared-memory tile"
     return step
+
+
+def _rank_stream(st: Static, res: Result, sections: dict | None) -> list[Finding]:
+    """A kernel that only moves data (model.stream): its fixes against the DRAM traffic it must move."""
+    tr, terms, g = st.traffic or {}, res.terms, res.gains
+    busy = (f"keep the L1/shared-memory path busy {terms['shared'] + terms['L1']:.0f} clocks per SM against "
+            f"{terms['DRAM']:.0f} for the DRAM traffic every transpose or copy must move")
+    out = []
+    if g.get("coalescing", 1) >= BOTTLENECK:
+        out.append(Finding("coalescing", g["coalescing"], coalescing_sentence(tr) + f" The wasted sectors {busy}.",
+                           coalescing_step(tr), section(sections, "coalescing")))
+    if g.get("conflicts", 1) >= BOTTLENECK:
+        out.append(Finding("conflicts", g["conflicts"], _conflict_sentence(tr) + f"; the extra wavefronts {busy}.",
+                           "pad each shared row so a column's elements fall in different banks (a [32][33] float "
+                           "tile: row r starts r banks further on)", section(sections, "conflicts")))
+    out.sort(key=lambda f: -f.gain)
+    if not out:
+        minor = [k for k in ("conflicts", "coalescing") if g.get(k, 1) > 1.01]
+        top = max(terms, key=terms.get)
+        out.append(Finding("none", 1.0,
+                           f"No bottleneck in the model: {top} sets the pace, the kernel can reach ~"
+                           f"{100 * res.bandwidth / H100.dram_bytes_per_s:.0f}% of the DRAM rate"
+                           + (f" ({' and '.join(minor)} cost{'s' if len(minor) == 1 else ''} under "
+                              f"{100 * (BOTTLENECK - 1):.0f}% here: not worth a change)" if minor else "") + ".",
+                           "time it beside a device-to-device copy of the same bytes: that is its roof",
+                           section(sections, "conflicts")))
+    return out
+
+
+def _conflict_sentence(tr: dict) -> str:
+    w = tr.get("worst_shared") or {}
+    where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""
+    return (f"Shared-memory bank conflicts: loads {tr.get('ways_load', 1):.1f}-way, stores "
+            f"{tr.get('ways_store', 1):.1f}-way on average{where}")
 
 
 def _without_model(st: Static, sections: dict | None) -> list[Finding]:

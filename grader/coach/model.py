@@ -61,6 +61,8 @@ class Result:
     gains: dict = field(default_factory=dict)  # fix -> speed-up factor
     warps_per_scheduler: float = 0.0  # set where too few to feed the tensor pipe
     rates: str = ""
+    stream: bool = False  # a data-movement kernel (stream()): terms DRAM, L2, shared, L1; no math
+    bandwidth: float = 0.0  # stream(): the bytes per second (of unique data) the model allows
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,4 +141,49 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     if next_blocks and next_blocks > ev.blocks:
         t2, _ = _time(ev, r, blocks=next_blocks)
         res.gains["occupancy"] = (next_blocks * F / t2) / fpc if fpc and t2 else 1.0
+    return res
+
+
+# ---------------------------------------------------------------- kernels that only move data
+
+@dataclass
+class Stream:
+    """A kernel that does no math the model counts (a transpose, a copy): what it moves, totalled over the
+    emulator's launch. Its time is set by the DRAM traffic it cannot avoid (every element read and
+    written once), unless L2, or the L1/shared data path (shared wavefronts + uncoalesced sectors), is
+    busier."""
+
+    unique_bytes: float  # each buffer's bytes read and written, at most once each (DRAM)
+    requested_bytes: float  # bytes the warps request (L2)
+    shared_wavefronts: float  # as the kernel's addresses fall (bank conflicts cost extra)
+    shared_wavefronts_ideal: float  # the same without conflicts
+    excess_sectors: float  # global sectors moved beyond the fewest that hold the bytes used
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _stream_time(ev: Stream, r: Rates, *, shared=None, excess=None):
+    """Clocks per SM for the emulator's launch spread over all SMs (the ratios are what matter)."""
+    w = ev.shared_wavefronts if shared is None else shared
+    x = ev.excess_sectors if excess is None else excess
+    terms = {
+        "DRAM": ev.unique_bytes / r.per_clk(r.dram_bytes_per_s) / r.sms,
+        "L2": ev.requested_bytes / r.per_clk(r.l2_bytes_per_s) / r.sms,
+        "shared": w / (r.smem_bytes_per_clk / 128) / r.sms,
+        "L1": x / r.scattered_sectors_per_clk / r.sms,
+    }
+    return max(terms["DRAM"], terms["L2"], terms["shared"] + terms["L1"]), terms
+
+
+def stream(ev: Stream, r: Rates = H100) -> Result:
+    """The bound of a data-movement kernel (as a share of the DRAM rate) and the speed-up of each fix:
+    no bank conflicts ("conflicts"), every global request coalesced ("coalescing")."""
+    t, terms = _stream_time(ev, r)
+    frac = terms["DRAM"] / t if t else 1.0  # of the DRAM rate this kernel can reach
+    res = Result(terms=terms, serial=False, cycles=t, flop_per_clk=0.0, tflops=0.0, peak_tflops=0.0,
+                 intensity=0.0, rates=r.name, stream=True, bandwidth=frac * r.dram_bytes_per_s)
+    for key, kw in (("conflicts", dict(shared=ev.shared_wavefronts_ideal)), ("coalescing", dict(excess=0.0))):
+        t2, _ = _stream_time(ev, r, **kw)
+        res.gains[key] = t / t2 if t2 else 1.0
     return res

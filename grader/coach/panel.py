@@ -173,6 +173,15 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         p.lines.append(f"roofline: {res.intensity:.0f} FLOP per byte requested, the L2 ridge at "
                        f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}"
                        + beside)
+    elif st.stream is not None:  # no math: a data-movement kernel, modelled per byte it must move
+        res = model.stream(st.stream, H100)
+        p.model = res.to_dict()
+        t = res.terms
+        p.lines.append(f"model (no math: a data-movement kernel), clocks per SM for the emulator's launch: DRAM "
+                       f"{t['DRAM']:.1f}, L2 {t['L2']:.1f}, shared {t['shared']:.1f}"
+                       + (f", L1 for uncoalesced sectors {t['L1']:.1f}" if t["L1"] else "")
+                       + f" (the largest sets the pace; shared and L1 share one path) -> at most "
+                       f"~{100 * res.bandwidth / H100.dram_bytes_per_s:.0f}% of the DRAM rate")
     p.findings = F.rank(st, res, sections)
     p.seconds, p.waited = time.perf_counter() - t0, waited
     if measure:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from grader.coach import sass as sass_mod
-from grader.coach.model import Evidence
+from grader.coach.model import Evidence, Stream
 from grader.coach.occupancy import Occupancy, occupancy
 
 
@@ -33,6 +33,7 @@ class Static:
     missing: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # where a number came from, when not its usual source
     evidence: Evidence | None = None
+    stream: Stream | None = None  # a kernel without math: what it moves (model.stream)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -75,6 +76,10 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         sectors_per_request_load=t.sectors_per_request(False), sectors_per_request_store=t.sectors_per_request(True),
         uncoalesced=[_line(a) for a in sorted(gl, key=lambda a: -(a.units - a.ideal)) if a.units > 1.1 * a.ideal][:3],
         uses_shared=t.uses_shared(),
+        # totals over the launch, for a kernel without math (model.Stream)
+        unique_bytes=sum(min(v[0], v[1]) + min(v[0], v[2]) for v in t.buffers.values()),
+        requested_bytes=loaded + stored, excess_sectors=sum(a.units - a.ideal for a in gl),
+        shared_wavefronts=sum(a.units for a in sh), shared_wavefronts_ideal=sum(a.ideal for a in sh),
     )
 
 
@@ -124,6 +129,9 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
                        + "), so no memory numbers and no bottleneck model")
     st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing, notes)
     st.evidence = _evidence(st, problem)
+    if tr and not tr["flops"] and tr["unique_bytes"]:  # no math to model: a data-movement kernel
+        st.stream = Stream(tr["unique_bytes"], tr["requested_bytes"], tr["shared_wavefronts"],
+                           tr["shared_wavefronts_ideal"], tr["excess_sectors"])
     return st
 
 
