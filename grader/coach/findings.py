@@ -52,6 +52,11 @@ class Finding:
         return f"{self.sentence}{g} Next: {self.next_step} ({self.section})"
 
 
+def flop_per_byte(x: float) -> str:
+    """FLOP per byte as a student reads it: whole numbers, but 0.25 is not '0'."""
+    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
 def section(sections: dict | None, key: str) -> str:
     """The notebook section that teaches the fix for `key`: the exercise's own (`sections`) or DEFAULT's."""
     nb, sec = (sections or {}).get(key) or DEFAULT[key]
@@ -74,7 +79,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
         reads = ", ".join(f"{k} {v:.0f}x" for k, v in (tr.get("reads") or {}).items() if k in ("A", "B", "x", "w"))
         if inten < ev.good_intensity / 1.1:
             out.append(Finding("global-low", g["global"],
-                               f"Global memory: {inten:.0f} FLOP per byte requested (each input element loaded "
+                               f"Global memory: {flop_per_byte(inten)} FLOP per byte requested (each input element loaded "
                                f"{reads or 'many times'} at the emulator's size); a 128x128 block tile in shared memory "
                                f"gives {ev.good_intensity:.0f}. At this intensity the model caps the kernel near "
                                f"{res.tflops:.0f} TFLOP/s.",
@@ -82,7 +87,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
         else:
             big = inten >= 1.25 * ev.good_intensity  # already past a 128x128 tile (e.g. 128x256)
             out.append(Finding("global-l2", g["global"],
-                               f"L2 bandwidth: {inten:.0f} FLOP per byte requested keeps L2 busy "
+                               f"L2 bandwidth: {flop_per_byte(inten)} FLOP per byte requested keeps L2 busy "
                                f"{terms['L2']:.0f} cycles per main-loop iteration against {terms['math']:.0f} of math.",
                                "a block order that keeps tiles in L2 longer (GROUP_M), or larger tiles than registers "
                                "allow here: Hopper's wgmma reads operands from shared memory, freeing registers for "
@@ -157,13 +162,14 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
 def _minor(g: dict, tr: dict) -> str:
     """What the model sees but does not call a bottleneck (a fix worth 2-15%), so a student is not left
     guessing whether a defect they know of matters here."""
+    worst = {"coalescing": (tr.get("uncoalesced") or [{}])[0], "conflicts": tr.get("worst_shared") or {}}
     names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills"}
-    minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%" for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
+    minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%" + (f" (worst: line {worst[k]['line']})" if worst.get(k, {}).get("line")
+                                                      else "")
+             for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
     if not minor:
         return ""
-    worst = (tr.get("uncoalesced") or [None])[0] if any(m.startswith("uncoalesced") for m in minor) else None
-    at = f", worst at line {worst['line']}" if worst and worst.get("line") else ""
-    return f"; smaller costs the model sees: {', '.join(minor)}{at} (under {100 * (BOTTLENECK - 1):.0f}%: not the bottleneck)"
+    return f"; smaller costs the model sees: {', '.join(minor)} (each under {100 * (BOTTLENECK - 1):.0f}%: not the bottleneck)"
 
 
 def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:

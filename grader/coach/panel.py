@@ -137,7 +137,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         reads = ", ".join(f"{k} {v:.1f}x" for k, v in tr["reads"].items())
         used = (f"global loads {100 * tr['efficiency_load']:.0f}% / stores {100 * tr['efficiency_store']:.0f}% "
                 "of the bytes moved used (coalescing); ")
-        inten = (f"{1 / tr['global_per_flop']:.0f} FLOP per global byte at the timed size; "
+        inten = (f"{F.flop_per_byte(1 / tr['global_per_flop'])} FLOP per global byte at the timed size; "
                  + (used if min(tr["efficiency_load"], tr["efficiency_store"]) < 1 / F.BOTTLENECK else "")
                  if tr["global_per_flop"] else used)
         p.lines.append(f"memory (emulator, {size}): {inten}inputs loaded {reads}; shared memory "
@@ -170,7 +170,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
                 beside += f"; the reference solution ({reference}): {known['model'][0]:.0f} FLOP/B, bound ~{known['model'][1]:.0f}"
             if "cublas" in known:
                 beside += f"; cuBLAS measured {known['cublas'][0]:.0f} TFLOP/s ({known['cublas'][1]})"
-        p.lines.append(f"roofline: {res.intensity:.0f} FLOP per byte requested, the L2 ridge at "
+        p.lines.append(f"roofline: {F.flop_per_byte(res.intensity)} FLOP per byte requested, the L2 ridge at "
                        f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}"
                        + beside)
     elif st.stream is not None:  # no math: a data-movement kernel, modelled per byte it must move

@@ -223,6 +223,8 @@ def _fixture_panel(fixture: str):
     ("transpose_strided_stores.cu", "coalescing"),  # (g) the naive transpose's column writes
     ("transpose_unpadded_tile.cu", "conflicts"),  # (h) coalesced, but a 32-way conflicted tile
     ("sgemm_coalesced_global_only.cu", "global-low"),  # (i) coalesced, every operand from global memory
+    ("huge_shared_request.cu", "occupancy"),  # (j) the reference asking for 196 KB: 1 block (4 warps) per SM
+    ("tiny_block_tile.cu", "global-low"),  # (k) the reference's pipeline on a 16x16 block tile of one warp
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -252,6 +254,52 @@ def test_the_coalescing_finding_names_the_line_and_the_fix(fixture, line_has, fi
     assert line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
     assert "sectors of 32 bytes per warp request" in f.sentence and fix_has in f.next_step, f.text()
     assert findings.SECTIONS["01"]["coalescing"] in f.section
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, says", [
+    ("huge_shared_request.cu", "196 KB of dynamic shared memory"),  # the number the student set
+    ("tiny_block_tile.cu", "already stages its tiles in shared memory"),  # not "stage tiles in shared memory"
+])
+def test_the_next_step_fits_the_kernel(fixture, says):
+    """The next step is one this kernel's author can act on: the launch's own shared-memory request where
+    that limits the blocks per SM; a larger block tile where the tiles are already staged in shared memory."""
+    p = _fixture_panel(fixture)
+    assert says in p.first.next_step, p.text()
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, minor", [
+    ("transpose_two_way_tile.cu", None),  # 2-way conflicts: far below the DRAM traffic a transpose moves
+    ("epilogue_column_stores.cu", "c_strip[(size_t)r * N + c]"),  # C stored down the rows, once per tile
+])
+def test_a_small_cost_is_not_called_the_bottleneck(fixture, minor):
+    """A defect the kernel has but which costs under BOTTLENECK here is not ranked as a bottleneck: the
+    first finding says no single bottleneck, and names the small cost (its line) where the model sees one."""
+    p = _fixture_panel(fixture)
+    assert p.first.key == "none" and all(f.gain < findings.BOTTLENECK for f in p.findings), p.text()
+    if minor:
+        m = re.search(r"uncoalesced global accesses ~\d+% \(worst: line (\d+)\)", p.first.sentence)
+        assert m, p.first.sentence
+        assert minor in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, line_has", [
+    # the naive SGEMM with threadIdx.x down the rows: tiling fixes both (first), coalescing alone is next
+    ("sgemm_rows_on_x.cu", "acc += A[row * K + k] * B[k * N + col];"),
+    # the tiled SGEMM loading B with lanes along K: as large in the model as its shared-memory bandwidth
+    ("sgemm_tiled_strided_b.cu", "? B[(k0 + tx) * N + blockIdx.x * TILE + ty]"),
+])
+def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck(fixture, line_has):
+    """4-byte loads whose lanes fall a row apart, in a kernel with a second large cost: the coalescing
+    finding is a bottleneck in its own right, names the line, and says to turn the lanes."""
+    p = _fixture_panel(fixture)
+    f = next((f for f in p.findings if f.key == "coalescing"), None)
+    assert f is not None and f.gain >= findings.BOTTLENECK and f in p.findings[:2], p.text()
+    m = re.search(r"line (\d+) \(", f.sentence)
+    assert m and line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1], f.sentence
+    assert "threadIdx.x run along the index that is contiguous" in f.next_step, f.next_step
 
 
 def test_the_coalescing_gain_is_the_models_not_a_rule():
@@ -369,7 +417,9 @@ def test_measured_path_reads_the_right_kernel():
 
 FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.cu", "coalescing"),
                     ("transpose_strided_stores.cu", "coalescing"), ("transpose_unpadded_tile.cu", "conflicts"),
-                    ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low")]
+                    ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
+                    ("huge_shared_request.cu", "occupancy"), ("tiny_block_tile.cu", "global-low"),
+                    ("transpose_two_way_tile.cu", "none"), ("epilogue_column_stores.cu", "none")]
 
 
 @pytest.mark.gpu
