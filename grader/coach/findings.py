@@ -34,6 +34,10 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
 
 NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
+# What the static model cannot see, said where it finds no bottleneck (a slow kernel may be slow for these)
+UNSEEN = ("Not in the model: warp divergence (lanes idle in the loop), barriers more often than needed, and a grid "
+          "too small to fill the GPU; if the measured speed is far under this bound, look there (on a GPU, "
+          "--explain adds Nsight Compute's stall reasons).")
 
 
 @dataclass
@@ -154,7 +158,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
         out.append(Finding("none", 1.0,
                            f"No single bottleneck in the model: {top} sets the pace ({terms[top]:.0f} cycles per "
                            f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s"
-                           f"{_minor(g, tr)}.",
+                           f"{_minor(g, tr)}. {UNSEEN}",
                            "past this, Hopper's wgmma + TMA", section(sections, "none")))
     return out
 
@@ -254,7 +258,7 @@ def _rank_stream(st: Static, res: Result, sections: dict | None) -> list[Finding
                            f"No bottleneck in the model: {top} sets the pace, the kernel can reach ~"
                            f"{100 * res.bandwidth / H100.dram_bytes_per_s:.0f}% of the DRAM rate"
                            + (f" ({' and '.join(minor)} cost{'s' if len(minor) == 1 else ''} under "
-                              f"{100 * (BOTTLENECK - 1):.0f}% here: not worth a change)" if minor else "") + ".",
+                              f"{100 * (BOTTLENECK - 1):.0f}% here: not worth a change)" if minor else "") + f". {UNSEEN}",
                            "time it beside a device-to-device copy of the same bytes: that is its roof",
                            section(sections, "conflicts")))
     return out
