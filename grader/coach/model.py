@@ -21,6 +21,11 @@ Not overlapped (load, wait, compute, in one stage):
 L2 counts the bytes requested (L1 is assumed to catch a sector's other bytes when a later
 request of the same warp uses them); an uncoalesced kernel pays in L1's sectors instead.
 bound = B*F / t. A fix is scored by how much it shortens t; the largest speed-up is the first finding.
+
+A kernel with no math (a transpose, a copy) has no FLOPs to spread these over: stream() bounds it by
+the bytes it must move, t = max(DRAM, L2, shared + L1) for the whole launch, and scores removing bank
+conflicts or uncoalesced sectors the same way (a 2-way conflict next to a transpose's DRAM traffic is no
+bottleneck; a 32-way one is).
 """
 from __future__ import annotations
 

@@ -5,7 +5,10 @@ turned into the bottleneck model's inputs (grader.coach.model.Evidence).
 Which source each number comes from, and why:
 - FLOPs per iteration: SASS (the main loop's tensor-core or FMA instructions x warps per block);
 - shared-memory loads per FLOP: SASS (LDS/LDSM in the loop, which are not predicated in practice;
-  the emulator splits WMMA loads into per-element requests), their bank conflicts: the emulator;
+  the emulator splits WMMA loads into per-element requests), their bank conflicts: the emulator; a
+  wide LDS where the lanes read the same words (a broadcast) is one wavefront, not four: LDS
+  wavefronts are at least one per instruction and what the different bytes the emulator saw need,
+  at most SASS's count for distinct addresses;
 - shared stores and global bytes per FLOP: the emulator (what executed; SASS counts predicated
   copy loops as if every iteration ran). Stores of the output are scaled from the observed K to
   the timed K (they do not grow with K).
@@ -65,6 +68,8 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         shared_store_wf_per_flop=st_bytes / 128 / flops if flops else 0.0,
         ways_load=t.bank_ways(False), ways_store=t.bank_ways(True), ways=t.bank_ways(),
         shared_load_wf_emu=sum(min(a.bytes / 128, a.ideal) for a in sh if not a.write) / flops if flops else 0.0,
+        # bytes of different words the shared loads read (a broadcast once), per FLOP
+        shared_load_distinct_per_flop=sum(a.distinct for a in sh if not a.write) / flops if flops else 0.0,
         worst_shared=(dict(line=worst.line, source=worst.source, ratio=worst.ratio, write=worst.write)
                       if worst and worst.ratio > 1.01 else None),
         worst_shared_load=(dict(line=worst_ld.line, source=worst_ld.source, ratio=worst_ld.ratio)
@@ -145,7 +150,13 @@ def _evidence(st: Static, problem) -> Evidence | None:
         return None
     F = per_warp * warps
     # shared loads: SASS wavefronts per FLOP (per warp), times the emulator's load conflict ways
-    ld_wf = loop.wavefronts.get("LDS", 0) + loop.wavefronts.get("LDSM", 0)
+    lds = loop.wavefronts.get("LDS", 0)
+    if lds and not loop.n("LDSM") and tr.get("shared_load_distinct_per_flop"):
+        # SASS counts an LDS.128 as 4 wavefronts, as if every lane read its own 16 bytes; where the lanes
+        # read the same words (a broadcast, e.g. As[ty][k..k+3] in a tiled SGEMM) it is one. At least one
+        # per instruction, at least what the different bytes the emulator saw need, at most SASS's count.
+        lds = min(lds, max(loop.n("LDS"), tr["shared_load_distinct_per_flop"] * per_warp / 128))
+    ld_wf = lds + loop.wavefronts.get("LDSM", 0)
     w_load = ld_wf / per_warp if ld_wf else tr["shared_load_wf_emu"]
     w_store = tr["shared_store_wf_per_flop"]
     w = w_load * max(tr["ways_load"], 1.0) + w_store * max(tr["ways_store"], 1.0)

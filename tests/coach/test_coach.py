@@ -225,6 +225,7 @@ def _fixture_panel(fixture: str):
     ("sgemm_coalesced_global_only.cu", "global-low"),  # (i) coalesced, every operand from global memory
     ("huge_shared_request.cu", "occupancy"),  # (j) the reference asking for 196 KB: 1 block (4 warps) per SM
     ("tiny_block_tile.cu", "global-low"),  # (k) the reference's pipeline on a 16x16 block tile of one warp
+    ("sgemm_tiled_strided_b.cu", "coalescing"),  # (l) the tiled SGEMM loading B with lanes along K (4-byte)
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -241,6 +242,7 @@ def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     ("uncoalesced_copy.cu", "__pipeline_memcpy_async(as", "threadIdx.x run along the index that is contiguous"),
     ("uncoalesced_2byte.cu", "As[r * LDA + col] = A_blk", "int4/float4"),
     ("transpose_strided_stores.cu", "out[(size_t)c * rows + r]", "shared-memory tile"),
+    ("sgemm_tiled_strided_b.cu", "? B[(k0 + tx) * N + blockIdx.x * TILE + ty]", "each lane of a warp touches its own"),
 ])
 def test_the_coalescing_finding_names_the_line_and_the_fix(fixture, line_has, fix_has):
     """The line the emulator saw waste the most sectors (its text, and its number in the fixture's source),
@@ -285,16 +287,13 @@ def test_a_small_cost_is_not_called_the_bottleneck(fixture, minor):
 
 
 @needs_sass
-@pytest.mark.parametrize("fixture, line_has", [
-    # the naive SGEMM with threadIdx.x down the rows: tiling fixes both (first), coalescing alone is next
-    ("sgemm_rows_on_x.cu", "acc += A[row * K + k] * B[k * N + col];"),
-    # the tiled SGEMM loading B with lanes along K: as large in the model as its shared-memory bandwidth
-    ("sgemm_tiled_strided_b.cu", "? B[(k0 + tx) * N + blockIdx.x * TILE + ty]"),
-])
-def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck(fixture, line_has):
-    """4-byte loads whose lanes fall a row apart, in a kernel with a second large cost: the coalescing
-    finding is a bottleneck in its own right, names the line, and says to turn the lanes."""
+def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck():
+    """The naive SGEMM with threadIdx.x down the rows: 4-byte loads of A whose lanes fall K floats apart, in
+    a kernel that also reuses nothing. Tiling fixes both (first); coalescing alone is the next finding, a
+    bottleneck in its own right, naming the line and saying to turn the lanes."""
+    fixture, line_has = "sgemm_rows_on_x.cu", "acc += A[row * K + k] * B[k * N + col];"
     p = _fixture_panel(fixture)
+    assert p.first.key == "global-low", p.text()
     f = next((f for f in p.findings if f.key == "coalescing"), None)
     assert f is not None and f.gain >= findings.BOTTLENECK and f in p.findings[:2], p.text()
     m = re.search(r"line (\d+) \(", f.sentence)
@@ -419,7 +418,8 @@ FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.c
                     ("transpose_strided_stores.cu", "coalescing"), ("transpose_unpadded_tile.cu", "conflicts"),
                     ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
                     ("huge_shared_request.cu", "occupancy"), ("tiny_block_tile.cu", "global-low"),
-                    ("transpose_two_way_tile.cu", "none"), ("epilogue_column_stores.cu", "none")]
+                    ("transpose_two_way_tile.cu", "none"), ("epilogue_column_stores.cu", "none"),
+                    ("sgemm_tiled_strided_b.cu", "coalescing")]
 
 
 @pytest.mark.gpu
