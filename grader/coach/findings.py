@@ -168,12 +168,13 @@ def _minor(g: dict, tr: dict) -> str:
     guessing whether a defect they know of matters here."""
     worst = {"coalescing": (tr.get("uncoalesced") or [{}])[0], "conflicts": tr.get("worst_shared") or {}}
     names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills"}
-    minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%" + (f" (worst: line {worst[k]['line']})" if worst.get(k, {}).get("line")
-                                                      else "")
+    minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%"
+             + (f" (worst: line {worst[k]['line']})" if worst.get(k, {}).get("line") else "")
              for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
     if not minor:
         return ""
-    return f"; smaller costs the model sees: {', '.join(minor)} (each under {100 * (BOTTLENECK - 1):.0f}%: not the bottleneck)"
+    return (f"; smaller costs the model sees: {', '.join(minor)} (each under {100 * (BOTTLENECK - 1):.0f}%: "
+            "not the bottleneck)")
 
 
 def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:
@@ -192,7 +193,8 @@ def _occupancy_step(st: Static) -> str:
     """Fewer of what limits the blocks per SM, with the number the student set where it is the launch's."""
     occ, r = st.occupancy, st.resources or {}
     if occ.limiter == "shared memory":
-        parts = [f"this launch asks for {st.smem_dynamic / 1024:.0f} KB of dynamic shared memory"] if st.smem_dynamic else []
+        parts = [f"this launch asks for {st.smem_dynamic / 1024:.0f} KB of dynamic shared memory"] \
+            if st.smem_dynamic else []
         parts += [f"the kernel declares {r['shared_bytes'] / 1024:.0f} KB"] if r.get("shared_bytes") else []
         asked = f" ({' and '.join(parts)})" if parts else ""
         return (f"use less shared memory per block{asked}: ask for no more than the stages the kernel uses, or "
