@@ -301,6 +301,34 @@ def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck():
     assert "threadIdx.x run along the index that is contiguous" in f.next_step, f.next_step
 
 
+BROADCAST = r"""
+extern "C" __global__ void k(const float* in, float* out)
+{
+    __shared__ float s[64];
+    s[threadIdx.x] = in[threadIdx.x];
+    s[threadIdx.x + 32] = in[threadIdx.x + 32];
+    __syncthreads();
+    float a = s[blockIdx.x + 5];  // every lane the same word: a broadcast
+    float b = s[threadIdx.x + 32];  // every lane its own word
+    out[threadIdx.x] = a + b;
+}
+"""
+
+
+def test_the_emulator_counts_the_different_bytes_a_shared_load_reads():
+    """A broadcast carries one word, however many lanes read it: the emulator counts the bytes of different
+    words each shared request reads (what its wavefronts must carry at least), beside the lanes' bytes; the
+    coach uses it where SASS would count a wide LDS of one word as four wavefronts (static._evidence)."""
+    from grader.emu.traffic import measure
+
+    t = measure(BROADCAST, "k", (1, 1, 1), (32, 1, 1), [np.arange(64, dtype=np.float32), np.zeros(32, np.float32)])
+    lines = BROADCAST.split("\n")
+    got = {lines[a.line - 1].strip().split()[1]: a for a in t.accesses
+           if a.space == "shared" and not a.write and a.line}
+    assert (got["a"].requests, got["a"].units, got["a"].bytes, got["a"].distinct) == (1, 1, 128, 4)
+    assert (got["b"].requests, got["b"].units, got["b"].bytes, got["b"].distinct) == (1, 1, 128, 128)
+
+
 def test_the_coalescing_gain_is_the_models_not_a_rule():
     """The same wasted sectors rank first where they dominate the iteration and not where the math does:
     the finding's gain is the model's speed-up for removing them."""
