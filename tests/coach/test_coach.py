@@ -289,11 +289,12 @@ def test_a_small_cost_is_not_called_the_bottleneck(fixture, minor):
 @needs_sass
 def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck():
     """The naive SGEMM with threadIdx.x down the rows: 4-byte loads of A whose lanes fall K floats apart, in
-    a kernel that also reuses nothing. Tiling fixes both (first); coalescing alone is the next finding, a
-    bottleneck in its own right, naming the line and saying to turn the lanes."""
+    a kernel that also reuses nothing: TWO bottlenecks, and which is larger on a GPU this model does not settle
+    (it charges L2 for every byte a lane requests; L1's reuse along the K loop is not modelled). Both come
+    first, and coalescing, a bottleneck in its own right, names the line and says to turn the lanes."""
     fixture, line_has = "sgemm_rows_on_x.cu", "acc += A[row * K + k] * B[k * N + col];"
     p = _fixture_panel(fixture)
-    assert p.first.key == "global-low", p.text()
+    assert {f.key for f in p.findings[:2]} == {"global-low", "coalescing"}, p.text()
     f = next((f for f in p.findings if f.key == "coalescing"), None)
     assert f is not None and f.gain >= findings.BOTTLENECK and f in p.findings[:2], p.text()
     m = re.search(r"line (\d+) \(", f.sentence)
