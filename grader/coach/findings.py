@@ -30,19 +30,21 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
            "shared": ("06", "warp"), "spills": ("06", "warp"), "pipeline": ("06", "async"),
            "occupancy": ("06", "sweep"), "none": ("10", "wgmma"), "coalescing": ("01", "coalescing"),
            # global-low where the kernel already stages its tiles in shared memory: larger tiles
-           "global-reuse": ("06", "warp")}
+           "global-reuse": ("06", "warp"),
+           # no notebook teaches divergence; 01's section 7 shows a warp's 32 threads issuing together
+           "divergence": ("01", "coalescing")}
 
 NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
 # What the static model cannot see, said where it finds no bottleneck (a slow kernel may be slow for these)
-UNSEEN = ("Not in the model: warp divergence (lanes idle in the loop), barriers more often than needed, and a grid "
-          "too small to fill the GPU; if the measured speed is far under this bound, look there (on a GPU, "
-          "--explain adds Nsight Compute's stall reasons).")
+UNSEEN = ("Not in the model: barriers more often than needed, a grid too small to fill the GPU, and lanes idle "
+          "where they touch no memory (the emulator sees divergence only in loads and stores); if the measured "
+          "speed is far under this bound, look there (on a GPU, --explain adds Nsight Compute's stall reasons).")
 
 
 @dataclass
 class Finding:
-    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | none
+    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence | none
     gain: float  # the model's speed-up for the fix
     sentence: str
     next_step: str
@@ -145,6 +147,14 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            f"unless about {H100.tensor_warps:g} warps per scheduler take turns.",
                            "more warps per SM: a smaller warp tile or fewer registers per thread so more warps fit, "
                            "or more independent mma per warp between dependent ones", section(sections, "occupancy")))
+    if g.get("divergence", 1) >= BOTTLENECK:
+        out.append(Finding("divergence", g["divergence"],
+                           f"Warp divergence: on average {32 * ev.lanes:.0f} of a warp's 32 lanes take part in its "
+                           f"loads and stores (the emulator); a warp's instructions issue for all 32, so each FMA and "
+                           f"shared load does ~{100 * ev.lanes:.0f}% of the work it could.",
+                           "give every lane the same work in the main loop (one output each, not some lanes computing "
+                           "for idle neighbours): branch on the data, not on threadIdx.x",
+                           section(sections, "divergence")))
     if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
         what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
         out.append(Finding("shared", g["shared"],

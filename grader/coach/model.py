@@ -52,6 +52,11 @@ class Evidence:
     # global sector bytes moved per FLOP beyond the fewest sectors holding the bytes used (emulator:
     # 32-byte sectors per warp request against the ideal; 0 when every request is coalesced)
     global_excess_per_flop: float = 0.0
+    # the share of a warp's lanes that take part in its requests (emulator; 1.0: no divergence). SASS's
+    # instructions issue for the whole warp, so flops_iter and the shared and spill traffic are per warp
+    # as issued, and a divergent warp does only `lanes` of that work (global_per_flop and
+    # global_excess_per_flop are per FLOP done, as the emulator counts them)
+    lanes: float = 1.0
 
 
 @dataclass
@@ -82,7 +87,7 @@ def _per_scheduler(ev: Evidence, blocks: int) -> float:
 
 
 def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None,
-          fed=None, excess=None):
+          fed=None, excess=None, lanes=None):
     B = ev.blocks if blocks is None else blocks
     x = ev.global_excess_per_flop if excess is None else excess
     if g is not None and ev.global_per_flop:  # fewer bytes requested: fewer wasted sectors too
@@ -93,6 +98,7 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
     ov = ev.overlapped if overlapped is None else overlapped
     d = max(ev.depth if depth is None else depth, 1)
     F = ev.flops_iter
+    done = F * (ev.lanes if lanes is None else lanes)  # the FLOPs the iteration's active lanes do
     # too few warps per scheduler leave the tensor pipe idle between dependent instructions
     per_sched = _per_scheduler(ev, B)
     if fed is None:
@@ -100,9 +106,9 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
     terms = {
         "math": B * F / _peak(ev, r) / fed,
         "shared": B * (F * w + spill / r.smem_bytes_per_clk),
-        "L2": B * F * g / r.per_clk(r.l2_bytes_per_s),
+        "L2": B * done * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
-        "L1": B * F * x / 32 / r.scattered_sectors_per_clk,
+        "L1": B * done * x / 32 / r.scattered_sectors_per_clk,
     }
     pipe = terms["shared"] + terms["L1"]  # shared memory and L1 share one data path
     if ov:
@@ -115,7 +121,7 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
 def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result:
     t, terms = _time(ev, r)
     B, F = max(ev.blocks, 1), ev.flops_iter
-    fpc = B * F / t if t else 0.0
+    fpc = B * F * ev.lanes / t if t else 0.0
     res = Result(terms=terms, serial=not ev.overlapped, cycles=t, flop_per_clk=fpc, tflops=r.tflops(fpc),
                  peak_tflops=r.tflops(_peak(ev, r)),
                  intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name)
@@ -145,7 +151,11 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     res.gains["pipeline"] = gain(overlapped=True, depth=2) if not ev.overlapped else gain(depth=ev.depth + 1)
     if next_blocks and next_blocks > ev.blocks:
         t2, _ = _time(ev, r, blocks=next_blocks)
-        res.gains["occupancy"] = (next_blocks * F / t2) / fpc if fpc and t2 else 1.0
+        res.gains["occupancy"] = (next_blocks * F * ev.lanes / t2) / fpc if fpc and t2 else 1.0
+    # every lane busy: the same instructions do 1/lanes times the work (and move that much more data)
+    if ev.lanes < 1.0:
+        t2, _ = _time(ev, r, lanes=1.0)
+        res.gains["divergence"] = t / (ev.lanes * t2) if t2 else 1.0
     return res
 
 

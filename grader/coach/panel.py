@@ -140,7 +140,9 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         inten = (f"{F.flop_per_byte(1 / tr['global_per_flop'])} FLOP per global byte at the timed size; "
                  + (used if min(tr["efficiency_load"], tr["efficiency_store"]) < 1 / F.BOTTLENECK else "")
                  if tr["global_per_flop"] else used)
-        p.lines.append(f"memory (emulator, {size}): {inten}inputs loaded {reads}; shared memory "
+        lanes = (f"on average {32 * tr['lanes']:.0f} of 32 lanes in a warp's requests (divergence); "
+                 if tr.get("lanes", 1.0) < 0.95 else "")
+        p.lines.append(f"memory (emulator, {size}): {inten}{lanes}inputs loaded {reads}; shared memory "
                        + (f"loads {tr['ways_load']:.1f}-way, stores {tr['ways_store']:.1f}-way"
                           if tr["uses_shared"] else "not used"))
         if detail:

@@ -81,6 +81,9 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         sectors_per_request_load=t.sectors_per_request(False), sectors_per_request_store=t.sectors_per_request(True),
         uncoalesced=[_line(a) for a in sorted(gl, key=lambda a: -(a.units - a.ideal)) if a.units > 1.1 * a.ideal][:3],
         uses_shared=t.uses_shared(),
+        # the share of a warp's lanes in its requests, over all of them (1.0: none diverge)
+        lanes=(sum(a.lanes for a in t.accesses) / (32 * sum(a.requests for a in t.accesses))
+               if any(a.requests for a in t.accesses) else 1.0),
         # totals over the launch, for a kernel without math (model.Stream)
         unique_bytes=sum(min(v[0], v[1]) + min(v[0], v[2]) for v in t.buffers.values()),
         requested_bytes=loaded + stored, excess_sectors=sum(a.units - a.ideal for a in gl),
@@ -149,20 +152,25 @@ def _evidence(st: Static, problem) -> Evidence | None:
     if not per_warp:
         return None
     F = per_warp * warps
+    # divergence: SASS's FLOPs are what a warp's instructions would do with 32 lanes; the emulator's
+    # per-FLOP numbers are per FLOP done, `lanes` of that (under 0.95: the kernel idles lanes on purpose)
+    lanes = tr.get("lanes", 1.0)
+    lanes = lanes if lanes < 0.95 else 1.0
     # shared loads: SASS wavefronts per FLOP (per warp), times the emulator's load conflict ways
     lds = loop.wavefronts.get("LDS", 0)
     if lds and not loop.n("LDSM") and tr.get("shared_load_distinct_per_flop"):
         # SASS counts an LDS.128 as 4 wavefronts, as if every lane read its own 16 bytes; where the lanes
         # read the same words (a broadcast, e.g. As[ty][k..k+3] in a tiled SGEMM) it is one. At least one
         # per instruction, at least what the different bytes the emulator saw need, at most SASS's count.
-        lds = min(lds, max(loop.n("LDS"), tr["shared_load_distinct_per_flop"] * per_warp / 128))
+        lds = min(lds, max(loop.n("LDS"), tr["shared_load_distinct_per_flop"] * lanes * per_warp / 128))
     ld_wf = lds + loop.wavefronts.get("LDSM", 0)
-    w_load = ld_wf / per_warp if ld_wf else tr["shared_load_wf_emu"]
-    w_store = tr["shared_store_wf_per_flop"]
+    w_load = ld_wf / per_warp if ld_wf else tr["shared_load_wf_emu"] * lanes
+    w_store = tr["shared_store_wf_per_flop"] * lanes
     w = w_load * max(tr["ways_load"], 1.0) + w_store * max(tr["ways_store"], 1.0)
     spill = (loop.b("LDL") + loop.b("STL")) * warps
     depth = loop.wait_depth if (loop.n("LDGSTS") and loop.wait_depth) else 1
     return Evidence(flops_iter=F, blocks=occ.blocks, warps=warps, global_per_flop=tr["global_per_flop"],
                     shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
                     overlapped=loop.overlapped, depth=depth, math=_math(loop),
-                    good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"])
+                    good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"],
+                    lanes=lanes)

@@ -226,6 +226,7 @@ def _fixture_panel(fixture: str):
     ("huge_shared_request.cu", "occupancy"),  # (j) the reference asking for 196 KB: 1 block (4 warps) per SM
     ("tiny_block_tile.cu", "global-low"),  # (k) the reference's pipeline on a 16x16 block tile of one warp
     ("sgemm_tiled_strided_b.cu", "coalescing"),  # (l) the tiled SGEMM loading B with lanes along K (4-byte)
+    ("sgemm_tiled_half_lanes.cu", "divergence"),  # (m) the tiled SGEMM's inner loop on the even lanes only
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -312,22 +313,26 @@ extern "C" __global__ void k(const float* in, float* out)
     float a = s[blockIdx.x + 5];  // every lane the same word: a broadcast
     float b = s[threadIdx.x + 32];  // every lane its own word
     out[threadIdx.x] = a + b;
+    if (threadIdx.x < 8) out[32 + threadIdx.x] = b;  // divergent: 8 of 32 lanes
 }
 """
 
 
-def test_the_emulator_counts_the_different_bytes_a_shared_load_reads():
+def test_the_emulator_counts_the_different_bytes_a_shared_load_reads_and_the_lanes():
     """A broadcast carries one word, however many lanes read it: the emulator counts the bytes of different
     words each shared request reads (what its wavefronts must carry at least), beside the lanes' bytes; the
-    coach uses it where SASS would count a wide LDS of one word as four wavefronts (static._evidence)."""
+    coach uses it where SASS would count a wide LDS of one word as four wavefronts (static._evidence). And
+    the lanes that took part in each request: fewer than 32 where the warp diverged."""
     from grader.emu.traffic import measure
 
-    t = measure(BROADCAST, "k", (1, 1, 1), (32, 1, 1), [np.arange(64, dtype=np.float32), np.zeros(32, np.float32)])
+    t = measure(BROADCAST, "k", (1, 1, 1), (32, 1, 1), [np.arange(64, dtype=np.float32), np.zeros(64, np.float32)])
     lines = BROADCAST.split("\n")
     got = {lines[a.line - 1].strip().split()[1]: a for a in t.accesses
            if a.space == "shared" and not a.write and a.line}
     assert (got["a"].requests, got["a"].units, got["a"].bytes, got["a"].distinct) == (1, 1, 128, 4)
     assert (got["b"].requests, got["b"].units, got["b"].bytes, got["b"].distinct) == (1, 1, 128, 128)
+    stores = {a.source.split(";")[0]: a.lanes for a in t.accesses if a.space == "global" and a.write}
+    assert stores == {"out[threadIdx.x] = a + b": 32, "if (threadIdx.x < 8) out[32 + threadIdx.x] = b": 8}, stores
 
 
 def test_the_coalescing_gain_is_the_models_not_a_rule():
@@ -448,7 +453,7 @@ FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.c
                     ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
                     ("huge_shared_request.cu", "occupancy"), ("tiny_block_tile.cu", "global-low"),
                     ("transpose_two_way_tile.cu", "none"), ("epilogue_column_stores.cu", "none"),
-                    ("sgemm_tiled_strided_b.cu", "coalescing")]
+                    ("sgemm_tiled_strided_b.cu", "coalescing"), ("sgemm_tiled_half_lanes.cu", "divergence")]
 
 
 @pytest.mark.gpu

@@ -27,6 +27,7 @@ struct TrPc {
   unsigned char space, write;
   unsigned long long requests = 0, units = 0, ideal = 0, bytes = 0;
   unsigned long long distinct = 0;  // bytes of DIFFERENT addresses (a broadcast counts once)
+  unsigned long long lanes = 0;  // lanes that took part, summed over requests (32 each: no divergence)
 };
 struct TrBuf { unsigned long long loaded = 0, stored = 0; };
 
@@ -57,6 +58,7 @@ void tr_fold(TrReq& q, uintptr_t pc) {
   TrPc& s = g_tr_pc[pc];
   s.space = q.space; s.write = q.write;
   ++s.requests;
+  s.lanes += q.n;
   if (q.space == 1) {
     uintptr_t sec[64]; unsigned ns = 0; unsigned long long bytes = 0;
     uintptr_t seen[32]; unsigned nseen = 0;
@@ -138,8 +140,9 @@ void tr_write(const char* path) {
   FILE* fp = fopen(path, "w");
   if (!fp) return;
   for (auto& kv : g_tr_pc)
-    fprintf(fp, "pc=%lx,%u,%u,%llu,%llu,%llu,%llu,%llu\n", (unsigned long)kv.first, kv.second.space, kv.second.write,
-            kv.second.requests, kv.second.units, kv.second.ideal, kv.second.bytes, kv.second.distinct);
+    fprintf(fp, "pc=%lx,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", (unsigned long)kv.first, kv.second.space,
+            kv.second.write, kv.second.requests, kv.second.units, kv.second.ideal, kv.second.bytes, kv.second.distinct,
+            kv.second.lanes);
   for (size_t i = 0; i < g_bufs.size(); ++i)
     fprintf(fp, "buffer=%s,%zu,%llu,%llu\n", g_bufs[i].name.c_str(), g_bufs[i].nbytes, g_tr_buf[i].loaded,
             g_tr_buf[i].stored);
