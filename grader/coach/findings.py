@@ -106,12 +106,9 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            f"main-loop iteration against {terms['math']:.0f} of math.",
                            coalescing_step(tr), section(sections, "coalescing")))
     if g.get("conflicts", 1) >= BOTTLENECK:
-        w = tr.get("worst_shared") or {}
-        where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""
         out.append(Finding("conflicts", g["conflicts"],
-                           f"Shared-memory bank conflicts: loads {tr.get('ways_load', 1):.1f}-way, stores "
-                           f"{tr.get('ways_store', 1):.1f}-way on average{where}; shared memory is busy "
-                           f"{terms['shared']:.0f} cycles per iteration against {terms['math']:.0f} of math.",
+                           _conflict_sentence(tr) + f"; shared memory is busy {terms['shared']:.0f} cycles per "
+                           f"iteration against {terms['math']:.0f} of math.",
                            "pad each shared row (e.g. +8 halves) or swizzle the 16-byte chunks so the rows one "
                            "ldmatrix/fragment load reads fall in different banks", section(sections, "conflicts")))
     if g.get("spills", 1) >= BOTTLENECK:
@@ -277,6 +274,7 @@ def _rank_stream(st: Static, res: Result, sections: dict | None) -> list[Finding
 
 
 def _conflict_sentence(tr: dict) -> str:
+    """The bank conflicts the emulator saw, and the worst line."""
     w = tr.get("worst_shared") or {}
     where = f" (worst: line {w['line']}, {w['ratio']:.0f}-way: {w['source'][:60]})" if w.get("line") else ""
     return (f"Shared-memory bank conflicts: loads {tr.get('ways_load', 1):.1f}-way, stores "
