@@ -14,6 +14,8 @@ bytes and W shared-memory wavefronts per iteration):
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
     the pipe fed, Rates.tensor_warps)
+    (a divergent warp, `lanes` of its 32 lanes active in its requests: math and shared are what its
+    instructions issue, L2 and L1 what its active lanes move, and the bound counts B*F*lanes FLOPs)
 Loads overlapped with math (cp.async with groups left in flight, or register prefetch):
     t = max(math, shared + L1, L2, latency)
 Not overlapped (load, wait, compute, in one stage):
