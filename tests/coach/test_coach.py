@@ -227,6 +227,7 @@ def _fixture_panel(fixture: str):
     ("tiny_block_tile.cu", "global-low"),  # (k) the reference's pipeline on a 16x16 block tile of one warp
     ("sgemm_tiled_strided_b.cu", "coalescing"),  # (l) the tiled SGEMM loading B with lanes along K (4-byte)
     ("sgemm_tiled_half_lanes.cu", "divergence"),  # (m) the tiled SGEMM's inner loop on the even lanes only
+    ("mma_unswizzled.cu", "conflicts"),  # (n) notebook 10's tuned mma.sync kernel without its swizzle
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -453,7 +454,8 @@ FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.c
                     ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
                     ("huge_shared_request.cu", "occupancy"), ("tiny_block_tile.cu", "global-low"),
                     ("transpose_two_way_tile.cu", "none"), ("epilogue_column_stores.cu", "none"),
-                    ("sgemm_tiled_strided_b.cu", "coalescing"), ("sgemm_tiled_half_lanes.cu", "divergence")]
+                    ("sgemm_tiled_strided_b.cu", "coalescing"), ("sgemm_tiled_half_lanes.cu", "divergence"),
+                    ("mma_unswizzled.cu", "conflicts")]
 
 
 @pytest.mark.gpu
