@@ -155,7 +155,7 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
         t2, _ = _time(ev, r, blocks=next_blocks)
         res.gains["occupancy"] = (next_blocks * F * ev.lanes / t2) / fpc if fpc and t2 else 1.0
     # every lane busy: the same instructions do 1/lanes times the work (and move that much more data)
-    if ev.lanes < 1.0:
+    if 0 < ev.lanes < 1.0:
         t2, _ = _time(ev, r, lanes=1.0)
         res.gains["divergence"] = t / (ev.lanes * t2) if t2 else 1.0
     return res

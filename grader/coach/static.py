@@ -81,9 +81,10 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         sectors_per_request_load=t.sectors_per_request(False), sectors_per_request_store=t.sectors_per_request(True),
         uncoalesced=[_line(a) for a in sorted(gl, key=lambda a: -(a.units - a.ideal)) if a.units > 1.1 * a.ideal][:3],
         uses_shared=t.uses_shared(),
-        # the share of a warp's lanes in its requests, over all of them (1.0: none diverge)
+        # the share of a warp's lanes in its requests, over all of them (1.0: none diverge; a record without
+        # lane counts, lanes 0, says nothing)
         lanes=(sum(a.lanes for a in t.accesses) / (32 * sum(a.requests for a in t.accesses))
-               if any(a.requests for a in t.accesses) else 1.0),
+               if all(a.lanes for a in t.accesses) and t.accesses else 1.0),
         # totals over the launch, for a kernel without math (model.Stream)
         unique_bytes=sum(min(v[0], v[1]) + min(v[0], v[2]) for v in t.buffers.values()),
         requested_bytes=loaded + stored, excess_sectors=sum(a.units - a.ideal for a in gl),
