@@ -39,7 +39,10 @@ RAW = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "gpu__time_duration.sum",
 EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "register_spills.cu": "spills",
           "single_stage.cu": "pipeline", "uncoalesced_copy.cu": "coalescing", "uncoalesced_2byte.cu": "coalescing",
           "transpose_strided_stores.cu": "coalescing", "transpose_unpadded_tile.cu": "conflicts",
-          "sgemm_coalesced_global_only.cu": "global-low"}
+          "sgemm_coalesced_global_only.cu": "global-low", "huge_shared_request.cu": "occupancy",
+          "tiny_block_tile.cu": "global-low", "transpose_two_way_tile.cu": "none", "epilogue_column_stores.cu": "none",
+          "sgemm_tiled_strided_b.cu": "coalescing", "sgemm_tiled_half_lanes.cu": "divergence",
+          "mma_unswizzled.cu": "conflicts"}
 TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
 
 

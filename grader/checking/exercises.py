@@ -88,9 +88,9 @@ def _g(M, N, K):
 # Where the coach points, by the notebook that teaches the fix (sections: grader.coach.findings).
 COACH_TRANSPOSE = {"coalescing": ("01", "coalescing"), "conflicts": ("01", "coalesced-tile"),
                    "spills": ("01", "coalesced-tile"), "pipeline": ("01", "coalesced-tile")}
-COACH_SGEMM = {"global-low": ("03", "tiling"), "global-l2": ("03", "regblock"), "conflicts": ("06", "banks"),
-               "shared": ("03", "regblock"), "spills": ("03", "regblock"), "pipeline": ("03", "regblock"),
-               "occupancy": ("03", "regblock"), "none": ("03", "regblock")}
+COACH_SGEMM = {"global-low": ("03", "tiling"), "global-reuse": ("03", "regblock"), "global-l2": ("03", "regblock"),
+               "conflicts": ("06", "banks"), "shared": ("03", "regblock"), "spills": ("03", "regblock"),
+               "pipeline": ("03", "regblock"), "occupancy": ("03", "regblock"), "none": ("03", "regblock")}
 COACH_MMA = {"global-low": ("06", "smem"), "global-l2": ("10", "pipeline"), "conflicts": ("10", "swizzle"),
              "shared": ("10", "ldmatrix"), "spills": ("10", "pipeline"), "pipeline": ("10", "pipeline"),
              "occupancy": ("10", "pipeline"), "none": ("10", "wgmma")}

@@ -14,6 +14,8 @@ bytes and W shared-memory wavefronts per iteration):
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
     the pipe fed, Rates.tensor_warps)
+    (a divergent warp, `lanes` of its 32 lanes active in its requests: math and shared are what its
+    instructions issue, L2 and L1 what its active lanes move, and the bound counts B*F*lanes FLOPs)
 Loads overlapped with math (cp.async with groups left in flight, or register prefetch):
     t = max(math, shared + L1, L2, latency)
 Not overlapped (load, wait, compute, in one stage):
@@ -21,6 +23,11 @@ Not overlapped (load, wait, compute, in one stage):
 L2 counts the bytes requested (L1 is assumed to catch a sector's other bytes when a later
 request of the same warp uses them); an uncoalesced kernel pays in L1's sectors instead.
 bound = B*F / t. A fix is scored by how much it shortens t; the largest speed-up is the first finding.
+
+A kernel with no math (a transpose, a copy) has no FLOPs to spread these over: stream() bounds it by
+the bytes it must move, t = max(DRAM, L2, shared + L1) for the whole launch, and scores removing bank
+conflicts or uncoalesced sectors the same way (a 2-way conflict next to a transpose's DRAM traffic is no
+bottleneck; a 32-way one is).
 """
 from __future__ import annotations
 
@@ -47,6 +54,11 @@ class Evidence:
     # global sector bytes moved per FLOP beyond the fewest sectors holding the bytes used (emulator:
     # 32-byte sectors per warp request against the ideal; 0 when every request is coalesced)
     global_excess_per_flop: float = 0.0
+    # the share of a warp's lanes that take part in its requests (emulator; 1.0: no divergence). SASS's
+    # instructions issue for the whole warp, so flops_iter and the shared and spill traffic are per warp
+    # as issued, and a divergent warp does only `lanes` of that work (global_per_flop and
+    # global_excess_per_flop are per FLOP done, as the emulator counts them)
+    lanes: float = 1.0
 
 
 @dataclass
@@ -61,6 +73,8 @@ class Result:
     gains: dict = field(default_factory=dict)  # fix -> speed-up factor
     warps_per_scheduler: float = 0.0  # set where too few to feed the tensor pipe
     rates: str = ""
+    stream: bool = False  # a data-movement kernel (stream()): terms DRAM, L2, shared, L1; no math
+    bandwidth: float = 0.0  # stream(): the bytes per second (of unique data) the model allows
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,7 +89,7 @@ def _per_scheduler(ev: Evidence, blocks: int) -> float:
 
 
 def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None,
-          fed=None, excess=None):
+          fed=None, excess=None, lanes=None):
     B = ev.blocks if blocks is None else blocks
     x = ev.global_excess_per_flop if excess is None else excess
     if g is not None and ev.global_per_flop:  # fewer bytes requested: fewer wasted sectors too
@@ -86,6 +100,7 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
     ov = ev.overlapped if overlapped is None else overlapped
     d = max(ev.depth if depth is None else depth, 1)
     F = ev.flops_iter
+    done = F * (ev.lanes if lanes is None else lanes)  # the FLOPs the iteration's active lanes do
     # too few warps per scheduler leave the tensor pipe idle between dependent instructions
     per_sched = _per_scheduler(ev, B)
     if fed is None:
@@ -93,9 +108,9 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
     terms = {
         "math": B * F / _peak(ev, r) / fed,
         "shared": B * (F * w + spill / r.smem_bytes_per_clk),
-        "L2": B * F * g / r.per_clk(r.l2_bytes_per_s),
+        "L2": B * done * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
-        "L1": B * F * x / 32 / r.scattered_sectors_per_clk,
+        "L1": B * done * x / 32 / r.scattered_sectors_per_clk,
     }
     pipe = terms["shared"] + terms["L1"]  # shared memory and L1 share one data path
     if ov:
@@ -108,7 +123,7 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
 def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result:
     t, terms = _time(ev, r)
     B, F = max(ev.blocks, 1), ev.flops_iter
-    fpc = B * F / t if t else 0.0
+    fpc = B * F * ev.lanes / t if t else 0.0
     res = Result(terms=terms, serial=not ev.overlapped, cycles=t, flop_per_clk=fpc, tflops=r.tflops(fpc),
                  peak_tflops=r.tflops(_peak(ev, r)),
                  intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name)
@@ -138,5 +153,54 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     res.gains["pipeline"] = gain(overlapped=True, depth=2) if not ev.overlapped else gain(depth=ev.depth + 1)
     if next_blocks and next_blocks > ev.blocks:
         t2, _ = _time(ev, r, blocks=next_blocks)
-        res.gains["occupancy"] = (next_blocks * F / t2) / fpc if fpc and t2 else 1.0
+        res.gains["occupancy"] = (next_blocks * F * ev.lanes / t2) / fpc if fpc and t2 else 1.0
+    # every lane busy: the same instructions do 1/lanes times the work (and move that much more data)
+    if 0 < ev.lanes < 1.0:
+        t2, _ = _time(ev, r, lanes=1.0)
+        res.gains["divergence"] = t / (ev.lanes * t2) if t2 else 1.0
+    return res
+
+
+# ---------------------------------------------------------------- kernels that only move data
+
+@dataclass
+class Stream:
+    """A kernel that does no math the model counts (a transpose, a copy): what it moves, totalled over the
+    emulator's launch. Its time is set by the DRAM traffic it cannot avoid (every element read and
+    written once), unless L2, or the L1/shared data path (shared wavefronts + uncoalesced sectors), is
+    busier."""
+
+    unique_bytes: float  # each buffer's bytes read and written, at most once each (DRAM)
+    requested_bytes: float  # bytes the warps request (L2)
+    shared_wavefronts: float  # as the kernel's addresses fall (bank conflicts cost extra)
+    shared_wavefronts_ideal: float  # the same without conflicts
+    excess_sectors: float  # global sectors moved beyond the fewest that hold the bytes used
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _stream_time(ev: Stream, r: Rates, *, shared=None, excess=None):
+    """Clocks per SM for the emulator's launch spread over all SMs (the ratios are what matter)."""
+    w = ev.shared_wavefronts if shared is None else shared
+    x = ev.excess_sectors if excess is None else excess
+    terms = {
+        "DRAM": ev.unique_bytes / r.per_clk(r.dram_bytes_per_s) / r.sms,
+        "L2": ev.requested_bytes / r.per_clk(r.l2_bytes_per_s) / r.sms,
+        "shared": w / (r.smem_bytes_per_clk / 128) / r.sms,
+        "L1": x / r.scattered_sectors_per_clk / r.sms,
+    }
+    return max(terms["DRAM"], terms["L2"], terms["shared"] + terms["L1"]), terms
+
+
+def stream(ev: Stream, r: Rates = H100) -> Result:
+    """The bound of a data-movement kernel (as a share of the DRAM rate) and the speed-up of each fix:
+    no bank conflicts ("conflicts"), every global request coalesced ("coalescing")."""
+    t, terms = _stream_time(ev, r)
+    frac = terms["DRAM"] / t if t else 1.0  # of the DRAM rate this kernel can reach
+    res = Result(terms=terms, serial=False, cycles=t, flop_per_clk=0.0, tflops=0.0, peak_tflops=0.0,
+                 intensity=0.0, rates=r.name, stream=True, bandwidth=frac * r.dram_bytes_per_s)
+    for key, kw in (("conflicts", dict(shared=ev.shared_wavefronts_ideal)), ("coalescing", dict(excess=0.0))):
+        t2, _ = _stream_time(ev, r, **kw)
+        res.gains[key] = t / t2 if t2 else 1.0
     return res

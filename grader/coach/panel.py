@@ -137,10 +137,12 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         reads = ", ".join(f"{k} {v:.1f}x" for k, v in tr["reads"].items())
         used = (f"global loads {100 * tr['efficiency_load']:.0f}% / stores {100 * tr['efficiency_store']:.0f}% "
                 "of the bytes moved used (coalescing); ")
-        inten = (f"{1 / tr['global_per_flop']:.0f} FLOP per global byte at the timed size; "
+        inten = (f"{F.flop_per_byte(1 / tr['global_per_flop'])} FLOP per global byte at the timed size; "
                  + (used if min(tr["efficiency_load"], tr["efficiency_store"]) < 1 / F.BOTTLENECK else "")
                  if tr["global_per_flop"] else used)
-        p.lines.append(f"memory (emulator, {size}): {inten}inputs loaded {reads}; shared memory "
+        lanes = (f"on average {32 * tr['lanes']:.0f} of 32 lanes in a warp's requests (divergence); "
+                 if tr.get("lanes", 1.0) < 0.95 else "")
+        p.lines.append(f"memory (emulator, {size}): {inten}{lanes}inputs loaded {reads}; shared memory "
                        + (f"loads {tr['ways_load']:.1f}-way, stores {tr['ways_store']:.1f}-way"
                           if tr["uses_shared"] else "not used"))
         if detail:
@@ -170,9 +172,18 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
                 beside += f"; the reference solution ({reference}): {known['model'][0]:.0f} FLOP/B, bound ~{known['model'][1]:.0f}"
             if "cublas" in known:
                 beside += f"; cuBLAS measured {known['cublas'][0]:.0f} TFLOP/s ({known['cublas'][1]})"
-        p.lines.append(f"roofline: {res.intensity:.0f} FLOP per byte requested, the L2 ridge at "
+        p.lines.append(f"roofline: {F.flop_per_byte(res.intensity)} FLOP per byte requested, the L2 ridge at "
                        f"{p.point['ridge']:.0f}: {'below (memory side)' if res.intensity < p.point['ridge'] else 'above (compute side)'}"
                        + beside)
+    elif st.stream is not None:  # no math: a data-movement kernel, modelled per byte it must move
+        res = model.stream(st.stream, H100)
+        p.model = res.to_dict()
+        t = res.terms
+        p.lines.append(f"model (no math: a data-movement kernel), clocks per SM for the emulator's launch: DRAM "
+                       f"{t['DRAM']:.1f}, L2 {t['L2']:.1f}, shared {t['shared']:.1f}"
+                       + (f", L1 for uncoalesced sectors {t['L1']:.1f}" if t["L1"] else "")
+                       + f" (the largest sets the pace; shared and L1 share one path) -> at most "
+                       f"~{100 * res.bandwidth / H100.dram_bytes_per_s:.0f}% of the DRAM rate")
     p.findings = F.rank(st, res, sections)
     p.seconds, p.waited = time.perf_counter() - t0, waited
     if measure:

@@ -5,7 +5,10 @@ turned into the bottleneck model's inputs (grader.coach.model.Evidence).
 Which source each number comes from, and why:
 - FLOPs per iteration: SASS (the main loop's tensor-core or FMA instructions x warps per block);
 - shared-memory loads per FLOP: SASS (LDS/LDSM in the loop, which are not predicated in practice;
-  the emulator splits WMMA loads into per-element requests), their bank conflicts: the emulator;
+  the emulator splits WMMA loads into per-element requests), their bank conflicts: the emulator; a
+  wide LDS where the lanes read the same words (a broadcast) is one wavefront, not four: LDS
+  wavefronts are at least one per instruction and what the different bytes the emulator saw need,
+  at most SASS's count for distinct addresses;
 - shared stores and global bytes per FLOP: the emulator (what executed; SASS counts predicated
   copy loops as if every iteration ran). Stores of the output are scaled from the observed K to
   the timed K (they do not grow with K).
@@ -15,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from grader.coach import sass as sass_mod
-from grader.coach.model import Evidence
+from grader.coach.model import Evidence, Stream
 from grader.coach.occupancy import Occupancy, occupancy
 
 
@@ -33,6 +36,7 @@ class Static:
     missing: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # where a number came from, when not its usual source
     evidence: Evidence | None = None
+    stream: Stream | None = None  # a kernel without math: what it moves (model.stream)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -64,6 +68,8 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         shared_store_wf_per_flop=st_bytes / 128 / flops if flops else 0.0,
         ways_load=t.bank_ways(False), ways_store=t.bank_ways(True), ways=t.bank_ways(),
         shared_load_wf_emu=sum(min(a.bytes / 128, a.ideal) for a in sh if not a.write) / flops if flops else 0.0,
+        # bytes of different words the shared loads read (a broadcast once), per FLOP
+        shared_load_distinct_per_flop=sum(a.distinct for a in sh if not a.write) / flops if flops else 0.0,
         worst_shared=(dict(line=worst.line, source=worst.source, ratio=worst.ratio, write=worst.write)
                       if worst and worst.ratio > 1.01 else None),
         worst_shared_load=(dict(line=worst_ld.line, source=worst_ld.source, ratio=worst_ld.ratio)
@@ -75,6 +81,14 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
         sectors_per_request_load=t.sectors_per_request(False), sectors_per_request_store=t.sectors_per_request(True),
         uncoalesced=[_line(a) for a in sorted(gl, key=lambda a: -(a.units - a.ideal)) if a.units > 1.1 * a.ideal][:3],
         uses_shared=t.uses_shared(),
+        # the share of a warp's lanes in its requests, over all of them (1.0: none diverge; a record without
+        # lane counts, lanes 0, says nothing)
+        lanes=(sum(a.lanes for a in t.accesses) / (32 * sum(a.requests for a in t.accesses))
+               if all(a.lanes for a in t.accesses) and t.accesses else 1.0),
+        # totals over the launch, for a kernel without math (model.Stream)
+        unique_bytes=sum(min(v[0], v[1]) + min(v[0], v[2]) for v in t.buffers.values()),
+        requested_bytes=loaded + stored, excess_sectors=sum(a.units - a.ideal for a in gl),
+        shared_wavefronts=sum(a.units for a in sh), shared_wavefronts_ideal=sum(a.ideal for a in sh),
     )
 
 
@@ -124,6 +138,9 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
                        + "), so no memory numbers and no bottleneck model")
     st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing, notes)
     st.evidence = _evidence(st, problem)
+    if tr and not tr["flops"] and tr["unique_bytes"]:  # no math to model: a data-movement kernel
+        st.stream = Stream(tr["unique_bytes"], tr["requested_bytes"], tr["shared_wavefronts"],
+                           tr["shared_wavefronts_ideal"], tr["excess_sectors"])
     return st
 
 
@@ -136,14 +153,25 @@ def _evidence(st: Static, problem) -> Evidence | None:
     if not per_warp:
         return None
     F = per_warp * warps
+    # divergence: SASS's FLOPs are what a warp's instructions would do with 32 lanes; the emulator's
+    # per-FLOP numbers are per FLOP done, `lanes` of that (under 0.95: the kernel idles lanes on purpose)
+    lanes = tr.get("lanes", 1.0)
+    lanes = lanes if lanes < 0.95 else 1.0
     # shared loads: SASS wavefronts per FLOP (per warp), times the emulator's load conflict ways
-    ld_wf = loop.wavefronts.get("LDS", 0) + loop.wavefronts.get("LDSM", 0)
-    w_load = ld_wf / per_warp if ld_wf else tr["shared_load_wf_emu"]
-    w_store = tr["shared_store_wf_per_flop"]
+    lds = loop.wavefronts.get("LDS", 0)
+    if lds and not loop.n("LDSM") and tr.get("shared_load_distinct_per_flop"):
+        # SASS counts an LDS.128 as 4 wavefronts, as if every lane read its own 16 bytes; where the lanes
+        # read the same words (a broadcast, e.g. As[ty][k..k+3] in a tiled SGEMM) it is one. At least one
+        # per instruction, at least what the different bytes the emulator saw need, at most SASS's count.
+        lds = min(lds, max(loop.n("LDS"), tr["shared_load_distinct_per_flop"] * lanes * per_warp / 128))
+    ld_wf = lds + loop.wavefronts.get("LDSM", 0)
+    w_load = ld_wf / per_warp if ld_wf else tr["shared_load_wf_emu"] * lanes
+    w_store = tr["shared_store_wf_per_flop"] * lanes
     w = w_load * max(tr["ways_load"], 1.0) + w_store * max(tr["ways_store"], 1.0)
     spill = (loop.b("LDL") + loop.b("STL")) * warps
     depth = loop.wait_depth if (loop.n("LDGSTS") and loop.wait_depth) else 1
     return Evidence(flops_iter=F, blocks=occ.blocks, warps=warps, global_per_flop=tr["global_per_flop"],
                     shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
                     overlapped=loop.overlapped, depth=depth, math=_math(loop),
-                    good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"])
+                    good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"],
+                    lanes=lanes)

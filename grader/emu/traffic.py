@@ -37,6 +37,8 @@ class Access:
     units: int  # global: sectors moved; shared: wavefronts
     ideal: int  # the fewest that would do
     bytes: int
+    distinct: int = 0  # bytes at different addresses (shared: a broadcast word counts once)
+    lanes: int = 0  # lanes that took part, over all requests (32 per request in a converged warp)
 
     @property
     def ratio(self) -> float:
@@ -139,27 +141,30 @@ def parse(lines: list[str], source: str, so: str, filename: str) -> MemoryTraffi
     for ln in lines:
         k, _, v = ln.partition("=")
         if k == "pc":
-            pc, space, write, req, units, ideal, nbytes = v.split(",")
-            raw.append((pc, int(space), int(write), int(req), int(units), int(ideal), int(nbytes)))
+            pc, space, write, req, units, ideal, nbytes, *more = v.split(",")
+            raw.append((pc, int(space), int(write), int(req), int(units), int(ideal), int(nbytes),
+                        int(more[0]) if more else int(nbytes), int(more[1]) if len(more) > 1 else 32 * int(req)))
         elif k == "buffer":
             name, nbytes, loaded, stored = v.rsplit(",", 3)
             t.buffers[name] = (int(nbytes), int(loaded), int(stored))
     where = _pc_lines(so, filename, [r[0] for r in raw])
     src = source.replace("\r\n", "\n").split("\n")
     merged: dict[tuple, Access] = {}  # one entry per (line, space, write)
-    for pc, space, write, req, units, ideal, nbytes in raw:
+    for pc, space, write, req, units, ideal, nbytes, distinct, lanes in raw:
         line = where.get(pc)
         key = (line, space, write)
         a = merged.get(key)
         if a is None:
             text = src[line - 1].strip() if line and 0 < line <= len(src) else ""
             merged[key] = Access(line, text, "global" if space == 1 else "shared", bool(write), req, units, ideal,
-                                 nbytes)
+                                 nbytes, distinct, lanes)
         else:
             a.requests += req
             a.units += units
             a.ideal += ideal
             a.bytes += nbytes
+            a.distinct += distinct
+            a.lanes += lanes
     t.accesses = sorted(merged.values(), key=lambda a: (a.line or 0, a.space, a.write))
     return t
 

@@ -223,6 +223,11 @@ def _fixture_panel(fixture: str):
     ("transpose_strided_stores.cu", "coalescing"),  # (g) the naive transpose's column writes
     ("transpose_unpadded_tile.cu", "conflicts"),  # (h) coalesced, but a 32-way conflicted tile
     ("sgemm_coalesced_global_only.cu", "global-low"),  # (i) coalesced, every operand from global memory
+    ("huge_shared_request.cu", "occupancy"),  # (j) the reference asking for 196 KB: 1 block (4 warps) per SM
+    ("tiny_block_tile.cu", "global-low"),  # (k) the reference's pipeline on a 16x16 block tile of one warp
+    ("sgemm_tiled_strided_b.cu", "coalescing"),  # (l) the tiled SGEMM loading B with lanes along K (4-byte)
+    ("sgemm_tiled_half_lanes.cu", "divergence"),  # (m) the tiled SGEMM's inner loop on the even lanes only
+    ("mma_unswizzled.cu", "conflicts"),  # (n) notebook 10's tuned mma.sync kernel without its swizzle
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -239,6 +244,7 @@ def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     ("uncoalesced_copy.cu", "__pipeline_memcpy_async(as", "threadIdx.x run along the index that is contiguous"),
     ("uncoalesced_2byte.cu", "As[r * LDA + col] = A_blk", "int4/float4"),
     ("transpose_strided_stores.cu", "out[(size_t)c * rows + r]", "shared-memory tile"),
+    ("sgemm_tiled_strided_b.cu", "? B[(k0 + tx) * N + blockIdx.x * TILE + ty]", "each lane of a warp touches its own"),
 ])
 def test_the_coalescing_finding_names_the_line_and_the_fix(fixture, line_has, fix_has):
     """The line the emulator saw waste the most sectors (its text, and its number in the fixture's source),
@@ -252,6 +258,82 @@ def test_the_coalescing_finding_names_the_line_and_the_fix(fixture, line_has, fi
     assert line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
     assert "sectors of 32 bytes per warp request" in f.sentence and fix_has in f.next_step, f.text()
     assert findings.SECTIONS["01"]["coalescing"] in f.section
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, says", [
+    ("huge_shared_request.cu", "196 KB of dynamic shared memory"),  # the number the student set
+    ("tiny_block_tile.cu", "already stages its tiles in shared memory"),  # not "stage tiles in shared memory"
+])
+def test_the_next_step_fits_the_kernel(fixture, says):
+    """The next step is one this kernel's author can act on: the launch's own shared-memory request where
+    that limits the blocks per SM; a larger block tile where the tiles are already staged in shared memory."""
+    p = _fixture_panel(fixture)
+    assert says in p.first.next_step, p.text()
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, minor", [
+    ("transpose_two_way_tile.cu", None),  # 2-way conflicts: far below the DRAM traffic a transpose moves
+    ("epilogue_column_stores.cu", "c_strip[(size_t)r * N + c]"),  # C stored down the rows, once per tile
+])
+def test_a_small_cost_is_not_called_the_bottleneck(fixture, minor):
+    """A defect the kernel has but which costs under BOTTLENECK here is not ranked as a bottleneck: the
+    first finding says no single bottleneck, and names the small cost (its line) where the model sees one."""
+    p = _fixture_panel(fixture)
+    assert p.first.key == "none" and all(f.gain < findings.BOTTLENECK for f in p.findings), p.text()
+    if minor:
+        m = re.search(r"uncoalesced global accesses ~\d+% \(worst: line (\d+)\)", p.first.sentence)
+        assert m, p.first.sentence
+        assert minor in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+
+
+@needs_sass
+def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck():
+    """The naive SGEMM with threadIdx.x down the rows: 4-byte loads of A whose lanes fall K floats apart, in
+    a kernel that also reuses nothing: TWO bottlenecks, and which is larger on a GPU this model does not settle
+    (it charges L2 for every byte a lane requests; L1's reuse along the K loop is not modelled). Both come
+    first, and coalescing, a bottleneck in its own right, names the line and says to turn the lanes."""
+    fixture, line_has = "sgemm_rows_on_x.cu", "acc += A[row * K + k] * B[k * N + col];"
+    p = _fixture_panel(fixture)
+    assert {f.key for f in p.findings[:2]} == {"global-low", "coalescing"}, p.text()
+    f = next((f for f in p.findings if f.key == "coalescing"), None)
+    assert f is not None and f.gain >= findings.BOTTLENECK and f in p.findings[:2], p.text()
+    m = re.search(r"line (\d+) \(", f.sentence)
+    assert m and line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1], f.sentence
+    assert "threadIdx.x run along the index that is contiguous" in f.next_step, f.next_step
+
+
+BROADCAST = r"""
+extern "C" __global__ void k(const float* in, float* out)
+{
+    __shared__ float s[64];
+    s[threadIdx.x] = in[threadIdx.x];
+    s[threadIdx.x + 32] = in[threadIdx.x + 32];
+    __syncthreads();
+    float a = s[blockIdx.x + 5];  // every lane the same word: a broadcast
+    float b = s[threadIdx.x + 32];  // every lane its own word
+    out[threadIdx.x] = a + b;
+    if (threadIdx.x < 8) out[32 + threadIdx.x] = b;  // divergent: 8 of 32 lanes
+}
+"""
+
+
+def test_the_emulator_counts_the_different_bytes_a_shared_load_reads_and_the_lanes():
+    """A broadcast carries one word, however many lanes read it: the emulator counts the bytes of different
+    words each shared request reads (what its wavefronts must carry at least), beside the lanes' bytes; the
+    coach uses it where SASS would count a wide LDS of one word as four wavefronts (static._evidence). And
+    the lanes that took part in each request: fewer than 32 where the warp diverged."""
+    from grader.emu.traffic import measure
+
+    t = measure(BROADCAST, "k", (1, 1, 1), (32, 1, 1), [np.arange(64, dtype=np.float32), np.zeros(64, np.float32)])
+    lines = BROADCAST.split("\n")
+    got = {lines[a.line - 1].strip().split()[1]: a for a in t.accesses
+           if a.space == "shared" and not a.write and a.line}
+    assert (got["a"].requests, got["a"].units, got["a"].bytes, got["a"].distinct) == (1, 1, 128, 4)
+    assert (got["b"].requests, got["b"].units, got["b"].bytes, got["b"].distinct) == (1, 1, 128, 128)
+    stores = {a.source.split(";")[0]: a.lanes for a in t.accesses if a.space == "global" and a.write}
+    assert stores == {"out[threadIdx.x] = a + b": 32, "if (threadIdx.x < 8) out[32 + threadIdx.x] = b": 8}, stores
 
 
 def test_the_coalescing_gain_is_the_models_not_a_rule():
@@ -369,7 +451,10 @@ def test_measured_path_reads_the_right_kernel():
 
 FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.cu", "coalescing"),
                     ("transpose_strided_stores.cu", "coalescing"), ("transpose_unpadded_tile.cu", "conflicts"),
-                    ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low")]
+                    ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
+                    # the new kinds where sectors per request say something (each ~10 s under ncu: .ci/gpu-coach
+                    # gives this file 180 s): 4-byte loads a row apart, and a transpose that is fine as it is
+                    ("sgemm_tiled_strided_b.cu", "coalescing"), ("transpose_two_way_tile.cu", "none")]
 
 
 @pytest.mark.gpu

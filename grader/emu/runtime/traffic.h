@@ -10,7 +10,8 @@
 //     fewest that could hold the bytes it uses;
 //   shared memory: wavefronts, i.e. for each phase (32 lanes for 4-byte accesses, 16 for 8-byte,
 //     8 for 16-byte) the largest number of DIFFERENT 4-byte words that fall in one of the 32
-//     banks (the same word is a broadcast), against one per phase.
+//     banks (the same word is a broadcast), against one per phase; and the bytes of different words
+//     the lanes read (a broadcast counts once: what the wavefronts must carry at least).
 // Per argument buffer: the bytes loaded and stored, so reuse (or its absence) shows.
 // Totals are kept per PC; launch.py maps PCs to the user's lines (addr2line).
 #include <unordered_map>
@@ -25,6 +26,8 @@ struct TrReq {
 struct TrPc {
   unsigned char space, write;
   unsigned long long requests = 0, units = 0, ideal = 0, bytes = 0;
+  unsigned long long distinct = 0;  // bytes of DIFFERENT addresses (a broadcast counts once)
+  unsigned long long lanes = 0;  // lanes that took part, summed over requests (32 each: no divergence)
 };
 struct TrBuf { unsigned long long loaded = 0, stored = 0; };
 
@@ -55,6 +58,7 @@ void tr_fold(TrReq& q, uintptr_t pc) {
   TrPc& s = g_tr_pc[pc];
   s.space = q.space; s.write = q.write;
   ++s.requests;
+  s.lanes += q.n;
   if (q.space == 1) {
     uintptr_t sec[64]; unsigned ns = 0; unsigned long long bytes = 0;
     uintptr_t seen[32]; unsigned nseen = 0;
@@ -73,6 +77,7 @@ void tr_fold(TrReq& q, uintptr_t pc) {
     s.units += ns;
     s.ideal += (bytes + 31) / 32;
     s.bytes += bytes;
+    s.distinct += bytes;  // (global bytes are counted once per address already)
   } else {
     unsigned per = q.size <= 4 ? 32 : q.size == 8 ? 16 : 8;  // lanes per phase
     for (unsigned p0 = 0; p0 < q.n; p0 += per) {
@@ -88,6 +93,7 @@ void tr_fold(TrReq& q, uintptr_t pc) {
       for (unsigned j = 0; j < nw; ++j) if (++per_bank[words[j] & 31] > worst) worst = per_bank[words[j] & 31];
       s.units += worst;
       s.ideal += 1;
+      s.distinct += 4ull * nw;
     }
     s.bytes += (unsigned long long)q.n * q.size;
   }
@@ -134,8 +140,9 @@ void tr_write(const char* path) {
   FILE* fp = fopen(path, "w");
   if (!fp) return;
   for (auto& kv : g_tr_pc)
-    fprintf(fp, "pc=%lx,%u,%u,%llu,%llu,%llu,%llu\n", (unsigned long)kv.first, kv.second.space, kv.second.write,
-            kv.second.requests, kv.second.units, kv.second.ideal, kv.second.bytes);
+    fprintf(fp, "pc=%lx,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", (unsigned long)kv.first, kv.second.space,
+            kv.second.write, kv.second.requests, kv.second.units, kv.second.ideal, kv.second.bytes, kv.second.distinct,
+            kv.second.lanes);
   for (size_t i = 0; i < g_bufs.size(); ++i)
     fprintf(fp, "buffer=%s,%zu,%llu,%llu\n", g_bufs[i].name.c_str(), g_bufs[i].nbytes, g_tr_buf[i].loaded,
             g_tr_buf[i].stored);
