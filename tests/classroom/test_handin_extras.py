@@ -1,0 +1,69 @@
+"""Red team for what a hand-in's folder carries beside its notebook (issue #32): a timestamp.txt
+whose time is a real date but lies at the edge of what a date can hold. Handed in to one small
+course and autograded there by real nbgrader with the course's config, beside an honest student
+(alice) who must be graded right in the same run; then exported, as an instructor does after
+every autograde.
+
+- A time such as `0001-01-01 00:00 +01:00` is a year-first date the course's parser accepts,
+  whose zone moves it out of what a date can hold: it must be read as any unreadable
+  timestamp.txt is (graded at the file's time, flagged), never end the export of the whole class.
+"""
+from __future__ import annotations
+
+import csv
+
+import nbformat
+import pytest
+
+from grader.classroom import workflow as classroom
+from redteam import require_sandbox, trim, trimmed_solution, write_submission
+
+pytestmark = pytest.mark.slow
+
+A = "01-memory-layout"  # Python answers and one kernel: quick to grade on the emulator
+
+require_sandbox()
+
+# timestamp.txt texts the parser takes for a date, which no date can hold once their zone applies
+STAMPS = {"stamp-year-one": "0001-01-01 00:00 +01:00", "stamp-year-9999": "9999-12-31 23:59 -12:00",
+          "stamp-zone-year-one": "0001-01-01 00:00 Asia/Tokyo"}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = classroom.new_course(tmp_path_factory.mktemp("extras") / "course")
+    classroom.release(root, A)
+    release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
+    work = tmp_path_factory.mktemp("extras-work")
+    classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
+    untouched = lambda: trim(nbformat.read(release_nb, as_version=4))  # noqa: E731
+    for student, text in STAMPS.items():
+        folder = classroom.submit(root, student, A, [write_submission(work, student, A, untouched())])
+        (folder / "timestamp.txt").write_text(text)
+    graded = classroom.nbgrader(root, "autograde", A, "--create", check=False)
+    exported = classroom.nbgrader(root, "export", "--to", "grades.csv", check=False)
+    rows = {}
+    if (root / "grades.csv").is_file():
+        rows = {r["student_id"]: r for r in csv.DictReader(open(root / "grades.csv")) if r["assignment"] == A}
+    return dict(root=root, log=graded.stdout + graded.stderr, export=exported, rows=rows)
+
+
+def _alice_graded_right(course):
+    expected = sum(classroom.cpu_max_score(p) for p in (classroom.SOLUTIONS / A).glob("*.ipynb"))
+    row = course["rows"].get("alice")
+    assert row is not None and row["status"] == "graded", row
+    assert float(row["raw_score"]) == pytest.approx(expected), row
+
+
+def test_a_time_no_date_can_hold_is_flagged_and_the_export_goes_on(course):
+    ex = course["export"]
+    assert ex.returncode == 0, f"export failed for the whole class:\n{(ex.stdout + ex.stderr)[-3000:]}"
+    _alice_graded_right(course)
+    for student in STAMPS:
+        row = course["rows"][student]
+        # graded like any untouched release (0), at its file's time, and flagged for the instructor
+        assert row["status"] == "graded" and float(row["raw_score"]) == 0, row
+        assert "cannot read" in row["check"], row
+        assert (course["root"] / "autograded" / student / A / f"{A}.ipynb").is_file(), student
+        assert f"error processing assignment: {course['root']}/submitted/{student}" not in course["log"]
+
