@@ -1,12 +1,15 @@
 """Red team for what a hand-in's folder carries beside its notebook (issue #32): a timestamp.txt
-whose time is a real date but lies at the edge of what a date can hold. Handed in to one small
-course and autograded there by real nbgrader with the course's config, beside an honest student
-(alice) who must be graded right in the same run; then exported, as an instructor does after
-every autograde.
+whose time is a real date but lies at the edge of what a date can hold, and files far larger than
+any hand-in needs. Handed in to one small course and autograded there by real nbgrader with the
+course's config, beside an honest student (alice) who must be graded right in the same run; then
+exported, as an instructor does after every autograde.
 
 - A time such as `0001-01-01 00:00 +01:00` is a year-first date the course's parser accepts,
   whose zone moves it out of what a date can hold: it must be read as any unreadable
   timestamp.txt is (graded at the file's time, flagged), never end the export of the whole class.
+- Files of hundreds of MB (a sparse file costs the student nothing to make) were copied, whole,
+  to autograded/ and into the sandbox's scratch copy: that hand-in alone is NOT GRADED, saying
+  why, and nothing of it reaches autograded/.
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ require_sandbox()
 # timestamp.txt texts the parser takes for a date, which no date can hold once their zone applies
 STAMPS = {"stamp-year-one": "0001-01-01 00:00 +01:00", "stamp-year-9999": "9999-12-31 23:59 -12:00",
           "stamp-zone-year-one": "0001-01-01 00:00 Asia/Tokyo"}
+HANDIN_MB = 64  # the hand-in limit set for this course (TC_LIMIT_HANDIN_MB), so the test stays cheap
+BIG_MB = 200  # the big-file hand-in's one extra file (sparse: no disk until something copies it)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +45,14 @@ def course(tmp_path_factory):
     for student, text in STAMPS.items():
         folder = classroom.submit(root, student, A, [write_submission(work, student, A, untouched())])
         (folder / "timestamp.txt").write_text(text)
-    graded = classroom.nbgrader(root, "autograde", A, "--create", check=False)
-    exported = classroom.nbgrader(root, "export", "--to", "grades.csv", check=False)
+    folder = classroom.submit(root, "big-file", A, [write_submission(work, "big-file", A, untouched())])
+    with open(folder / "data.bin", "wb") as f:
+        f.truncate(BIG_MB << 20)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TC_LIMIT_HANDIN_MB", str(HANDIN_MB))
+        graded = classroom.nbgrader(root, "autograde", A, "--create", check=False)
+        exported = classroom.nbgrader(root, "export", "--to", "grades.csv", check=False)
+        classroom.nbgrader(root, "generate_feedback", A, check=False)
     rows = {}
     if (root / "grades.csv").is_file():
         rows = {r["student_id"]: r for r in csv.DictReader(open(root / "grades.csv")) if r["assignment"] == A}
@@ -67,3 +78,15 @@ def test_a_time_no_date_can_hold_is_flagged_and_the_export_goes_on(course):
         assert (course["root"] / "autograded" / student / A / f"{A}.ipynb").is_file(), student
         assert f"error processing assignment: {course['root']}/submitted/{student}" not in course["log"]
 
+
+def test_a_hand_in_far_larger_than_needed_is_refused_alone(course):
+    _alice_graded_right(course)
+    row = course["rows"]["big-file"]
+    assert row["status"].startswith("NOT GRADED") and f"{HANDIN_MB} MB" in row["status"], row
+    assert row["raw_score"] == "" and row["score"] == ""
+    assert "NOT GRADED: big-file's hand-in" in course["log"]
+    page = (course["root"] / "feedback" / "big-file" / A / f"{A}.html").read_text()
+    assert "NOT GRADED" in page and "TC_LIMIT_HANDIN_MB" in page
+    graded = course["root"] / "autograded" / "big-file"
+    size = sum(p.stat().st_size for p in graded.rglob("*") if p.is_file()) if graded.exists() else 0
+    assert size < 1 << 20, f"autograded/big-file holds {size >> 20} MB"
