@@ -281,6 +281,34 @@ def forget(course: Course, assignment: str, student: str) -> None:
     _set_pending(course, assignment, pending(course, assignment) | {student})
 
 
+def refuse_oversized(course: Course, assignment: str, students: list[str], out=sys.stderr) -> list[str]:
+    """The hand-ins past the limits on files or bytes of a hand-in folder (grader.classroom.handin_check),
+    refused here as plain autograde refuses them, before anything of them is packed for a job (the
+    pack is read whole in this process, the one that sends every job, and written whole on a
+    worker): recorded in the gradebook, grades.csv and their feedback page, with the reason."""
+    from types import SimpleNamespace
+
+    from nbgrader.api import Gradebook
+
+    from grader.classroom import handin_check
+
+    refused = {}
+    for s in students:
+        try:
+            handin_check.check_folder(course.path("submitted_directory", s, assignment))
+        except handin_check.Rejected as e:
+            refused[s] = str(e)
+    if refused:
+        say = lambda msg, *args: print("cohort: " + msg % args, file=out, flush=True)  # noqa: E731
+        here = SimpleNamespace(coursedir=course.coursedir, create_student=True, log=SimpleNamespace(error=say))
+        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+            for s in refused:
+                handin_check.submission_rows(here, gb, assignment, s)
+        for s, why in refused.items():
+            handin_check.refuse(here, assignment, s, why)
+    return list(refused)
+
+
 # ------------------------------------------------------------------ the command
 def _same(x):
     return x
@@ -313,6 +341,8 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     students = submissions(course, assignment, pattern)
     skipped = [s for s in students if is_done(course, assignment, s, force)]
     todo = [s for s in students if s not in skipped]
+    refused = refuse_oversized(course, assignment, todo, out)
+    todo = [s for s in todo if s not in refused]
     sizing = bool(engine.auto and engine.groups)
     where = (f"on {len(engine.groups)} GPU(s): the first submission on each alone, then as many jobs per GPU as it "
              f"measures to pay (at most {max(map(len, engine.groups.values()))})" if sizing

@@ -289,13 +289,13 @@ def check_before_copy(converter, assignment: str, student: str) -> None:
         check_folder(Path(converter._format_source(assignment, student)))
     except Rejected as e:
         with Gradebook(converter.coursedir.db_url, converter.coursedir.course_id) as gb:
-            known = _submission_rows(converter, gb, assignment, student)
+            known = submission_rows(converter, gb, assignment, student)
         if known:
             refuse(converter, assignment, student, str(e))
         raise
 
 
-def _submission_rows(converter, gb, assignment: str, student: str) -> bool:
+def submission_rows(converter, gb, assignment: str, student: str) -> bool:
     """The gradebook's student and submission rows for a hand-in refused before nbgrader made them;
     False for a student nbgrader itself refuses (unknown, and autograde without --create)."""
     from nbgrader.api import MissingEntry
@@ -394,7 +394,7 @@ def refuse_empty_handins(converter) -> None:
                 continue
             if not names or any((folder / f"{n}.ipynb").is_file() for n in names):
                 continue
-            if not _submission_rows(converter, gb, assignment, student):
+            if not submission_rows(converter, gb, assignment, student):
                 continue  # nbgrader refuses an unknown student with its own message
             why = (f"the hand-in holds none of the assignment's notebooks ({', '.join(f'{n}.ipynb' for n in names)}); "
                    "a link in a notebook's place is removed, never followed: hand in the notebook file itself")

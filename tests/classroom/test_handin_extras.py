@@ -14,6 +14,8 @@ exported, as an instructor does after every autograde.
 from __future__ import annotations
 
 import csv
+import os
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -90,3 +92,43 @@ def test_a_hand_in_far_larger_than_needed_is_refused_alone(course):
     graded = course["root"] / "autograded" / "big-file"
     size = sum(p.stat().st_size for p in graded.rglob("*") if p.is_file()) if graded.exists() else 0
     assert size < 1 << 20, f"autograded/big-file holds {size >> 20} MB"
+
+
+@pytest.fixture(scope="module")
+def cohort_course(tmp_path_factory):
+    """alice and the big-file hand-in, graded by the cohort command (one worker, the emulator)."""
+    import subprocess
+    import sys
+
+    root = classroom.new_course(tmp_path_factory.mktemp("extras-cohort") / "course")
+    classroom.release(root, A)
+    release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
+    work = tmp_path_factory.mktemp("extras-cohort-work")
+    classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
+    folder = classroom.submit(root, "big-file", A, [write_submission(
+        work, "big-file", A, trim(nbformat.read(release_nb, as_version=4)))])
+    with open(folder / "data.bin", "wb") as f:
+        f.truncate(BIG_MB << 20)
+    env = dict(os.environ, TC_LIMIT_HANDIN_MB=str(HANDIN_MB),
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    report = root / "report.json"
+    run = subprocess.run([sys.executable, "-m", "grader.classroom.cohort", "autograde", A, "--workers", "1",
+                          "--report", str(report)], cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TC_LIMIT_HANDIN_MB", str(HANDIN_MB))
+        exported = classroom.nbgrader(root, "export", "--to", "grades.csv", check=False)
+    rows = {r["student_id"]: r for r in csv.DictReader(open(root / "grades.csv")) if r["assignment"] == A} \
+        if exported.returncode == 0 else {}
+    return dict(root=root, run=run, rows=rows, report=report.read_text() if report.exists() else "")
+
+
+def test_the_cohort_refuses_it_before_packing_it_for_a_job(cohort_course):
+    """The cohort packs each hand-in's folder in its one process and unpacks it on a worker: a
+    folder past the limits is refused before that, with its reason, as plain autograde refuses it."""
+    run = cohort_course["run"]
+    out = run.stdout + run.stderr
+    _alice_graded_right(cohort_course)
+    row = cohort_course["rows"]["big-file"]
+    assert row["status"].startswith("NOT GRADED") and "TC_LIMIT_HANDIN_MB" in row["status"], (row, out[-3000:])
+    assert "NOT GRADED: big-file's hand-in" in out
+    assert '"big-file"' not in cohort_course["report"], "a job was sent with the whole folder"
