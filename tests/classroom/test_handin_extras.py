@@ -9,19 +9,26 @@ exported, as an instructor does after every autograde.
   timestamp.txt is (graded at the file's time, flagged), never end the export of the whole class.
 - Files of hundreds of MB (a sparse file costs the student nothing to make) were copied, whole,
   to autograded/ and into the sandbox's scratch copy: that hand-in alone is NOT GRADED, saying
-  why, and nothing of it reaches autograded/.
+  why, and nothing of it reaches autograded/ (nor, under the cohort command, any job).
+- Output sent around the notebook's output budget (results of its own making in a loop, updates
+  of a display shown earlier, widget messages) stays within it, in the autograded notebook and in
+  nbgrader's own memory, and a widget message nbclient cannot read no longer stops the grading.
 """
 from __future__ import annotations
 
 import csv
 import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from redteam import require_sandbox, trim, trimmed_solution, write_submission
+from redteam import add_code, require_sandbox, trim, trimmed_solution, write_submission
 
 pytestmark = pytest.mark.slow
 
@@ -97,9 +104,6 @@ def test_a_hand_in_far_larger_than_needed_is_refused_alone(course):
 @pytest.fixture(scope="module")
 def cohort_course(tmp_path_factory):
     """alice and the big-file hand-in, graded by the cohort command (one worker, the emulator)."""
-    import subprocess
-    import sys
-
     root = classroom.new_course(tmp_path_factory.mktemp("extras-cohort") / "course")
     classroom.release(root, A)
     release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
@@ -132,3 +136,74 @@ def test_the_cohort_refuses_it_before_packing_it_for_a_job(cohort_course):
     assert row["status"].startswith("NOT GRADED") and "TC_LIMIT_HANDIN_MB" in row["status"], (row, out[-3000:])
     assert "NOT GRADED: big-file's hand-in" in out
     assert '"big-file"' not in cohort_course["report"], "a job was sent with the whole folder"
+
+
+# ----------------------------------------------------------- output the running notebook sends
+# Each of these sends far more than the notebook's output budget (20 MB: SafeOutputs) through a
+# path the budget did not watch: results and errors of its own making (kept whatever their
+# number), updates of a display it showed earlier, and widget messages (kept by nbclient as
+# widget state). What they send, nbgrader (the instructor's own process, no sandbox around it)
+# holds in its memory; the autograded notebook keeps what the budget kept.
+FLOOD_MB = 30 * 40  # what the updates and the widget messages each try to leave in nbgrader's memory
+FLOODS = {
+    "flood-results": "for _ in range(40000):\n    get_ipython().displayhook('y' * 1900)\n",
+    "flood-updates": ("from IPython.display import display\nbig = 'x' * (40 << 20)\n"
+                      "for i in range(30):\n    display('small', display_id=f'd{i}')\n"
+                      "for i in range(30):\n    display({'text/plain': big + str(i)}, raw=True, display_id=f'd{i}', "
+                      "update=True)\n"),
+    "flood-widgets": ("from comm import create_comm\nbig = 'x' * (40 << 20)\nkeep = []\n"
+                      "for i in range(30):\n    keep.append(create_comm(target_name='jupyter.widget', "
+                      "data={'state': {'value': big + str(i)}, 'buffer_paths': []}))\n"),
+}
+
+
+def _peak_rss_mb(argv: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, float]:
+    """Run `argv`; its own peak resident memory (VmHWM, the process alone), read until it ends."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak, out = 0, []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        try:
+            line = next(ln for ln in open(f"/proc/{proc.pid}/status") if ln.startswith("VmHWM:"))
+            peak = max(peak, int(line.split()[1]) // 1024)
+        except (OSError, StopIteration, ValueError):
+            pass
+        time.sleep(0.1)
+    reader.join(60)
+    return subprocess.CompletedProcess(argv, proc.returncode, "".join(out), ""), peak
+
+
+@pytest.fixture(scope="module")
+def floods(tmp_path_factory):
+    root = classroom.new_course(tmp_path_factory.mktemp("extras-floods") / "course")
+    classroom.release(root, A)
+    release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
+    work = tmp_path_factory.mktemp("extras-floods-work")
+    classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
+    for student, code in FLOODS.items():
+        nb = trim(nbformat.read(release_nb, as_version=4))
+        add_code(nb, code)
+        classroom.submit(root, student, A, [write_submission(work, student, A, nb)])
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+               TC_SOURCE_DIR=(root / ".source").read_text())
+    graded, peak = _peak_rss_mb([sys.executable, "-m", "nbgrader", "autograde", A, "--create"], root, env)
+    fb = classroom.nbgrader(root, "generate_feedback", A, check=False)
+    rows = {r["student_id"]: r for r in classroom.export(root) if r["assignment"] == A}
+    return dict(root=root, log=graded.stdout, peak=peak, rows=rows, feedback=fb)
+
+
+def test_output_sent_around_the_budget_stays_within_it(floods):
+    _alice_graded_right(floods)
+    over = []
+    for student in FLOODS:
+        row = floods["rows"][student]
+        assert row["status"] == "graded" and float(row["raw_score"]) == 0, row
+        for d, name in (("autograded", f"{A}.ipynb"), ("feedback", f"{A}.html")):
+            size = (floods["root"] / d / student / A / name).stat().st_size
+            if size > 22 << 20:
+                over.append(f"{student}: its {d} file holds {size / 2 ** 20:.0f} MB (a notebook keeps 20 MB)")
+    # nbgrader holds a few hundred MB grading alice alone; the floods would leave FLOOD_MB more in it
+    if floods["peak"] > 700:
+        over.append(f"nbgrader's own memory peaked at {floods['peak']} MB")
+    assert not over, over
