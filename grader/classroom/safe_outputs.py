@@ -379,7 +379,10 @@ class SafeOutputs(NbGraderPreprocessor):
             return 0
         earlier = cell.metadata.get("course", {}).pop("output_cut", None) or {}
         cut_bytes, cut_outputs = int(earlier.get("bytes", 0)), int(earlier.get("outputs", 0))
-        room = min(self.max_cell_bytes, nb_left)
+        # a graded cell shows the trusted grader's verdict (grader/classroom/autograde.py: bounded, and
+        # what the feedback page is for): the rest of the notebook's output never crowds it out
+        graded = isinstance(nbg, dict) and nbg.get("grade") is True and not nbg.get("solution")
+        room = self.max_cell_bytes if graded else min(self.max_cell_bytes, nb_left)
         kept, outputs, kinds = 0, [], set()
         for out in cell.get("outputs", []):
             # cut to size first (so the sanitizer never reads more than the caps), then sanitize

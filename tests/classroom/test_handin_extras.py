@@ -13,6 +13,8 @@ exported, as an instructor does after every autograde.
 - Output sent around the notebook's output budget (results of its own making in a loop, updates
   of a display shown earlier, widget messages) stays within it, in the autograded notebook and in
   nbgrader's own memory, and a widget message nbclient cannot read no longer stops the grading.
+- Output that spends the notebook's whole budget before its graded cells does not cut the trusted
+  grader's verdicts out of them (the feedback page would then never be made).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from redteam import add_code, require_sandbox, trim, trimmed_solution, write_submission
+from redteam import add_code, answer_cell, require_sandbox, trim, trimmed_solution, write_submission
 
 pytestmark = pytest.mark.slow
 
@@ -154,6 +156,8 @@ FLOODS = {
     "flood-widgets": ("from comm import create_comm\nbig = 'x' * (40 << 20)\nkeep = []\n"
                       "for i in range(30):\n    keep.append(create_comm(target_name='jupyter.widget', "
                       "data={'state': {'value': big + str(i)}, 'buffer_paths': []}))\n"),
+    # a cell's 2 MB, in twelve cells of its own: the notebook's 20 MB spent before its graded cells
+    "flood-cells": "\n# %% cell\n".join(["print('z' * 2_000_000)"] * 12),
 }
 
 
@@ -183,7 +187,10 @@ def floods(tmp_path_factory):
     classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
     for student, code in FLOODS.items():
         nb = trim(nbformat.read(release_nb, as_version=4))
-        add_code(nb, code)
+        first, *more = code.split("\n# %% cell\n")
+        add_code(nb, first)
+        at = answer_cell(nb) + 1
+        nb.cells[at:at] = [nbformat.v4.new_code_cell(c) for c in more]
         classroom.submit(root, student, A, [write_submission(work, student, A, nb)])
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
                TC_SOURCE_DIR=(root / ".source").read_text())
@@ -199,6 +206,10 @@ def test_output_sent_around_the_budget_stays_within_it(floods):
     for student in FLOODS:
         row = floods["rows"][student]
         assert row["status"] == "graded" and float(row["raw_score"]) == 0, row
+        page = floods["root"] / "feedback" / student / A / f"{A}.html"
+        if not page.is_file():  # its graded cells' verdicts were cut: "not a finished grading"
+            over.append(f"{student}: no feedback page")
+            continue
         for d, name in (("autograded", f"{A}.ipynb"), ("feedback", f"{A}.html")):
             size = (floods["root"] / d / student / A / name).stat().st_size
             if size > 22 << 20:
