@@ -281,6 +281,18 @@ def forget(course: Course, assignment: str, student: str) -> None:
     _set_pending(course, assignment, pending(course, assignment) | {student})
 
 
+class _Say:
+    """A log for the course's helpers that print what they do (the cohort has no nbgrader log)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def _say(self, msg, *args):
+        print("cohort: " + (msg % args if args else msg), file=self.out, flush=True)
+
+    error = warning = info = _say
+
+
 def refuse_oversized(course: Course, assignment: str, students: list[str], out=sys.stderr) -> list[str]:
     """The hand-ins past the limits on files or bytes of a hand-in folder (grader.classroom.handin_check),
     refused here as plain autograde refuses them, before anything of them is packed for a job (the
@@ -299,8 +311,7 @@ def refuse_oversized(course: Course, assignment: str, students: list[str], out=s
         except handin_check.Rejected as e:
             refused[s] = str(e)
     if refused:
-        say = lambda msg, *args: print("cohort: " + msg % args, file=out, flush=True)  # noqa: E731
-        here = SimpleNamespace(coursedir=course.coursedir, create_student=True, log=SimpleNamespace(error=say))
+        here = SimpleNamespace(coursedir=course.coursedir, create_student=True, log=_Say(out))
         with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
             for s in refused:
                 handin_check.submission_rows(here, gb, assignment, s)
@@ -338,6 +349,12 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     from grader.classroom.sandbox_kernel import private_paths
 
     check_released(course, assignment)
+    # as plain autograde does before it reads submitted/ (grader.classroom.hardening): a link a hand-in
+    # left (its folder a link to a classmate's) is removed, never followed into a job's pack
+    from grader.classroom.hardening import sanitize_students
+
+    sanitize_students(Path(course.coursedir.format_path(course.coursedir.submitted_directory, ".", ".")), assignment,
+                      _Say(out))
     students = submissions(course, assignment, pattern)
     skipped = [s for s in students if is_done(course, assignment, s, force)]
     todo = [s for s in students if s not in skipped]

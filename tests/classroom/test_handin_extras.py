@@ -115,6 +115,10 @@ def cohort_course(tmp_path_factory):
         work, "big-file", A, trim(nbformat.read(release_nb, as_version=4)))])
     with open(folder / "data.bin", "wb") as f:
         f.truncate(BIG_MB << 20)
+    # a hand-in that is a link to a classmate's (an unzipped archive keeps links): her work as its own
+    (root / "submitted" / "copycat").mkdir()
+    os.symlink(root / "submitted" / "alice" / A, root / "submitted" / "copycat" / A)
+    os.symlink(root / "submitted" / "alice", root / "submitted" / "copycat-whole")
     env = dict(os.environ, TC_LIMIT_HANDIN_MB=str(HANDIN_MB),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     report = root / "report.json"
@@ -138,6 +142,16 @@ def test_the_cohort_refuses_it_before_packing_it_for_a_job(cohort_course):
     assert row["status"].startswith("NOT GRADED") and "TC_LIMIT_HANDIN_MB" in row["status"], (row, out[-3000:])
     assert "NOT GRADED: big-file's hand-in" in out
     assert '"big-file"' not in cohort_course["report"], "a job was sent with the whole folder"
+
+
+def test_the_cohort_never_grades_a_link_to_a_classmates_hand_in(cohort_course):
+    """Plain autograde removes a link a hand-in left before it reads submitted/; the cohort packed
+    whatever the link led to, so a link to alice's folder was graded as the copycat's own work."""
+    _alice_graded_right(cohort_course)
+    for student in ("copycat", "copycat-whole"):
+        row = cohort_course["rows"].get(student)
+        assert row is None or row["status"] != "graded", row
+        assert f'"{student}"' not in cohort_course["report"], f"{student}: a job graded what its link led to"
 
 
 # ----------------------------------------------------------- output the running notebook sends
