@@ -237,6 +237,13 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
     folder unpacked beside the old one, the gradebook rows, then the swap (the student is pending
     meanwhile, so an interrupted merge is redone by the next run)."""
     student = result["student"]
+    if "rejected" in result:  # the job's nbgrader read the hand-in: its refusal (or none) into the course
+        from grader.classroom import handin_check
+
+        if result["rejected"]:
+            handin_check.record_rejection(course.coursedir, assignment, student, result["rejected"])
+        else:
+            handin_check.clear_rejection(course.coursedir, assignment, student)
     dest = course.path("autograded_directory", student, assignment)
     if result.get("status") != "graded" and dest.is_dir():
         return  # a regrade that failed: the earlier result stays (and is pending, see autograde)

@@ -19,6 +19,7 @@ exported, as an instructor does after every autograde.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -115,6 +116,11 @@ def cohort_course(tmp_path_factory):
         work, "big-file", A, trim(nbformat.read(release_nb, as_version=4)))])
     with open(folder / "data.bin", "wb") as f:
         f.truncate(BIG_MB << 20)
+    # a notebook nothing can grade: refused by the job's nbgrader (grader/classroom/handin_check.py)
+    folder = classroom.submit(root, "nbformat-99", A, [write_submission(
+        work, "nbformat-99", A, trim(nbformat.read(release_nb, as_version=4)))])
+    data = json.loads((folder / f"{A}.ipynb").read_text())
+    (folder / f"{A}.ipynb").write_text(json.dumps(dict(data, nbformat=99)))
     # a hand-in that is a link to a classmate's (an unzipped archive keeps links): her work as its own
     (root / "submitted" / "copycat").mkdir()
     os.symlink(root / "submitted" / "alice" / A, root / "submitted" / "copycat" / A)
@@ -127,9 +133,20 @@ def cohort_course(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TC_LIMIT_HANDIN_MB", str(HANDIN_MB))
         exported = classroom.nbgrader(root, "export", "--to", "grades.csv", check=False)
+        classroom.nbgrader(root, "generate_feedback", A, check=False)
     rows = {r["student_id"]: r for r in csv.DictReader(open(root / "grades.csv")) if r["assignment"] == A} \
         if exported.returncode == 0 else {}
     return dict(root=root, run=run, rows=rows, report=report.read_text() if report.exists() else "")
+
+
+def test_the_cohort_keeps_why_its_job_refused_a_hand_in(cohort_course):
+    """A hand-in the job's nbgrader refuses (nbformat 99) is NOT GRADED with its reason in grades.csv
+    and on its feedback page, as under plain autograde (the reason stayed in the job's scratch
+    course: 'no autograded notebook ... (autograde it again)', and no page)."""
+    row = cohort_course["rows"]["nbformat-99"]
+    assert row["status"].startswith("NOT GRADED") and "nbformat 99" in row["status"], row
+    page = cohort_course["root"] / "feedback" / "nbformat-99" / A / f"{A}.html"
+    assert page.is_file() and "nbformat 99" in page.read_text()
 
 
 def test_the_cohort_refuses_it_before_packing_it_for_a_job(cohort_course):
