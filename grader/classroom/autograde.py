@@ -84,6 +84,20 @@ class CourseExecute(Execute):
             return None
         return super().output(outs, msg, display_id, cell_index)
 
+    def _update_display_id(self, display_id, msg):
+        # an update replaces outputs kept earlier, in any cell, without passing output(): counted
+        # against the notebook's budget as new output, dropped past it
+        if display_id in self._display_id_map and not self._output_budget.admit_update(msg.get("content", {})):
+            return None
+        return super()._update_display_id(display_id, msg)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        # Widget messages are ignored: no one turns a dial while autograding (widgets render
+        # statically, grader/classroom/headless.py). nbclient would keep every widget's state in
+        # this process (the instructor's, outside the sandbox: memory without a limit) and stop
+        # grading the notebook on a message it cannot read (KeyError: a NOT GRADED hand-in).
+        return None
+
     def clear_output(self, outs, msg, cell_index):
         self._output_budget.forget(cell_index)  # a progress display that redraws itself is not cut
         return super().clear_output(outs, msg, cell_index)

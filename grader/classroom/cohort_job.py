@@ -49,6 +49,16 @@ def tar_folder(folder: Path) -> bytes:
     return buf.getvalue()
 
 
+def _rejection(scratch: Path, assignment: str, student: str) -> str | None:
+    """Why the job's nbgrader refused the hand-in (grader.classroom.handin_check's record in the
+    scratch course's autograded/), or None when it did not."""
+    from grader.classroom.handin_check import NOT_GRADED
+
+    for p in scratch.glob(f"*/{NOT_GRADED}/{student}/{assignment}.txt"):
+        return p.read_text(errors="replace")[:4000]
+    return None
+
+
 def untar(data: bytes, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
@@ -417,6 +427,7 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
             # nbgrader ran to its end: what it wrote is the result, also when it refused the
             # submission (exit 1: gradebook rows, no autograded folder, as plain autograde leaves them)
             out["rows"] = _rows(scratch / "gradebook.db", assignment, student)
+            out["rejected"] = _rejection(scratch, assignment, student)
             dest = scratch / layout["autograded"]
             out["autograded"] = tar_folder(dest) if dest.is_dir() else None
             out["status"] = "graded" if rc == 0 and dest.is_dir() else "failed"

@@ -21,8 +21,11 @@ every student after that one, telling the instructor to run `nbgrader update`. H
   other student is graded.
 
 Limits (raise them with the variables): TC_LIMIT_NOTEBOOK_MB (512) per notebook file,
-TC_LIMIT_CELLS (2,000) per notebook, TC_LIMIT_HANDIN_FILES (1,000) per hand-in folder. The
-course's own notebooks have at most 47 cells and a hand-in needs one file.
+TC_LIMIT_CELLS (2,000) per notebook, TC_LIMIT_HANDIN_FILES (1,000) and TC_LIMIT_HANDIN_MB (1,024)
+per hand-in folder. The course's own notebooks have at most 47 cells and a hand-in needs one file.
+The folder's limits are checked before nbgrader copies anything of it (`check_before_copy`): it
+copies every file to autograded/ and the sandbox copies them again, so a hand-in of 100 GB (a
+sparse file costs its maker nothing) would fill the instructor's disk.
 """
 from __future__ import annotations
 
@@ -61,6 +64,10 @@ def max_cells() -> int:
 
 def max_files() -> int:
     return _limit("TC_LIMIT_HANDIN_FILES", 1000)
+
+
+def handin_mb() -> int:
+    return _limit("TC_LIMIT_HANDIN_MB", 1024)
 
 
 class Rejected(Exception):
@@ -239,9 +246,10 @@ def check_notebook(path: Path, expected: dict[str, dict]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- one hand-in
-def count_files(folder: Path, limit: int) -> int:
-    """Files and folders under `folder`, counting stops at limit + 1 (never follows a link)."""
-    n = 0
+def measure(folder: Path, limit: int) -> tuple[int, int]:
+    """Files and folders under `folder`, and the bytes its files say they hold (a sparse file
+    counts whole: a copy writes it whole); counting stops at limit + 1 entries (never follows a link)."""
+    n, size = 0, 0
     stack = [str(folder)]
     while stack and n <= limit:
         try:
@@ -250,18 +258,65 @@ def count_files(folder: Path, limit: int) -> int:
             continue
         for e in entries:
             n += 1
-            if e.is_dir(follow_symlinks=False):
-                stack.append(e.path)
-    return n
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                elif e.is_file(follow_symlinks=False):
+                    size += e.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
+    return n, size
 
 
-def check_handin(folder: Path, notebooks: dict[str, dict], log=None, who: str = "") -> dict[str, list[str]]:
-    """Check the hand-in in `folder`; `notebooks` maps each notebook name the gradebook knows to
-    its expected cells. Returns the repairs per notebook; raises Rejected naming the file."""
-    n = count_files(folder, max_files())
+def check_folder(folder: Path) -> None:
+    """Raises Rejected for a hand-in folder past the limits on files or bytes."""
+    n, size = measure(folder, max_files())
     if n > max_files():
         raise Rejected(f"the hand-in holds more than {max_files():,} files (TC_LIMIT_HANDIN_FILES); a hand-in needs "
                        "its notebook and the files it reads")
+    if size > handin_mb() << 20:
+        raise Rejected(f"the hand-in's files hold {size >> 20:,} MB; the limit is {handin_mb():,} MB "
+                       "(TC_LIMIT_HANDIN_MB): a hand-in needs its notebook and the files it reads")
+
+
+def check_before_copy(converter, assignment: str, student: str) -> None:
+    """In nbgrader's Autograde.init_assignment, before it copies the hand-in's files anywhere: a
+    folder past the limits on files or bytes is refused for this student alone (recorded in the
+    gradebook, grades.csv and a feedback page as any refused hand-in) and raised."""
+    from nbgrader.api import Gradebook
+
+    try:
+        check_folder(Path(converter._format_source(assignment, student)))
+    except Rejected as e:
+        with Gradebook(converter.coursedir.db_url, converter.coursedir.course_id) as gb:
+            known = submission_rows(converter, gb, assignment, student)
+        if known:
+            refuse(converter, assignment, student, str(e))
+        raise
+
+
+def submission_rows(converter, gb, assignment: str, student: str) -> bool:
+    """The gradebook's student and submission rows for a hand-in refused before nbgrader made them;
+    False for a student nbgrader itself refuses (unknown, and autograde without --create)."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        gb.find_student(student)
+    except MissingEntry:
+        if not converter.create_student:
+            return False
+        gb.update_or_create_student(student)
+    try:
+        gb.find_submission(assignment, student)
+    except MissingEntry:
+        gb.add_submission(assignment, student)
+    return True
+
+
+def check_handin(folder: Path, notebooks: dict[str, dict], log=None, who: str = "") -> dict[str, list[str]]:
+    """Check the hand-in in `folder` (its size: check_before_copy); `notebooks` maps each notebook
+    name the gradebook knows to its expected cells. Returns the repairs per notebook; raises
+    Rejected naming the file."""
     if notebooks and not any((folder / f"{name}.ipynb").is_file() for name in notebooks):
         # e.g. links to someone else's notebook, which are removed and never followed: without this
         # the student would silently drop out of the grades
@@ -339,18 +394,10 @@ def refuse_empty_handins(converter) -> None:
                 continue
             if not names or any((folder / f"{n}.ipynb").is_file() for n in names):
                 continue
-            try:
-                gb.find_student(student)
-            except MissingEntry:
-                if not converter.create_student:
-                    continue  # nbgrader refuses an unknown student with its own message
-                gb.update_or_create_student(student)
+            if not submission_rows(converter, gb, assignment, student):
+                continue  # nbgrader refuses an unknown student with its own message
             why = (f"the hand-in holds none of the assignment's notebooks ({', '.join(f'{n}.ipynb' for n in names)}); "
                    "a link in a notebook's place is removed, never followed: hand in the notebook file itself")
-            try:
-                gb.find_submission(assignment, student)
-            except MissingEntry:
-                gb.add_submission(assignment, student)
             refuse(converter, assignment, student, why)
 
 

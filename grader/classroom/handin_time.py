@@ -58,6 +58,14 @@ def parse_time(text: str, who: str = "") -> datetime:
     zone = zone.strip()
     if zone in ("", "Z", "UTC", "GMT", "Z UTC"):
         return at
+    try:  # a date at the edge of the calendar (year 1, 9999) that its zone moves past it
+        return _to_utc(at, zone, where, s)
+    except OverflowError:
+        raise ValueError(f"{where}cannot read the time '{s[:60]}' (its zone moves it outside the calendar); "
+                         f"write it as one of: {FORMS}") from None
+
+
+def _to_utc(at: datetime, zone: str, where: str, s: str) -> datetime:
     off = _OFFSET.match(zone.replace(" ", ""))
     if off:
         sign = 1 if off.group(1) == "+" else -1
@@ -119,9 +127,9 @@ def read_stamp(path: Path) -> str | None:
 
 
 def _mtime(p: Path) -> datetime | None:
-    try:
+    try:  # a copy keeps the time a student gave a file: past year 9999 where the filesystem holds it (tmpfs)
         return datetime.utcfromtimestamp(os.lstat(p).st_mtime)
-    except OSError:
+    except (OSError, ValueError, OverflowError):
         return None
 
 

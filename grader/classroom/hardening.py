@@ -251,6 +251,8 @@ def install() -> None:
     def init_assignment(self, assignment_id, student_id):
         for d in (self._format_source(assignment_id, student_id), self._format_dest(assignment_id, student_id)):
             sanitize(d, self.log)
+        # a folder past the limits on files or bytes: refused before nbgrader copies it anywhere
+        handin_check.check_before_copy(self, assignment_id, student_id)
         done = auto_init(self, assignment_id, student_id)
         # the hand-in's notebooks, checked and repaired or refused for this student alone
         handin_check.check_submission(self, assignment_id, student_id)

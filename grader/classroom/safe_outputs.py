@@ -264,21 +264,36 @@ class OutputBudget:
     def __init__(self, cell_cap: int, nb_cap: int, max_outputs: int):
         self.cell_cap, self.nb_cap, self.max_outputs = cell_cap, nb_cap, max_outputs
         self.nb_used = 0
-        self.cells: dict[int, list[int]] = {}  # index -> [bytes kept, outputs kept]
+        self.cells: dict[int, list] = {}  # index -> [bytes kept, outputs kept, vital kinds kept]
 
     def forget(self, index: int) -> None:
         """The cell's output was cleared: what it kept counts no more."""
         used = self.cells.pop(index, [0, 0])
         self.nb_used -= used[0]
 
+    def admit_update(self, content: dict) -> bool:
+        """An update of a display shown earlier (update_display_data): it replaces data that was
+        counted when shown, without passing admit(); every update is counted against the
+        notebook's budget as a new output would be, and none is kept past it."""
+        n = size(content)
+        if n > self.nb_cap - self.nb_used:
+            return False
+        self.nb_used += n
+        return True
+
     def admit(self, cell, index: int, content: dict) -> bool:
         """True to keep `content` (shortened in place when it does not fit); False drops it.
         What is cut is counted in the cell's metadata (course.output_cut) for the note."""
-        used = self.cells.setdefault(index, [0, 0])
+        used = self.cells.setdefault(index, [0, 0, set()])
         n = size(content)
         room = min(self.cell_cap - used[0], self.nb_cap - self.nb_used)
         cut = cell.metadata.setdefault("course", {}).setdefault("output_cut", {"bytes": 0, "outputs": 0})
-        vital = "traceback" in content or "execution_count" in content  # an error, a result: shortened, kept
+        # a cell's error and its result are shortened, never dropped; a cell has one of each, so
+        # any more (forged messages, a displayhook called in a loop) count as other outputs do
+        kind = "error" if "traceback" in content else "result" if "execution_count" in content else None
+        vital = kind is not None and kind not in used[2]
+        if vital:
+            used[2].add(kind)
         if not vital and (used[1] >= self.max_outputs or room <= 0):
             cut["bytes"] += n
             cut["outputs"] += 1
@@ -364,12 +379,17 @@ class SafeOutputs(NbGraderPreprocessor):
             return 0
         earlier = cell.metadata.get("course", {}).pop("output_cut", None) or {}
         cut_bytes, cut_outputs = int(earlier.get("bytes", 0)), int(earlier.get("outputs", 0))
-        room = min(self.max_cell_bytes, nb_left)
-        kept, outputs = 0, []
+        # a graded cell shows the trusted grader's verdict (grader/classroom/autograde.py: bounded, and
+        # what the feedback page is for): the rest of the notebook's output never crowds it out
+        graded = isinstance(nbg, dict) and nbg.get("grade") is True and not nbg.get("solution")
+        room = self.max_cell_bytes if graded else min(self.max_cell_bytes, nb_left)
+        kept, outputs, kinds = 0, [], set()
         for out in cell.get("outputs", []):
             # cut to size first (so the sanitizer never reads more than the caps), then sanitize
             n = size(out)
-            vital = out.get("output_type") in ("error", "execute_result")  # the grade reads them
+            # the grade reads a cell's error and its result (one of each: any more count as others)
+            vital = out.get("output_type") in ("error", "execute_result") and out.get("output_type") not in kinds
+            kinds.add(out.get("output_type"))
             if not vital and (len(outputs) >= self.max_cell_outputs or room - kept <= 0):
                 cut_bytes += n
                 cut_outputs += 1

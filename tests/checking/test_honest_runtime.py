@@ -294,8 +294,28 @@ ONLY_WHERE_WATCHED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M == 
                       + "\n        return;\n    }\n" + ZERO_FRAGMENTS.split(_SIG, 1)[1].split("{", 1)[1])
 
 
-@pytest.mark.parametrize("name,src", [("zero-fragments", ZERO_FRAGMENTS), ("discarded", DISCARDED),
-                                      ("only-where-watched", ONLY_WHERE_WATCHED)])
+# the answer from CUDA cores, scaled by what mma_sync on fragments of ones gives (K, or 2K in the
+# probe run, whose doubling is the same for every product): every element "depends on" the tensor
+# cores, none came from them (h-red, session 12: PASSED 1/1 on the emulator; NOT FIXED)
+SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + """{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(a, __float2half(1.0f));
+    wmma::fill_fragment(b, __float2half(1.0f));
+    wmma::fill_fragment(c, 0.0f);
+    for (int k = 0; k < K; k += 16) wmma::mma_sync(c, a, b, c);
+    const float scale = c.x[0] / (float)K;
+""" + SCALAR.replace("C[i * N + j] = s;", "C[i * N + j] = s * scale;") + "}\n")
+
+
+@pytest.mark.parametrize("name,src", [
+    ("zero-fragments", ZERO_FRAGMENTS), ("discarded", DISCARDED), ("only-where-watched", ONLY_WHERE_WATCHED),
+    pytest.param("scaled-by-a-canary", SCALED_BY_A_CANARY, marks=pytest.mark.xfail(strict=True, reason=(
+        "open hole: the probe doubles every product alike, so a kernel measures it with a canary mma_sync and "
+        "scales its CUDA-core answer; closing it needs a probe the kernel cannot measure (e.g. a product doubled "
+        "by a keyed hash of its operands' bits) checked against a reference computed the same way"))),
+])
 def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
     v = check("wmma-gemm", src, backend="emu")
     tc = next(i for i in v.items if i.name == "tensor cores")

@@ -243,6 +243,44 @@ def test_results_cannot_carry_code():
     assert back["t"] == 1.5 and back["outputs"][2].tolist() == [0, 1, 2, 3]
 
 
+def _stack_global(module: str, name: str, *calls: str) -> bytes:
+    """A protocol-4 pickle: the global module.name, then called with each of `calls` in turn."""
+    def text(x):
+        b = x.encode()
+        return b"\x8c" + bytes([len(b)]) + b
+
+    out = b"\x80\x04" + text(module) + text(name) + b"\x93"
+    for arg in calls:
+        out += text(arg) + b"\x85R"
+    return out + b"."
+
+
+@pytest.mark.parametrize("module,name", [
+    ("grader.runtime.errors", "dataclass.__builtins__.get"),  # eval's getter, by attributes of an allowed module
+    ("grader.runtime.errors", "dataclass"),  # a function the module imported, not one of its classes
+    ("numpy", "ctypeslib.ctypes.CDLL"),
+])
+def test_results_cannot_reach_code_through_an_allowed_module(module, name, tmp_path):
+    """Protocol 4 resolves a dotted global name attribute by attribute: from the course's error
+    module to builtins' eval (it ran `os.system` in the grading process before)."""
+    from grader.checking.isolate import _Unpickler
+
+    mark = tmp_path / "pwned"
+    payload = _stack_global(module, name, "eval", f"open({str(mark)!r}, 'w').write('x')")
+    with pytest.raises(pickle.UnpicklingError, match="forbidden"):
+        _Unpickler(io.BytesIO(payload)).load()
+    assert not mark.exists()
+
+
+def test_the_kernels_errors_still_come_back():
+    from grader.checking.isolate import _Unpickler
+    from grader.runtime import errors
+
+    where = errors.FaultLocation(thread=(1, 0, 0), block=(0, 2, 0), argument="C", index=7)
+    back = _Unpickler(io.BytesIO(pickle.dumps({"where": where}, protocol=4))).load()
+    assert back["where"] == where
+
+
 # ---------------------------------------------------------------- timed output and ceilings
 def _perf(ex, launch, seed, flat, transform=lambda r: r, wrong_launch=None, **over):
     """What the child reports: 8 checked launches, each from an input scaled by its own factor;
