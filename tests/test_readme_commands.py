@@ -63,6 +63,8 @@ COVERED = {
         "tests/classroom/test_leaderboard.py::test_the_command_writes_the_page_and_says_what_is_wrong",
     "nbgrader db student add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader db student import": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "nbgrader db student remove": "tests/classroom/test_term_actions.py::"
+                                  "test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_names",
     "nbgrader db assignment add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader generate_assignment": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",

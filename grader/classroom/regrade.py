@@ -136,6 +136,24 @@ def _maxima(coursedir) -> dict[str, tuple[float, int]]:
         return {a.name: (float(a.max_score or 0), len(a.submissions)) for a in gb.assignments}
 
 
+def forgotten(coursedir, assignment: str, student: str) -> bool:
+    """An autograded folder whose grades the gradebook no longer holds (the student removed with
+    `nbgrader db student remove --force` and added back, or the gradebook's rows lost otherwise):
+    nbgrader's skip rule (the folder exists, the hand-in is not newer) would skip it for ever,
+    while grades.csv says it waits for autograde."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    url = coursedir.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return False
+    with Gradebook(url, coursedir.course_id) as gb:
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            return True
+    return False
+
+
 def install() -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.converters import Autograde, GenerateFeedback
@@ -153,7 +171,16 @@ def install() -> None:
                 shutil.rmtree(kept)
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(dest, kept, symlinks=True)
-        go = init_destination(self, assignment_id, student_id)
+        again = dest.is_dir() and not self.force and forgotten(self.coursedir, assignment_id, student_id)
+        if again:
+            self.log.warning("%s %s: autograded before, but the gradebook holds no grades for it (the student "
+                             "removed and added back?): grading it again", student_id, assignment_id)
+            self.force = True
+        try:
+            go = init_destination(self, assignment_id, student_id)
+        finally:
+            if again:
+                self.force = False
         if not go and kept.exists():
             shutil.rmtree(kept)  # skipped: the folder was not touched
         self._course_current = kept if go else None

@@ -184,6 +184,9 @@ def test_cohort_keeps_earlier_results_of_failed_or_stopped_regrades(tmp_path):
         (root / "autograded" / s / a).mkdir(parents=True)
         (root / "autograded" / s / a / f"{a}.ipynb").write_text("earlier")
     with Gradebook(c.coursedir.db_url) as gb:
+        for s in ("ann", "bob"):  # graded before: the gradebook holds their submissions
+            gb.update_or_create_student(s)
+            gb.update_or_create_submission(a, s)
         cohort.merge(gb, c, a, dict(student="ann", status="failed", rows=None, autograded=None))
     assert (root / "autograded" / "ann" / a / f"{a}.ipynb").read_text() == "earlier"
     cohort.forget(c, a, "bob")  # killed, timed out, or stopped by Ctrl-C

@@ -1,0 +1,63 @@
+"""Ordinary instructor actions in the middle of a term that tests/classroom/test_term.py and
+test_term_exchange.py do not take, with real nbgrader and the course's config, on 02-precision
+(Python answers only: the same scores on a CPU and a GPU). After each, grades.csv must say what
+the gradebook and the hand-ins say, and the guide's next command must do what the export asks.
+
+- a student removed from the class (`nbgrader db student remove --force`, which deletes their
+  grades) and added back: the export asks for `nbgrader autograde`, which must then grade them.
+"""
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.classroom import workflow as classroom
+from test_term import book, hand_in, run
+
+pytestmark = pytest.mark.slow
+
+A = "02-precision"
+DUE = "2026-11-30 12:00:00 UTC"
+
+
+def rows(course: Path, name: str) -> dict[str, dict]:
+    with open(course / name) as f:
+        return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    home = tmp_path_factory.mktemp("actions")
+    course = classroom.new_course(home / "course")
+    logs = {}
+    run(course, "generate_assignment", A, "--force")
+    p = subprocess.run([sys.executable, "-m", "grader.classroom.term", "schedule", f"{A}={DUE}", "--course",
+                        str(course)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    hand_in(course, "ada", A, book(A, course), "2026-11-29 10:00:00 UTC")
+    hand_in(course, "ben", A, book(A, course, ("predictions",)), "2026-11-29 11:00:00 UTC")
+    logs["autograde"], _ = run(course, "autograde", A)
+
+    # ada leaves the class (her grades go with her, as nbgrader's --force says) and comes back
+    logs["remove"], _ = run(course, "db", "student", "remove", "ada", "--force")
+    run(course, "db", "student", "add", "ada", "--first-name", "Ada", "--last-name", "Lovelace")
+    run(course, "export", "--to", "grades-readded.csv")
+    logs["regrade_readded"], _ = run(course, "autograde", A)  # what the export's status line says to run
+    run(course, "export", "--to", "grades-regraded.csv")
+    return dict(home=home, course=course, logs=logs)
+
+
+def test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_names(term):
+    course = term["course"]
+    waiting = rows(course, "grades-readded.csv")["ada"]
+    assert waiting["status"].startswith("pending") and f"nbgrader autograde {A}" in waiting["status"], waiting
+    assert waiting["score"] == "", waiting  # never a 0 while nothing holds her grades
+    ada = rows(course, "grades-regraded.csv")["ada"]
+    assert (ada["status"], float(ada["score"]), ada["first_name"]) == ("graded", 4.0, "Ada"), \
+        (ada, term["logs"]["regrade_readded"][-3000:])
+    assert "the gradebook holds no grades for it" in term["logs"]["regrade_readded"]
+    ben = rows(course, "grades-regraded.csv")["ben"]
+    assert (ben["status"], float(ben["score"])) == ("graded", 2.0), ben  # graded once, left alone
