@@ -125,15 +125,20 @@ def stale_page(page: Path, autograded: Path, gb, notebook: str, assignment: str,
     return None
 
 
-def _maxima(coursedir) -> dict[str, tuple[float, int]]:
-    """assignment -> (its maximum, how many hand-ins it has) in the gradebook, without creating one."""
+def _maxima(coursedir) -> dict[str, tuple[float, int, dict]]:
+    """assignment -> (its maximum, how many hand-ins it has, the text of its locked code cells) in
+    the gradebook, without creating one."""
     url = coursedir.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         return {}
     from nbgrader.api import Gradebook
 
+    from grader.classroom.standing import locked_now
+
     with Gradebook(url, coursedir.course_id) as gb:
-        return {a.name: (float(a.max_score or 0), len(a.submissions)) for a in gb.assignments}
+        return {a.name: (float(a.max_score or 0), len(a.submissions),
+                         {(nb.name, gid): text for nb in a.notebooks for gid, text in locked_now(nb).items()})
+                for a in gb.assignments}
 
 
 def forgotten(coursedir, assignment: str, student: str) -> bool:
@@ -279,8 +284,14 @@ def install() -> None:
         before = _maxima(self.coursedir)
         ga_convert(self)
         after = _maxima(self.coursedir)
-        for name, (now, graded) in sorted(after.items()):
-            then = before.get(name, (now, 0))[0]
+        for name, (now, graded, cells) in sorted(after.items()):
+            then, _, cells_then = before.get(name, (now, 0, cells))
+            changed = sorted(gid for (_, gid), text in cells.items() if cells_then.get((_, gid), text) != text)
+            if graded and changed:
+                self.log.warning("%s: released again with another text of %s: the %d hand-in(s) graded already were "
+                                 "graded with the earlier one. Run `nbgrader autograde %s --force`, then `nbgrader "
+                                 "generate_feedback %s`; until then grades.csv flags them", name, ", ".join(changed),
+                                 graded, name, name)
             if graded and abs(then - now) > 1e-9:
                 self.log.warning("%s: its maximum changed from %g to %g (CPU-only grading switched, or the points "
                                  "changed): the %d hand-in(s) graded already were graded out of %g. Run `nbgrader "

@@ -166,6 +166,39 @@ def _stale_maximum(coursedir, submission) -> str | None:
     return None
 
 
+def graded_with(notebook: dict) -> dict[str, str]:
+    """grade id -> text of each locked code cell (tests, given code) of a notebook as read (JSON):
+    autograde puts the gradebook's text there, so an autograded notebook holds what it was graded with."""
+    out = {}
+    for c in notebook.get("cells", []):
+        meta = c.get("metadata", {}).get("nbgrader", {})
+        if c.get("cell_type") == "code" and meta.get("locked") and meta.get("grade_id"):
+            src = c.get("source", "")
+            out[meta["grade_id"]] = "".join(src) if isinstance(src, list) else src
+    return out
+
+
+def locked_now(notebook) -> dict[str, str]:
+    """grade id -> text of each locked code cell of a gradebook Notebook (the release as it is now)."""
+    return {c.name: c.source for c in notebook.source_cells if c.locked and c.cell_type == "code"}
+
+
+def _stale_cells(coursedir, submission) -> str | None:
+    """Locked cells (tests, given code) released again with another text since this hand-in was graded."""
+    folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
+    changed = []
+    for nb in submission.notebooks:
+        try:
+            then = graded_with(json.loads((folder / f"{nb.name}.ipynb").read_text()))
+        except (OSError, ValueError):
+            continue
+        changed += [gid for gid, text in sorted(locked_now(nb.notebook).items()) if gid in then and then[gid] != text]
+    if changed:
+        return (f"graded with an earlier text of {', '.join(changed)} (released again since): run `nbgrader "
+                f"autograde {submission.assignment.name} --force`")
+    return None
+
+
 def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     """The standing of `student_id`'s hand-in of `assignment` (a gradebook Assignment)."""
     from nbgrader.api import MissingEntry
@@ -205,9 +238,9 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     if there and _resubmitted(coursedir, student_id, assignment.name):
         st.status = (f"pending: handed in again after grading; these are the earlier hand-in's scores "
                      f"(run `nbgrader autograde {assignment.name}`)")
-    stale = _stale_maximum(coursedir, sub)
-    if stale:
-        st.checks.append(stale)
+    for stale in (_stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
+        if stale:
+            st.checks.append(stale)
     return st
 
 

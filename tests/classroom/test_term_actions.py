@@ -5,8 +5,13 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
 
 - a student removed from the class (`nbgrader db student remove --force`, which deletes their
   grades) and added back: the export asks for `nbgrader autograde`, which must then grade them.
+- a typo fixed in a test cell and the assignment released again (`generate_assignment --force`)
+  after hand-ins were graded: those graded with the earlier text are named (log and `check`),
+  until regraded; a student who hands in the earlier release is not reported as tampering.
 """
 import csv
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +36,9 @@ def rows(course: Path, name: str) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def term(tmp_path_factory):
     home = tmp_path_factory.mktemp("actions")
-    course = classroom.new_course(home / "course")
+    source = home / "solutions"  # the instructor's sources, to fix a typo in
+    shutil.copytree(classroom.SOLUTIONS / A, source / A)
+    course = classroom.new_course(home / "course", source)
     logs = {}
     run(course, "generate_assignment", A, "--force")
     p = subprocess.run([sys.executable, "-m", "grader.classroom.term", "schedule", f"{A}={DUE}", "--course",
@@ -47,6 +54,22 @@ def term(tmp_path_factory):
     run(course, "export", "--to", "grades-readded.csv")
     logs["regrade_readded"], _ = run(course, "autograde", A)  # what the export's status line says to run
     run(course, "export", "--to", "grades-regraded.csv")
+
+    # a typo fixed in the text of a test cell, and the assignment released again
+    earlier = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
+    path = source / A / f"{A}.ipynb"
+    nb = json.loads(path.read_text())
+    test = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "predictions-test")
+    text = "".join(test["source"])
+    assert "Compares your predictions" in text
+    test["source"] = text.replace("Compares your predictions", "Compares the predictions")
+    path.write_text(json.dumps(nb, indent=1))
+    logs["rerelease"], _ = run(course, "generate_assignment", A, "--force")
+    run(course, "export", "--to", "grades-rereleased.csv")
+    hand_in(course, "cy", A, earlier, "2026-11-29 12:00:00 UTC")  # fetched before the fix
+    logs["cy"], _ = run(course, "autograde", A)
+    logs["regrade_ben"], _ = run(course, "autograde", A, "--student", "ben", "--force")
+    run(course, "export", "--to", "grades-ben-regraded.csv")
     return dict(home=home, course=course, logs=logs)
 
 
@@ -61,3 +84,23 @@ def test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_na
     assert "the gradebook holds no grades for it" in term["logs"]["regrade_readded"]
     ben = rows(course, "grades-regraded.csv")["ben"]
     assert (ben["status"], float(ben["score"])) == ("graded", 2.0), ben  # graded once, left alone
+
+
+def test_a_test_cell_released_again_names_the_hand_ins_graded_with_the_earlier_text(term):
+    course, logs = term["course"], term["logs"]
+    assert "released again with another text of predictions-test" in logs["rerelease"], logs["rerelease"][-2000:]
+    assert f"nbgrader autograde {A} --force" in logs["rerelease"]
+    flagged = rows(course, "grades-rereleased.csv")
+    for s in ("ada", "ben"):
+        assert "earlier text of predictions-test" in flagged[s]["check"], flagged[s]
+        assert flagged[s]["status"] == "graded", flagged[s]  # the scores stand until the regrade
+    after = rows(course, "grades-ben-regraded.csv")
+    assert after["ben"]["check"] == "" and float(after["ben"]["score"]) == 2.0, after["ben"]
+    assert "earlier text of predictions-test" in after["ada"]["check"], after["ada"]
+    assert after["cy"]["check"] == "" and (after["cy"]["status"], float(after["cy"]["score"])) == ("graded", 0.0)
+
+
+def test_a_hand_in_of_the_earlier_release_is_not_reported_as_tampering(term):
+    log = term["logs"]["cy"]
+    assert "Attribute 'checksum'" not in log, log[-3000:]
+    assert "earlier release's text of cell predictions-test" in log, log[-3000:]
