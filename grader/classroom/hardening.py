@@ -179,12 +179,15 @@ def _safe_outputs_problem(pre: list, where: str, last: bool = False) -> str | No
     return None
 
 
+DIGEST_FORMAT = 2  # names within each watched folder, so a course folder moved or copied elsewhere is unchanged
+
+
 def _digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for top in paths:
         files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
         for p in files:
-            h.update(str(p).encode())
+            h.update(str(p.relative_to(top) if p != top else p.name).encode())
             h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -206,12 +209,12 @@ def check_integrity(coursedir, log) -> None:
         before = {}
     now = {name: _digest(paths) for name, paths in _watched(coursedir).items()}
     for name, digest in now.items():
-        old = before.get(name)
+        old = before.get(name) if before.get("format") == DIGEST_FORMAT else None  # an older record: kept anew
         if old and old["digest"] != digest:
             log.warning("the %s changed since the last autograde (%s): if you did not change it, stop and check it",
                         name, old["at"])
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    path.write_text(json.dumps({k: {"digest": v, "at": stamp} for k, v in now.items()}))
+    path.write_text(json.dumps({"format": DIGEST_FORMAT, **{k: {"digest": v, "at": stamp} for k, v in now.items()}}))
 
 
 def _refuse(converter, command: str, why: str, what: str, outcome: str) -> None:

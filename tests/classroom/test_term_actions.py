@@ -8,6 +8,8 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
 - a typo fixed in a test cell and the assignment released again (`generate_assignment --force`)
   after hand-ins were graded: those graded with the earlier text are named (log and `check`),
   until regraded; a student who hands in the earlier release is not reported as tampering.
+- the course folder moved to another path (a new disk, a colleague's copy): autograde does not
+  say the config or the sources changed; a real change to the config still is named.
 """
 import csv
 import json
@@ -70,7 +72,19 @@ def term(tmp_path_factory):
     logs["cy"], _ = run(course, "autograde", A)
     logs["regrade_ben"], _ = run(course, "autograde", A, "--student", "ben", "--force")
     run(course, "export", "--to", "grades-ben-regraded.csv")
-    return dict(home=home, course=course, logs=logs)
+
+    # the course folder moved elsewhere (its sources too), then its config really edited
+    moved = home / "elsewhere" / "course"
+    moved.parent.mkdir()
+    shutil.move(course, moved)
+    shutil.move(source, home / "elsewhere" / "solutions")
+    (moved / ".source").write_text(str(home / "elsewhere" / "solutions"))
+    logs["moved"], _ = run(moved, "autograde", A)
+    with open(moved / "nbgrader_config.py", "a") as f:
+        f.write("\n# an edit\n")
+    logs["edited"], _ = run(moved, "autograde", A)
+    run(moved, "export", "--to", "grades-moved.csv")
+    return dict(home=home, course=moved, logs=logs)
 
 
 def test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_names(term):
@@ -104,3 +118,12 @@ def test_a_hand_in_of_the_earlier_release_is_not_reported_as_tampering(term):
     log = term["logs"]["cy"]
     assert "Attribute 'checksum'" not in log, log[-3000:]
     assert "earlier release's text of cell predictions-test" in log, log[-3000:]
+
+
+def test_a_course_folder_moved_elsewhere_is_not_reported_as_changed(term):
+    assert "changed since the last autograde" not in term["logs"]["moved"], term["logs"]["moved"][-2000:]
+    assert "the course config changed since the last autograde" in term["logs"]["edited"]
+    assert "instructor's sources changed" not in term["logs"]["edited"]
+    moved = rows(term["course"], "grades-moved.csv")
+    assert {s: (r["status"], float(r["score"])) for s, r in moved.items()} == {
+        "ada": ("graded", 4.0), "ben": ("graded", 2.0), "cy": ("graded", 0.0)}, moved
