@@ -200,11 +200,11 @@ def _set_pending(course: Course, assignment: str, students: set[str]) -> None:
 def is_done(course: Course, assignment: str, student: str, force: bool = False) -> bool:
     """nbgrader's own rule (BaseConverter.init_destination): done when the autograded folder
     exists and the submission is not newer than it; --force redoes everything, and a regrade
-    that did not finish (pending), or one the gradebook holds no grades for, is done again."""
+    that did not finish (pending), or a folder that is no finished grading (regrade.not_done), is done again."""
     if force or student in pending(course, assignment):
         return False
     dest = course.path("autograded_directory", student, assignment)
-    if not dest.is_dir() or regrade.forgotten(course.coursedir, assignment, student):
+    if not dest.is_dir() or regrade.not_done(course.coursedir, assignment, student):
         return False
     new = course.coursedir.get_existing_timestamp(str(course.path("submitted_directory", student, assignment)))
     old = course.coursedir.get_existing_timestamp(str(dest))

@@ -8,7 +8,10 @@ guide's plain commands get them.
   folder is kept aside (autograded/.regrade/<student>/<assignment>, hidden from nbgrader's
   globs and from every sandbox, like the rest of autograded/) and put back unless the new
   grading succeeded. A run killed outright (SIGKILL) leaves the copy, and the next run of any
-  autograde puts it back first.
+  autograde puts it back first. A folder that is no finished grading with nothing to put back
+  (a first grading killed outright), or whose grades the gradebook no longer holds (a student
+  removed and added back), is graded again without --force (`not_done`): nbgrader's skip rule
+  would skip it for ever.
 - A regrade stopped by SIGTERM (`kill`, `timeout`, a scheduler) or SIGHUP (a dropped SSH session)
   is undone as one stopped by Ctrl-C: both signals become KeyboardInterrupt while autograde
   runs, so the earlier folder is put back before the command ends.
@@ -141,22 +144,30 @@ def _maxima(coursedir) -> dict[str, tuple[float, int, dict]]:
                 for a in gb.assignments}
 
 
-def forgotten(coursedir, assignment: str, student: str) -> bool:
-    """An autograded folder whose grades the gradebook no longer holds (the student removed with
-    `nbgrader db student remove --force` and added back, or the gradebook's rows lost otherwise):
-    nbgrader's skip rule (the folder exists, the hand-in is not newer) would skip it for ever,
-    while grades.csv says it waits for autograde."""
+def not_done(coursedir, assignment: str, student: str) -> str | None:
+    """Why an existing autograded folder is no finished grading that nbgrader's skip rule (the folder
+    exists, the hand-in is not newer) may skip, or None: the gradebook holds no grades for it (the
+    student removed with `nbgrader db student remove --force` and added back), or a notebook in it
+    has no trusted verdict (a first autograde killed outright: nothing earlier to put back).
+    Skipped, such a hand-in would stay pending or NOT GRADED for ever while grades.csv and
+    generate_feedback ask for the very autograde that skips it."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    dest = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+    if not dest.is_dir():
+        return None
+    half = sorted(p.name for p in dest.glob("*.ipynb") if unfinished(p))
+    if half:
+        return f"{', '.join(half)} is not a finished grading (an autograde killed half-way?)"
     url = coursedir.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
-        return False
+        return None
     with Gradebook(url, coursedir.course_id) as gb:
         try:
             gb.find_submission(assignment, student)
         except MissingEntry:
-            return True
-    return False
+            return "the gradebook holds no grades for it (the student removed and added back?)"
+    return None
 
 
 def install() -> None:
@@ -176,10 +187,10 @@ def install() -> None:
                 shutil.rmtree(kept)
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(dest, kept, symlinks=True)
-        again = dest.is_dir() and not self.force and forgotten(self.coursedir, assignment_id, student_id)
+        why = None if self.force else not_done(self.coursedir, assignment_id, student_id)
+        again = why is not None
         if again:
-            self.log.warning("%s %s: autograded before, but the gradebook holds no grades for it (the student "
-                             "removed and added back?): grading it again", student_id, assignment_id)
+            self.log.warning("%s %s: autograded before, but %s: grading it again", student_id, assignment_id, why)
             self.force = True
         try:
             go = init_destination(self, assignment_id, student_id)

@@ -8,12 +8,15 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
 - a typo fixed in a test cell and the assignment released again (`generate_assignment --force`)
   after hand-ins were graded: those graded with the earlier text are named (log and `check`),
   until regraded; a student who hands in the earlier release is not reported as tampering.
+- a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
+  lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named.
 """
 import csv
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +25,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from test_term import book, hand_in, run
+from test_term import book, hand_in, run, stopped_regrade
 
 pytestmark = pytest.mark.slow
 
@@ -72,6 +75,13 @@ def term(tmp_path_factory):
     logs["cy"], _ = run(course, "autograde", A)
     logs["regrade_ben"], _ = run(course, "autograde", A, "--student", "ben", "--force")
     run(course, "export", "--to", "grades-ben-regraded.csv")
+
+    # dan's first grading killed outright half-way, then the guide's plain command
+    hand_in(course, "dan", A, book(A, course), "2026-11-29 13:00:00 UTC")
+    logs["killed"] = stopped_regrade(course, A, "dan", signal.SIGKILL)
+    run(course, "export", "--to", "grades-killed.csv")
+    logs["after_kill"], _ = run(course, "autograde", A)
+    run(course, "export", "--to", "grades-after-kill.csv")
 
     # the course folder moved elsewhere (its sources too), then its config really edited
     moved = home / "elsewhere" / "course"
@@ -126,4 +136,13 @@ def test_a_course_folder_moved_elsewhere_is_not_reported_as_changed(term):
     assert "instructor's sources changed" not in term["logs"]["edited"]
     moved = rows(term["course"], "grades-moved.csv")
     assert {s: (r["status"], float(r["score"])) for s, r in moved.items()} == {
-        "ada": ("graded", 4.0), "ben": ("graded", 2.0), "cy": ("graded", 0.0)}, moved
+        "ada": ("graded", 4.0), "ben": ("graded", 2.0), "cy": ("graded", 0.0), "dan": ("graded", 4.0)}, moved
+
+
+def test_a_first_grading_killed_outright_is_graded_by_the_next_autograde(term):
+    course = term["course"]
+    killed = rows(course, "grades-killed.csv")["dan"]
+    assert killed["status"].startswith("NOT GRADED") and killed["score"] == "", (killed, term["logs"]["killed"][-2000:])
+    dan = rows(course, "grades-after-kill.csv")["dan"]
+    assert (dan["status"], float(dan["score"])) == ("graded", 4.0), (dan, term["logs"]["after_kill"][-3000:])
+    assert "is not a finished grading" in term["logs"]["after_kill"]
