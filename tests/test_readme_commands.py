@@ -57,6 +57,8 @@ COVERED = {
     "python -m grader.classroom dry-run": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term schedule": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term refresh": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "python -m grader.classroom.term extend":
+        "tests/classroom/test_term_actions.py::test_an_extension_for_one_student_counts_everywhere",
     "python -m grader.classroom.cohort autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.similarity": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.leaderboard":

@@ -8,6 +8,9 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
 - a typo fixed in a test cell and the assignment released again (`generate_assignment --force`)
   after hand-ins were graded: those graded with the earlier text are named (log and `check`),
   until regraded; a student who hands in the earlier release is not reported as tampering.
+- one student granted an extension (`term extend`) after handing in late: no penalty, in
+  grades.csv, the formgrader and the feedback page, also after a manual grade and after the
+  assignment's due date moves.
 - a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
   lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
@@ -25,7 +28,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
-from test_term import book, hand_in, run, stopped_regrade
+from test_term import book, formgrader, hand_in, page_numbers, run, stopped_regrade
 
 pytestmark = pytest.mark.slow
 
@@ -73,8 +76,27 @@ def term(tmp_path_factory):
     run(course, "export", "--to", "grades-rereleased.csv")
     hand_in(course, "cy", A, earlier, "2026-11-29 12:00:00 UTC")  # fetched before the fix
     logs["cy"], _ = run(course, "autograde", A)
+    hand_in(course, "eve", A, book(A, course), "2026-12-01 10:00:00 UTC")  # 1 day late
+    run(course, "autograde", A, "--student", "eve")
     logs["regrade_ben"], _ = run(course, "autograde", A, "--student", "ben", "--force")
     run(course, "export", "--to", "grades-ben-regraded.csv")
+
+    # eve is granted an extension, then a manual grade, then the assignment's due date moves
+    run(course, "export", "--to", "grades-eve-late.csv")
+    term_cmd = [sys.executable, "-m", "grader.classroom.term"]
+    p = subprocess.run([*term_cmd, "extend", "02", "eve", "2026-12-02 12:00", "--course", str(course)],
+                       capture_output=True, text=True)
+    logs["extend"] = (p.returncode, p.stdout + p.stderr)
+    p = subprocess.run([*term_cmd, "extend", "02", "evee", "2026-12-02 12:00", "--course", str(course)],
+                       capture_output=True, text=True)
+    logs["extend_typo"] = (p.returncode, p.stdout + p.stderr)
+    run(course, "export", "--to", "grades-extended.csv")
+    logs["fg_eve"] = formgrader(course, "grade", "decode-fp16-test", A, "eve", "1", "eve")[A]
+    p = subprocess.run([*term_cmd, "schedule", f"{A}=2026-11-30 18:00", "--course", str(course)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    logs["feedback_eve"], _ = run(course, "generate_feedback", A, "--student", "eve")
+    run(course, "export", "--to", "grades-extended-later.csv")
 
     # dan's first grading killed outright half-way, then the guide's plain command
     hand_in(course, "dan", A, book(A, course), "2026-11-29 13:00:00 UTC")
@@ -136,7 +158,8 @@ def test_a_course_folder_moved_elsewhere_is_not_reported_as_changed(term):
     assert "instructor's sources changed" not in term["logs"]["edited"]
     moved = rows(term["course"], "grades-moved.csv")
     assert {s: (r["status"], float(r["score"])) for s, r in moved.items()} == {
-        "ada": ("graded", 4.0), "ben": ("graded", 2.0), "cy": ("graded", 0.0), "dan": ("graded", 4.0)}, moved
+        "ada": ("graded", 4.0), "ben": ("graded", 2.0), "cy": ("graded", 0.0), "dan": ("graded", 4.0),
+        "eve": ("graded", 3.0)}, moved
 
 
 def test_a_first_grading_killed_outright_is_graded_by_the_next_autograde(term):
@@ -146,3 +169,23 @@ def test_a_first_grading_killed_outright_is_graded_by_the_next_autograde(term):
     dan = rows(course, "grades-after-kill.csv")["dan"]
     assert (dan["status"], float(dan["score"])) == ("graded", 4.0), (dan, term["logs"]["after_kill"][-3000:])
     assert "is not a finished grading" in term["logs"]["after_kill"]
+
+
+def test_an_extension_for_one_student_counts_everywhere(term):
+    course, logs = term["course"], term["logs"]
+    late = rows(course, "grades-eve-late.csv")["eve"]
+    assert (late["status"], float(late["late_submission_penalty"]), float(late["score"])) == ("late", 0.4, 3.6), late
+    rc, out = logs["extend"]
+    assert rc == 0 and "eve 02-precision: late penalty 0.4 -> 0" in out, out
+    rc, out = logs["extend_typo"]
+    assert rc == 2 and "no student 'evee'" in out and "eve" in out, out
+    eve = rows(course, "grades-extended.csv")["eve"]
+    assert (eve["status"], float(eve["late_submission_penalty"]), float(eve["score"])) == ("graded", 0.0, 4.0), eve
+    assert eve["duedate"].startswith("2026-12-02 12:00"), eve
+    assert rows(course, "grades-extended.csv")["ada"]["duedate"].startswith("2026-11-30 12:00")
+    assert (logs["fg_eve"]["score"], logs["fg_eve"]["late_submission_penalty"]) == pytest.approx((3.0, 0.0))
+    later = rows(course, "grades-extended-later.csv")["eve"]
+    assert (later["status"], float(later["manual_score"]), float(later["late_submission_penalty"]),
+            float(later["score"])) == ("graded", 1.0, 0.0, 3.0), later
+    page = course / "feedback" / "eve" / A / f"{A}.html"
+    assert page_numbers(page) == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
