@@ -267,6 +267,10 @@ def install() -> None:
         if unknown:
             self.log.error("%s", unknown)
             raise NbGraderException(unknown)
+        missing = missing_sources(self.coursedir, self.coursedir.assignment_id)
+        if missing:
+            self.log.error("autograde refused: %s", missing)
+            raise NbGraderException(missing)
         check_integrity(self.coursedir, self.log)
         for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
@@ -328,6 +332,22 @@ def unknown_assignment(coursedir, pattern: str) -> str | None:
         return None
     return (f"no assignment '{pattern}' in the gradebook (the assignments: {', '.join(names) or 'none yet'}; "
             "a new one needs `nbgrader generate_assignment` first). Nothing was changed.")
+
+
+def missing_sources(coursedir, pattern: str) -> str | None:
+    """Why autograde cannot read the instructor's sources it grades against (None when it can): the
+    course folder copied or moved away from the repository's solutions/ (the config looks beside it)."""
+    import fnmatch
+
+    src = Path(coursedir.source_directory)
+    src = src if src.is_absolute() else Path(coursedir.root) / src
+    there = sorted(p.name for p in src.iterdir() if p.is_dir()) if src.is_dir() else []
+    if there and (not pattern or any(fnmatch.fnmatch(n, pattern) for n in there)):
+        return None
+    return (f"the instructor's sources are not at {src}{' for ' + pattern if there else ''} (nbgrader_config.py looks "
+            "for solutions/ beside the course folder: was the course folder moved or copied out of the repository?). "
+            "Keep course/ in the repository, or give the path: TC_SOURCE_DIR=/path/to/solutions nbgrader autograde "
+            "... Nothing was graded.")
 
 
 # nbgrader's instructor commands: run anywhere but a course folder, they would grade nothing, write

@@ -14,10 +14,13 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
 - a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
   lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
-  say the config or the sources changed; a real change to the config still is named.
+  say the config or the sources changed; a real change to the config still is named. Copied out of
+  the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
+  loses nothing.
 """
 import csv
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -116,6 +119,18 @@ def term(tmp_path_factory):
         f.write("\n# an edit\n")
     logs["edited"], _ = run(moved, "autograde", A)
     run(moved, "export", "--to", "grades-moved.csv")
+
+    # the course folder copied alone to another machine's path (no solutions/ beside it)
+    alone = home / "grading-server" / "course"
+    shutil.copytree(moved, alone, symlinks=True)
+    (alone / ".source").unlink()  # the guide's setup: the config looks for solutions/ beside the course
+    kept = (alone / "autograded" / "ada" / A / f"{A}.ipynb").read_bytes()
+    env = {k: v for k, v in os.environ.items() if k != "TC_SOURCE_DIR"}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", A, "--student", "ada", "--force"], cwd=alone,
+                       env=env, capture_output=True, text=True)
+    logs["alone"] = (p.returncode, p.stdout + p.stderr,
+                     (alone / "autograded" / "ada" / A / f"{A}.ipynb").read_bytes() == kept)
     return dict(home=home, course=moved, logs=logs)
 
 
@@ -189,3 +204,10 @@ def test_an_extension_for_one_student_counts_everywhere(term):
             float(later["score"])) == ("graded", 1.0, 0.0, 3.0), later
     page = course / "feedback" / "eve" / A / f"{A}.html"
     assert page_numbers(page) == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
+
+
+def test_a_course_folder_copied_out_of_the_repository_says_where_its_sources_are(term):
+    rc, out, kept = term["logs"]["alone"]
+    assert rc != 0 and "the instructor's sources are not at" in out and "TC_SOURCE_DIR=" in out, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    assert kept
