@@ -297,7 +297,7 @@ def install() -> None:
         after = _maxima(self.coursedir)
         for name, (now, graded, cells) in sorted(after.items()):
             then, _, cells_then = before.get(name, (now, 0, cells))
-            changed = sorted(gid for (_, gid), text in cells.items() if cells_then.get((_, gid), text) != text)
+            changed = sorted(gid for (nb, gid), text in cells.items() if cells_then.get((nb, gid), text) != text)
             if graded and changed:
                 self.log.warning("%s: released again with another text of %s: the %d hand-in(s) graded already were "
                                  "graded with the earlier one. Run `nbgrader autograde %s --force`, then `nbgrader "
