@@ -57,12 +57,16 @@ COVERED = {
     "python -m grader.classroom dry-run": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term schedule": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.term refresh": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "python -m grader.classroom.term extend":
+        "tests/classroom/test_term_actions.py::test_an_extension_for_one_student_counts_everywhere",
     "python -m grader.classroom.cohort autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.similarity": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "python -m grader.classroom.leaderboard":
         "tests/classroom/test_leaderboard.py::test_the_command_writes_the_page_and_says_what_is_wrong",
     "nbgrader db student add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader db student import": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "nbgrader db student remove": "tests/classroom/test_term_actions.py::"
+                                  "test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_names",
     "nbgrader db assignment add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader generate_assignment": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",

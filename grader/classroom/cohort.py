@@ -61,7 +61,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from grader.classroom import cohort_concurrency as concurrency
-from grader.classroom import phases
+from grader.classroom import phases, regrade
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
@@ -200,11 +200,11 @@ def _set_pending(course: Course, assignment: str, students: set[str]) -> None:
 def is_done(course: Course, assignment: str, student: str, force: bool = False) -> bool:
     """nbgrader's own rule (BaseConverter.init_destination): done when the autograded folder
     exists and the submission is not newer than it; --force redoes everything, and a regrade
-    that did not finish (pending) is done again."""
+    that did not finish (pending), or a folder that is no finished grading (regrade.not_done), is done again."""
     if force or student in pending(course, assignment):
         return False
     dest = course.path("autograded_directory", student, assignment)
-    if not dest.is_dir():
+    if not dest.is_dir() or regrade.not_done(course.coursedir, assignment, student):
         return False
     new = course.coursedir.get_existing_timestamp(str(course.path("submitted_directory", student, assignment)))
     old = course.coursedir.get_existing_timestamp(str(dest))

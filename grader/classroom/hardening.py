@@ -179,12 +179,15 @@ def _safe_outputs_problem(pre: list, where: str, last: bool = False) -> str | No
     return None
 
 
+DIGEST_FORMAT = 2  # names within each watched folder, so a course folder moved or copied elsewhere is unchanged
+
+
 def _digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for top in paths:
         files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
         for p in files:
-            h.update(str(p).encode())
+            h.update(str(p.relative_to(top) if p != top else p.name).encode())
             h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -206,12 +209,12 @@ def check_integrity(coursedir, log) -> None:
         before = {}
     now = {name: _digest(paths) for name, paths in _watched(coursedir).items()}
     for name, digest in now.items():
-        old = before.get(name)
+        old = before.get(name) if before.get("format") == DIGEST_FORMAT else None  # an older record: kept anew
         if old and old["digest"] != digest:
             log.warning("the %s changed since the last autograde (%s): if you did not change it, stop and check it",
                         name, old["at"])
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    path.write_text(json.dumps({k: {"digest": v, "at": stamp} for k, v in now.items()}))
+    path.write_text(json.dumps({"format": DIGEST_FORMAT, **{k: {"digest": v, "at": stamp} for k, v in now.items()}}))
 
 
 def _refuse(converter, command: str, why: str, what: str, outcome: str) -> None:
@@ -266,6 +269,10 @@ def install() -> None:
         if unknown:
             self.log.error("%s", unknown)
             raise NbGraderException(unknown)
+        missing = missing_sources(self.coursedir, self.coursedir.assignment_id)
+        if missing:
+            self.log.error("autograde refused: %s", missing)
+            raise NbGraderException(missing)
         check_integrity(self.coursedir, self.log)
         for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
             sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
@@ -327,6 +334,22 @@ def unknown_assignment(coursedir, pattern: str) -> str | None:
         return None
     return (f"no assignment '{pattern}' in the gradebook (the assignments: {', '.join(names) or 'none yet'}; "
             "a new one needs `nbgrader generate_assignment` first). Nothing was changed.")
+
+
+def missing_sources(coursedir, pattern: str) -> str | None:
+    """Why autograde cannot read the instructor's sources it grades against (None when it can): the
+    course folder copied or moved away from the repository's solutions/ (the config looks beside it)."""
+    import fnmatch
+
+    src = Path(coursedir.source_directory)
+    src = src if src.is_absolute() else Path(coursedir.root) / src
+    there = sorted(p.name for p in src.iterdir() if p.is_dir()) if src.is_dir() else []
+    if there and (not pattern or any(fnmatch.fnmatch(n, pattern) for n in there)):
+        return None
+    return (f"the instructor's sources are not at {src}{' for ' + pattern if there else ''} (nbgrader_config.py looks "
+            "for solutions/ beside the course folder: was the course folder moved or copied out of the repository?). "
+            "Keep course/ in the repository, or give the path: TC_SOURCE_DIR=/path/to/solutions nbgrader autograde "
+            "... Nothing was graded.")
 
 
 # nbgrader's instructor commands: run anywhere but a course folder, they would grade nothing, write

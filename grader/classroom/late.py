@@ -46,7 +46,7 @@ class CourseLatePenalties(NbGraderPreprocessor):
                 return nb, resources
             standing.refresh(gb, coursedir, sub, self.log)
             gb.db.commit()
-            days = standing.handin_time.days_late(sub.timestamp, sub.assignment.duedate)
+            days = standing.days_late(sub)
             if days:
                 self.log.warning("%s %s is %d day(s) late: penalty %g of %g (%g%% a day)", info["student"],
                                  info["assignment"], days, sub.late_submission_penalty or 0, sub.score,

@@ -15,6 +15,7 @@ import re
 
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
+from nbgrader.utils import compute_checksum
 
 from grader.checking.stubs import MARKER
 
@@ -100,9 +101,14 @@ class QuietOverwriteCells(OverwriteCells):
                 src = self.gradebook.find_source_cell(gid, self.notebook_id, self.assignment_id)
             except MissingEntry:
                 src = None
-            if src is not None and src.locked and src.source != cell.source \
-                    and released_text(src.source) == cell.source.strip():
-                cell.source = src.source
+            if src is not None and src.locked and src.source != cell.source:
+                if released_text(src.source) == cell.source.strip():
+                    cell.source = src.source
+                elif cell.metadata.get("nbgrader", {}).get("checksum") == compute_checksum(cell):
+                    # untouched, from an earlier release (its own checksum holds): no tampering to report
+                    self.log.info("%s: the hand-in has an earlier release's text of cell %s; graded with the "
+                                  "current one", resources.get("nbgrader", {}).get("student", ""), gid)
+                    cell.source = src.source
         return super().preprocess_cell(cell, resources, index)
 
 

@@ -8,7 +8,10 @@ guide's plain commands get them.
   folder is kept aside (autograded/.regrade/<student>/<assignment>, hidden from nbgrader's
   globs and from every sandbox, like the rest of autograded/) and put back unless the new
   grading succeeded. A run killed outright (SIGKILL) leaves the copy, and the next run of any
-  autograde puts it back first.
+  autograde puts it back first. A folder that is no finished grading with nothing to put back
+  (a first grading killed outright), or whose grades the gradebook no longer holds (a student
+  removed and added back), is graded again without --force (`not_done`): nbgrader's skip rule
+  would skip it for ever.
 - A regrade stopped by SIGTERM (`kill`, `timeout`, a scheduler) or SIGHUP (a dropped SSH session)
   is undone as one stopped by Ctrl-C: both signals become KeyboardInterrupt while autograde
   runs, so the earlier folder is put back before the command ends.
@@ -125,15 +128,46 @@ def stale_page(page: Path, autograded: Path, gb, notebook: str, assignment: str,
     return None
 
 
-def _maxima(coursedir) -> dict[str, tuple[float, int]]:
-    """assignment -> (its maximum, how many hand-ins it has) in the gradebook, without creating one."""
+def _maxima(coursedir) -> dict[str, tuple[float, int, dict]]:
+    """assignment -> (its maximum, how many hand-ins it has, the text of its locked code cells) in
+    the gradebook, without creating one."""
     url = coursedir.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         return {}
     from nbgrader.api import Gradebook
 
+    from grader.classroom.standing import locked_now
+
     with Gradebook(url, coursedir.course_id) as gb:
-        return {a.name: (float(a.max_score or 0), len(a.submissions)) for a in gb.assignments}
+        return {a.name: (float(a.max_score or 0), len(a.submissions),
+                         {(nb.name, gid): text for nb in a.notebooks for gid, text in locked_now(nb).items()})
+                for a in gb.assignments}
+
+
+def not_done(coursedir, assignment: str, student: str) -> str | None:
+    """Why an existing autograded folder is no finished grading that nbgrader's skip rule (the folder
+    exists, the hand-in is not newer) may skip, or None: the gradebook holds no grades for it (the
+    student removed with `nbgrader db student remove --force` and added back), or a notebook in it
+    has no trusted verdict (a first autograde killed outright: nothing earlier to put back).
+    Skipped, such a hand-in would stay pending or NOT GRADED for ever while grades.csv and
+    generate_feedback ask for the very autograde that skips it."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    dest = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+    if not dest.is_dir():
+        return None
+    half = sorted(p.name for p in dest.glob("*.ipynb") if unfinished(p))
+    if half:
+        return f"{', '.join(half)} is not a finished grading (an autograde killed half-way?)"
+    url = coursedir.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return None
+    with Gradebook(url, coursedir.course_id) as gb:
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            return "the gradebook holds no grades for it (the student removed and added back?)"
+    return None
 
 
 def install() -> None:
@@ -153,7 +187,16 @@ def install() -> None:
                 shutil.rmtree(kept)
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(dest, kept, symlinks=True)
-        go = init_destination(self, assignment_id, student_id)
+        why = None if self.force else not_done(self.coursedir, assignment_id, student_id)
+        again = why is not None
+        if again:
+            self.log.warning("%s %s: autograded before, but %s: grading it again", student_id, assignment_id, why)
+            self.force = True
+        try:
+            go = init_destination(self, assignment_id, student_id)
+        finally:
+            if again:
+                self.force = False
         if not go and kept.exists():
             shutil.rmtree(kept)  # skipped: the folder was not touched
         self._course_current = kept if go else None
@@ -252,8 +295,14 @@ def install() -> None:
         before = _maxima(self.coursedir)
         ga_convert(self)
         after = _maxima(self.coursedir)
-        for name, (now, graded) in sorted(after.items()):
-            then = before.get(name, (now, 0))[0]
+        for name, (now, graded, cells) in sorted(after.items()):
+            then, _, cells_then = before.get(name, (now, 0, cells))
+            changed = sorted(gid for (nb, gid), text in cells.items() if cells_then.get((nb, gid), text) != text)
+            if graded and changed:
+                self.log.warning("%s: released again with another text of %s: the %d hand-in(s) graded already were "
+                                 "graded with the earlier one. Run `nbgrader autograde %s --force`, then `nbgrader "
+                                 "generate_feedback %s`; until then grades.csv flags them", name, ", ".join(changed),
+                                 graded, name, name)
             if graded and abs(then - now) > 1e-9:
                 self.log.warning("%s: its maximum changed from %g to %g (CPU-only grading switched, or the points "
                                  "changed): the %d hand-in(s) graded already were graded out of %g. Run `nbgrader "

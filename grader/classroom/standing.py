@@ -66,6 +66,26 @@ def opens(course_root, assignment: str) -> datetime | None:
     return handin_time.parse_time(text) if text else None
 
 
+def due_for(course_root, assignment, student: str) -> datetime | None:
+    """The due date that counts for `student`: their extension (`term extend`), else the assignment's
+    (a gradebook Assignment)."""
+    text = term(course_root).get("extensions", {}).get(assignment.name, {}).get(student) if course_root else None
+    return handin_time.parse_time(text) if text else assignment.duedate
+
+
+def _root_of(submission):
+    """The course folder of a gradebook row: where its sqlite gradebook file lies (nbgrader's default,
+    `gradebook.db` in the course folder), or None."""
+    from sqlalchemy.orm import object_session
+
+    session = object_session(submission)
+    try:
+        db = session.get_bind().url.database if session is not None else None
+    except Exception:  # noqa: BLE001 - no engine bound: no course to read
+        return None
+    return Path(db).parent if db else None
+
+
 # ------------------------------------------------------------------ one hand-in
 @dataclass
 class Standing:
@@ -108,7 +128,8 @@ def time_of(coursedir, assignment, student: str, records=None) -> handin_time.Ha
     except ValueError:
         opened = None
     return handin_time.of_handin(_folder(coursedir, "submitted_directory", student, assignment.name), student,
-                                 assignment.name, due=assignment.duedate, opens=opened, records=records)
+                                 assignment.name, due=due_for(coursedir.root, assignment, student), opens=opened,
+                                 records=records)
 
 
 def ungraded_reason(coursedir, submission) -> str | None:
@@ -166,11 +187,45 @@ def _stale_maximum(coursedir, submission) -> str | None:
     return None
 
 
+def graded_with(notebook: dict) -> dict[str, str]:
+    """grade id -> text of each locked code cell (tests, given code) of a notebook as read (JSON):
+    autograde puts the gradebook's text there, so an autograded notebook holds what it was graded with."""
+    out = {}
+    for c in notebook.get("cells", []):
+        meta = c.get("metadata", {}).get("nbgrader", {})
+        if c.get("cell_type") == "code" and meta.get("locked") and meta.get("grade_id"):
+            src = c.get("source", "")
+            out[meta["grade_id"]] = "".join(src) if isinstance(src, list) else src
+    return out
+
+
+def locked_now(notebook) -> dict[str, str]:
+    """grade id -> text of each locked code cell of a gradebook Notebook (the release as it is now)."""
+    return {c.name: c.source for c in notebook.source_cells if c.locked and c.cell_type == "code"}
+
+
+def _stale_cells(coursedir, submission) -> str | None:
+    """Locked cells (tests, given code) released again with another text since this hand-in was graded."""
+    folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
+    changed = []
+    for nb in submission.notebooks:
+        try:
+            then = graded_with(json.loads((folder / f"{nb.name}.ipynb").read_text()))
+        except (OSError, ValueError):
+            continue
+        changed += [gid for gid, text in sorted(locked_now(nb.notebook).items()) if gid in then and then[gid] != text]
+    if changed:
+        return (f"graded with an earlier text of {', '.join(changed)} (released again since): run `nbgrader "
+                f"autograde {submission.assignment.name} --force`")
+    return None
+
+
 def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     """The standing of `student_id`'s hand-in of `assignment` (a gradebook Assignment)."""
     from nbgrader.api import MissingEntry
 
-    st = Standing(assignment.name, student_id, duedate=assignment.duedate, max_score=float(assignment.max_score or 0))
+    st = Standing(assignment.name, student_id, duedate=due_for(coursedir.root, assignment, student_id),
+                  max_score=float(assignment.max_score or 0))
     there = handed_in(coursedir, student_id, assignment.name)
     try:
         sub = gb.find_submission(assignment.name, student_id)
@@ -198,23 +253,29 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     st.raw = sum(grade_score(g) for g in grades)
     manual = [g.manual_score for g in grades if g.manual_score is not None]
     st.manual = float(sum(manual)) if manual else None
-    st.days_late = handin_time.days_late(st.timestamp, assignment.duedate)
+    st.days_late = handin_time.days_late(st.timestamp, st.duedate)
     st.penalty = sum(penalty(sum(grade_score(g) for g in nb.grades), st.days_late) for nb in sub.notebooks)
     st.score = max(0.0, st.raw - st.penalty)
     st.status = "late" if st.days_late else "graded"
     if there and _resubmitted(coursedir, student_id, assignment.name):
         st.status = (f"pending: handed in again after grading; these are the earlier hand-in's scores "
                      f"(run `nbgrader autograde {assignment.name}`)")
-    stale = _stale_maximum(coursedir, sub)
-    if stale:
-        st.checks.append(stale)
+    for stale in (_stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
+        if stale:
+            st.checks.append(stale)
     return st
 
 
+def days_late(submission) -> int:
+    """Started days late of a gradebook submission, by the due date that counts for its student."""
+    return handin_time.days_late(submission.timestamp,
+                                 due_for(_root_of(submission), submission.assignment, submission.student.id))
+
+
 def set_penalties(submission) -> list[tuple[float | None, float | None]]:
-    """Each notebook's late penalty from its score now, the due date and the hand-in's time in the
-    gradebook; the (old, new) pairs that changed."""
-    days = handin_time.days_late(submission.timestamp, submission.assignment.duedate)
+    """Each notebook's late penalty from its score now, the due date that counts for the student and
+    the hand-in's time in the gradebook; the (old, new) pairs that changed."""
+    days = days_late(submission)
     changed = []
     for nb in submission.notebooks:
         new = penalty(sum(grade_score(g) for g in nb.grades), days) or None

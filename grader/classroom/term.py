@@ -4,6 +4,7 @@
     python -m grader.classroom.term schedule A=DATE ...    e.g. 01=2026-12-01T23:59Z (name or prefix)
     python -m grader.classroom.term schedule               print the schedule the gradebook holds
     python -m grader.classroom.term refresh                bring every hand-in's time and penalty up to date
+    python -m grader.classroom.term extend A STUDENT DATE  one student's own due date (DATE `none`: back to A's)
 
 Run in the course folder (or pass --course). Dates are read by the course's one parser
 (grader.classroom.handin_time: year first, `2026-12-01 23:59`; no zone means UTC; `03/12/2026` is
@@ -61,7 +62,7 @@ def set_due_dates(course, schedule: list[tuple[str, ...]]) -> list[str]:
             due = parse_time(date, f"{assignment} due date")
             opens = rest[0] if rest and rest[0] else ""
             plan.append((assignment, due, parse_time(opens, f"{assignment} opens") if opens else None))
-        before = {(a, sub.student.id): (float(sub.late_submission_penalty or 0), sub.total_seconds_late > 0)
+        before = {(a, sub.student.id): (float(sub.late_submission_penalty or 0), standing.days_late(sub) > 0)
                   for a, _, _ in plan for sub in gb.assignment_submissions(a)}
         data = standing.term(course.root)
         for assignment, due, opens in plan:
@@ -76,11 +77,41 @@ def set_due_dates(course, schedule: list[tuple[str, ...]]) -> list[str]:
         changed = []
         for (a, student), (pen, late) in sorted(before.items()):
             sub = gb.find_submission(a, student)
-            now = (float(sub.late_submission_penalty or 0), sub.total_seconds_late > 0)
+            now = (float(sub.late_submission_penalty or 0), standing.days_late(sub) > 0)
             if now != (pen, late):
                 changed.append(f"{student} {a}: late penalty {pen:g} -> {now[0]:g}"
                                + (f", {'late' if now[1] else 'on time'} now" if now[1] != late else ""))
     return changed
+
+
+def extend(course, name: str, student: str, date: str) -> list[str]:
+    """Give `student` their own due date for one assignment (an extension; `none` takes it back), kept in
+    the term's record (.term.json) and read wherever a due date counts for that student; what it changed."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    assignment = resolve(course, name)
+    due = None if date.strip().lower() == "none" else parse_time(date, f"{assignment} extension for {student}")
+    if not course.db_path.exists():
+        raise ValueError(f"no gradebook in {course.root}: run `nbgrader generate_assignment {assignment}` first")
+    with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            raise ValueError(f"{assignment} has not been generated yet: run `nbgrader generate_assignment "
+                             f"{assignment}` first (nothing was changed)") from None
+        known = standing.everyone(gb, course.coursedir)
+        if due is not None and student not in known:
+            raise ValueError(f"no student '{student}' in the gradebook or submitted/ (add them first: `nbgrader db "
+                             f"student add {student}`); the students: {', '.join(known[:20]) or 'none yet'}"
+                             f"{' ...' if len(known) > 20 else ''} (nothing was changed)")
+        data = standing.term(course.root)
+        given = data.setdefault("extensions", {}).setdefault(assignment, {})
+        if due is None:
+            given.pop(student, None)
+        else:
+            given[student] = due.isoformat(sep=" ")
+        standing.save_term(course.root, data)
+        return standing.refresh_assignment(gb, course.coursedir, assignment)
 
 
 def refresh_all(course) -> list[str]:
@@ -91,6 +122,11 @@ def refresh_all(course) -> list[str]:
         for a in gb.assignments:
             out += standing.refresh_assignment(gb, course.coursedir, a.name)
     return out
+
+
+def extensions(course) -> list[tuple[str, str, str]]:
+    return [(a, st, due) for a, given in sorted(standing.term(course.root).get("extensions", {}).items())
+            for st, due in sorted(given.items())]
 
 
 def current(course) -> list[tuple[str, object]]:
@@ -108,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     sc = sub.add_parser("schedule", help="set (or show) the due dates of the term")
     sc.add_argument("items", nargs="*", metavar="FILE | ASSIGNMENT=DATE")
     rf = sub.add_parser("refresh", help="recompute every hand-in's time and late penalty in the gradebook")
-    for p in (sc, rf):
+    ex = sub.add_parser("extend", help="one student's own due date for an assignment (an extension)")
+    ex.add_argument("assignment", help="its name or a unique prefix")
+    ex.add_argument("student", help="the student's id")
+    ex.add_argument("date", help="the student's due date (`none`: the assignment's again)")
+    for p in (sc, rf, ex):
         p.add_argument("--course", type=Path, help="the course folder (default: this folder if it holds "
                                                    "nbgrader_config.py, else the repository's course/)")
     args = ap.parse_args(argv)
@@ -117,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "refresh":
             changed = refresh_all(course)
+        elif args.cmd == "extend":
+            changed = extend(course, args.assignment, args.student, args.date)
         elif args.items:
             changed = set_due_dates(course, parse_schedule(args.items))
         else:
@@ -130,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(changed)} change(s); grades.csv, feedback pages (`nbgrader generate_feedback A`) and the "
               "formgrader now show the same numbers")
         return 0
+    if args.cmd == "extend":
+        for name, student, due in extensions(course):
+            print(f"{name}: {student} due {due} UTC (extension)")
     if changed:
         print("(feedback pages follow at the next `nbgrader generate_feedback A`; grades.csv at the next export)")
     for name, due in current(course):

@@ -172,6 +172,7 @@ def test_schedule_sets_every_due_date_in_one_command(tmp_path, capsys):
 def test_cohort_keeps_earlier_results_of_failed_or_stopped_regrades(tmp_path):
     from grader.classroom import workflow
 
+    EARLIER = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'  # a finished grading
     root = workflow.new_course(tmp_path / "course")
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         gb.update_or_create_assignment("01-memory-layout")
@@ -182,12 +183,15 @@ def test_cohort_keeps_earlier_results_of_failed_or_stopped_regrades(tmp_path):
         d.mkdir(parents=True)
         (d / f"{a}.ipynb").write_text("{}")
         (root / "autograded" / s / a).mkdir(parents=True)
-        (root / "autograded" / s / a / f"{a}.ipynb").write_text("earlier")
+        (root / "autograded" / s / a / f"{a}.ipynb").write_text(EARLIER)
     with Gradebook(c.coursedir.db_url) as gb:
+        for s in ("ann", "bob"):  # graded before: the gradebook holds their submissions
+            gb.update_or_create_student(s)
+            gb.update_or_create_submission(a, s)
         cohort.merge(gb, c, a, dict(student="ann", status="failed", rows=None, autograded=None))
-    assert (root / "autograded" / "ann" / a / f"{a}.ipynb").read_text() == "earlier"
+    assert (root / "autograded" / "ann" / a / f"{a}.ipynb").read_text() == EARLIER
     cohort.forget(c, a, "bob")  # killed, timed out, or stopped by Ctrl-C
-    assert (root / "autograded" / "bob" / a / f"{a}.ipynb").read_text() == "earlier"
+    assert (root / "autograded" / "bob" / a / f"{a}.ipynb").read_text() == EARLIER
     assert cohort.is_done(c, a, "ann") and not cohort.is_done(c, a, "bob")  # bob is graded again
     assert cohort.pending(c, a) == {"bob"}
 

@@ -1,0 +1,213 @@
+"""Ordinary instructor actions in the middle of a term that tests/classroom/test_term.py and
+test_term_exchange.py do not take, with real nbgrader and the course's config, on 02-precision
+(Python answers only: the same scores on a CPU and a GPU). After each, grades.csv must say what
+the gradebook and the hand-ins say, and the guide's next command must do what the export asks.
+
+- a student removed from the class (`nbgrader db student remove --force`, which deletes their
+  grades) and added back: the export asks for `nbgrader autograde`, which must then grade them.
+- a typo fixed in a test cell and the assignment released again (`generate_assignment --force`)
+  after hand-ins were graded: those graded with the earlier text are named (log and `check`),
+  until regraded; a student who hands in the earlier release is not reported as tampering.
+- one student granted an extension (`term extend`) after handing in late: no penalty, in
+  grades.csv, the formgrader and the feedback page, also after a manual grade and after the
+  assignment's due date moves.
+- a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
+  lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
+- the course folder moved to another path (a new disk, a colleague's copy): autograde does not
+  say the config or the sources changed; a real change to the config still is named. Copied out of
+  the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
+  loses nothing.
+"""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.classroom import workflow as classroom
+from test_term import book, formgrader, hand_in, page_numbers, run, stopped_regrade
+
+pytestmark = pytest.mark.slow
+
+A = "02-precision"
+DUE = "2026-11-30 12:00:00 UTC"
+
+
+def rows(course: Path, name: str) -> dict[str, dict]:
+    with open(course / name) as f:
+        return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    home = tmp_path_factory.mktemp("actions")
+    source = home / "solutions"  # the instructor's sources, to fix a typo in
+    shutil.copytree(classroom.SOLUTIONS / A, source / A)
+    course = classroom.new_course(home / "course", source)
+    logs = {}
+    run(course, "generate_assignment", A, "--force")
+    p = subprocess.run([sys.executable, "-m", "grader.classroom.term", "schedule", f"{A}={DUE}", "--course",
+                        str(course)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    hand_in(course, "ada", A, book(A, course), "2026-11-29 10:00:00 UTC")
+    hand_in(course, "ben", A, book(A, course, ("predictions",)), "2026-11-29 11:00:00 UTC")
+    logs["autograde"], _ = run(course, "autograde", A)
+
+    # ada leaves the class (her grades go with her, as nbgrader's --force says) and comes back
+    logs["remove"], _ = run(course, "db", "student", "remove", "ada", "--force")
+    run(course, "db", "student", "add", "ada", "--first-name", "Ada", "--last-name", "Lovelace")
+    run(course, "export", "--to", "grades-readded.csv")
+    logs["regrade_readded"], _ = run(course, "autograde", A)  # what the export's status line says to run
+    run(course, "export", "--to", "grades-regraded.csv")
+
+    # a typo fixed in the text of a test cell, and the assignment released again
+    earlier = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
+    path = source / A / f"{A}.ipynb"
+    nb = json.loads(path.read_text())
+    test = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "predictions-test")
+    text = "".join(test["source"])
+    assert "Compares your predictions" in text
+    test["source"] = text.replace("Compares your predictions", "Compares the predictions")
+    path.write_text(json.dumps(nb, indent=1))
+    logs["rerelease"], _ = run(course, "generate_assignment", A, "--force")
+    run(course, "export", "--to", "grades-rereleased.csv")
+    hand_in(course, "cy", A, earlier, "2026-11-29 12:00:00 UTC")  # fetched before the fix
+    logs["cy"], _ = run(course, "autograde", A)
+    hand_in(course, "eve", A, book(A, course), "2026-12-01 10:00:00 UTC")  # 1 day late
+    run(course, "autograde", A, "--student", "eve")
+    logs["regrade_ben"], _ = run(course, "autograde", A, "--student", "ben", "--force")
+    run(course, "export", "--to", "grades-ben-regraded.csv")
+
+    # eve is granted an extension, then a manual grade, then the assignment's due date moves
+    run(course, "export", "--to", "grades-eve-late.csv")
+    term_cmd = [sys.executable, "-m", "grader.classroom.term"]
+    p = subprocess.run([*term_cmd, "extend", "02", "eve", "2026-12-02 12:00", "--course", str(course)],
+                       capture_output=True, text=True)
+    logs["extend"] = (p.returncode, p.stdout + p.stderr)
+    p = subprocess.run([*term_cmd, "extend", "02", "evee", "2026-12-02 12:00", "--course", str(course)],
+                       capture_output=True, text=True)
+    logs["extend_typo"] = (p.returncode, p.stdout + p.stderr)
+    run(course, "export", "--to", "grades-extended.csv")
+    logs["fg_eve"] = formgrader(course, "grade", "decode-fp16-test", A, "eve", "1", "eve")[A]
+    p = subprocess.run([*term_cmd, "schedule", f"{A}=2026-11-30 18:00", "--course", str(course)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    logs["feedback_eve"], _ = run(course, "generate_feedback", A, "--student", "eve")
+    run(course, "export", "--to", "grades-extended-later.csv")
+
+    # dan's first grading killed outright half-way, then the guide's plain command
+    hand_in(course, "dan", A, book(A, course), "2026-11-29 13:00:00 UTC")
+    logs["killed"] = stopped_regrade(course, A, "dan", signal.SIGKILL)
+    run(course, "export", "--to", "grades-killed.csv")
+    logs["after_kill"], _ = run(course, "autograde", A)
+    run(course, "export", "--to", "grades-after-kill.csv")
+
+    # the course folder moved elsewhere (its sources too), then its config really edited
+    moved = home / "elsewhere" / "course"
+    moved.parent.mkdir()
+    shutil.move(course, moved)
+    shutil.move(source, home / "elsewhere" / "solutions")
+    (moved / ".source").write_text(str(home / "elsewhere" / "solutions"))
+    logs["moved"], _ = run(moved, "autograde", A)
+    with open(moved / "nbgrader_config.py", "a") as f:
+        f.write("\n# an edit\n")
+    logs["edited"], _ = run(moved, "autograde", A)
+    run(moved, "export", "--to", "grades-moved.csv")
+
+    # the course folder copied alone to another machine's path (no solutions/ beside it)
+    alone = home / "grading-server" / "course"
+    shutil.copytree(moved, alone, symlinks=True)
+    (alone / ".source").unlink()  # the guide's setup: the config looks for solutions/ beside the course
+    kept = (alone / "autograded" / "ada" / A / f"{A}.ipynb").read_bytes()
+    env = {k: v for k, v in os.environ.items() if k != "TC_SOURCE_DIR"}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", A, "--student", "ada", "--force"], cwd=alone,
+                       env=env, capture_output=True, text=True)
+    logs["alone"] = (p.returncode, p.stdout + p.stderr,
+                     (alone / "autograded" / "ada" / A / f"{A}.ipynb").read_bytes() == kept)
+    return dict(home=home, course=moved, logs=logs)
+
+
+def test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_names(term):
+    course = term["course"]
+    waiting = rows(course, "grades-readded.csv")["ada"]
+    assert waiting["status"].startswith("pending") and f"nbgrader autograde {A}" in waiting["status"], waiting
+    assert waiting["score"] == "", waiting  # never a 0 while nothing holds her grades
+    ada = rows(course, "grades-regraded.csv")["ada"]
+    assert (ada["status"], float(ada["score"]), ada["first_name"]) == ("graded", 4.0, "Ada"), \
+        (ada, term["logs"]["regrade_readded"][-3000:])
+    assert "the gradebook holds no grades for it" in term["logs"]["regrade_readded"]
+    ben = rows(course, "grades-regraded.csv")["ben"]
+    assert (ben["status"], float(ben["score"])) == ("graded", 2.0), ben  # graded once, left alone
+
+
+def test_a_test_cell_released_again_names_the_hand_ins_graded_with_the_earlier_text(term):
+    course, logs = term["course"], term["logs"]
+    assert "released again with another text of predictions-test" in logs["rerelease"], logs["rerelease"][-2000:]
+    assert f"nbgrader autograde {A} --force" in logs["rerelease"]
+    flagged = rows(course, "grades-rereleased.csv")
+    for s in ("ada", "ben"):
+        assert "earlier text of predictions-test" in flagged[s]["check"], flagged[s]
+        assert flagged[s]["status"] == "graded", flagged[s]  # the scores stand until the regrade
+    after = rows(course, "grades-ben-regraded.csv")
+    assert after["ben"]["check"] == "" and float(after["ben"]["score"]) == 2.0, after["ben"]
+    assert "earlier text of predictions-test" in after["ada"]["check"], after["ada"]
+    assert after["cy"]["check"] == "" and (after["cy"]["status"], float(after["cy"]["score"])) == ("graded", 0.0)
+
+
+def test_a_hand_in_of_the_earlier_release_is_not_reported_as_tampering(term):
+    log = term["logs"]["cy"]
+    assert "Attribute 'checksum'" not in log, log[-3000:]
+    assert "earlier release's text of cell predictions-test" in log, log[-3000:]
+
+
+def test_a_course_folder_moved_elsewhere_is_not_reported_as_changed(term):
+    assert "changed since the last autograde" not in term["logs"]["moved"], term["logs"]["moved"][-2000:]
+    assert "the course config changed since the last autograde" in term["logs"]["edited"]
+    assert "instructor's sources changed" not in term["logs"]["edited"]
+    moved = rows(term["course"], "grades-moved.csv")
+    assert {s: (r["status"], float(r["score"])) for s, r in moved.items()} == {
+        "ada": ("graded", 4.0), "ben": ("graded", 2.0), "cy": ("graded", 0.0), "dan": ("graded", 4.0),
+        "eve": ("graded", 3.0)}, moved
+
+
+def test_a_first_grading_killed_outright_is_graded_by_the_next_autograde(term):
+    course = term["course"]
+    killed = rows(course, "grades-killed.csv")["dan"]
+    assert killed["status"].startswith("NOT GRADED") and killed["score"] == "", (killed, term["logs"]["killed"][-2000:])
+    dan = rows(course, "grades-after-kill.csv")["dan"]
+    assert (dan["status"], float(dan["score"])) == ("graded", 4.0), (dan, term["logs"]["after_kill"][-3000:])
+    assert "is not a finished grading" in term["logs"]["after_kill"]
+
+
+def test_an_extension_for_one_student_counts_everywhere(term):
+    course, logs = term["course"], term["logs"]
+    late = rows(course, "grades-eve-late.csv")["eve"]
+    assert (late["status"], float(late["late_submission_penalty"]), float(late["score"])) == ("late", 0.4, 3.6), late
+    rc, out = logs["extend"]
+    assert rc == 0 and "eve 02-precision: late penalty 0.4 -> 0" in out, out
+    rc, out = logs["extend_typo"]
+    assert rc == 2 and "no student 'evee'" in out and "eve" in out, out
+    eve = rows(course, "grades-extended.csv")["eve"]
+    assert (eve["status"], float(eve["late_submission_penalty"]), float(eve["score"])) == ("graded", 0.0, 4.0), eve
+    assert eve["duedate"].startswith("2026-12-02 12:00"), eve
+    assert rows(course, "grades-extended.csv")["ada"]["duedate"].startswith("2026-11-30 12:00")
+    assert (logs["fg_eve"]["score"], logs["fg_eve"]["late_submission_penalty"]) == pytest.approx((3.0, 0.0))
+    later = rows(course, "grades-extended-later.csv")["eve"]
+    assert (later["status"], float(later["manual_score"]), float(later["late_submission_penalty"]),
+            float(later["score"])) == ("graded", 1.0, 0.0, 3.0), later
+    page = course / "feedback" / "eve" / A / f"{A}.html"
+    assert page_numbers(page) == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
+
+
+def test_a_course_folder_copied_out_of_the_repository_says_where_its_sources_are(term):
+    rc, out, kept = term["logs"]["alone"]
+    assert rc != 0 and "the instructor's sources are not at" in out and "TC_SOURCE_DIR=" in out, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    assert kept
