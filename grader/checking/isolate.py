@@ -10,7 +10,6 @@ where nbgrader would zero the cell.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import pickle
 import subprocess
@@ -21,6 +20,7 @@ import traceback
 
 import numpy as np
 
+from grader.checking import child_pickle
 from grader.runtime import errors, proctree, sandbox
 
 BAND = 256  # elements of canary on each side of every GPU buffer
@@ -404,35 +404,6 @@ def _child_main(job_fd: int, result_fd: int, parent: int = 0):
 
 
 # ---------------------------------------------------------------------------- the parent
-class _Unpickler(pickle.Unpickler):
-    """What the child sends, read without letting it name any callable but these: NumPy arrays
-    and scalars, and the course's own error and location classes (pickle's "restricting
-    globals"). The child runs student code (the emulator's runner is a grandchild, sandboxed
-    under autograde, but defence in depth): a crafted pickle must not run code here."""
-
-    NUMPY = {"_reconstruct", "scalar", "ndarray", "dtype", "_frombuffer"}
-
-    def find_class(self, module, name):
-        if "." in name:  # protocol 4 resolves a dotted name attribute by attribute: from an allowed
-            # module to anything (grader.runtime.errors' `dataclass.__builtins__.get` is eval's getter)
-            raise pickle.UnpicklingError(f"the kernel's process sent a forbidden object ({module}.{name})")
-        if module.split(".")[0] == "numpy" and (name in self.NUMPY or name.endswith("DType")):
-            return super().find_class(module, name)
-        if module == "grader.runtime.errors":
-            found = super().find_class(module, name)
-            if isinstance(found, type) and found.__module__ == module:  # its own classes, nothing it imported
-                return found
-        if module == "builtins" and name in ("set", "frozenset", "complex", "slice", "range"):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"the kernel's process sent a forbidden object ({module}.{name})")
-
-
-def _recv(conn):
-    return _Unpickler(io.BytesIO(conn.recv_bytes())).load()
-
-
-
-
 # Seconds this process spent in each step of its kernel runs, added up (the trusted grader
 # reports them with its result: course/README.md, "where a submission's time goes").
 PHASES: dict[str, float] = {}
@@ -493,7 +464,7 @@ def run(job: dict, *, compile_timeout: float, case_timeout: float, perf_timeout:
                 result["stopped"] = f"no answer after {limit:.0f} s"
                 break
             try:
-                msg = _recv(parent)
+                msg = child_pickle.recv(parent)
             except pickle.UnpicklingError as e:
                 result["error"] = errors.KernelFault("crash", f"the process running your kernel sent something "
                                                               f"that is not a result: {e}")

@@ -61,6 +61,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from grader.classroom import cohort_concurrency as concurrency
+from grader.classroom import cohort_refusals as refusals
 from grader.classroom import phases, regrade
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
@@ -288,45 +289,6 @@ def forget(course: Course, assignment: str, student: str) -> None:
     _set_pending(course, assignment, pending(course, assignment) | {student})
 
 
-class _Say:
-    """A log for the course's helpers that print what they do (the cohort has no nbgrader log)."""
-
-    def __init__(self, out):
-        self.out = out
-
-    def _say(self, msg, *args):
-        print("cohort: " + (msg % args if args else msg), file=self.out, flush=True)
-
-    error = warning = info = _say
-
-
-def refuse_oversized(course: Course, assignment: str, students: list[str], out=sys.stderr) -> list[str]:
-    """The hand-ins past the limits on files or bytes of a hand-in folder (grader.classroom.handin_check),
-    refused here as plain autograde refuses them, before anything of them is packed for a job (the
-    pack is read whole in this process, the one that sends every job, and written whole on a
-    worker): recorded in the gradebook, grades.csv and their feedback page, with the reason."""
-    from types import SimpleNamespace
-
-    from nbgrader.api import Gradebook
-
-    from grader.classroom import handin_check
-
-    refused = {}
-    for s in students:
-        try:
-            handin_check.check_folder(course.path("submitted_directory", s, assignment))
-        except handin_check.Rejected as e:
-            refused[s] = str(e)
-    if refused:
-        here = SimpleNamespace(coursedir=course.coursedir, create_student=True, log=_Say(out))
-        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-            for s in refused:
-                handin_check.submission_rows(here, gb, assignment, s)
-        for s, why in refused.items():
-            handin_check.refuse(here, assignment, s, why)
-    return list(refused)
-
-
 # ------------------------------------------------------------------ the command
 def _same(x):
     return x
@@ -356,16 +318,11 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     from grader.classroom.sandbox_kernel import private_paths
 
     check_released(course, assignment)
-    # as plain autograde does before it reads submitted/ (grader.classroom.hardening): a link a hand-in
-    # left (its folder a link to a classmate's) is removed, never followed into a job's pack
-    from grader.classroom.hardening import sanitize_students
-
-    sanitize_students(Path(course.coursedir.format_path(course.coursedir.submitted_directory, ".", ".")), assignment,
-                      _Say(out))
+    refusals.sanitize(course, assignment, out)
     students = submissions(course, assignment, pattern)
     skipped = [s for s in students if is_done(course, assignment, s, force)]
     todo = [s for s in students if s not in skipped]
-    refused = refuse_oversized(course, assignment, todo, out)
+    refused = refusals.refuse_oversized(course, assignment, todo, out)
     todo = [s for s in todo if s not in refused]
     sizing = bool(engine.auto and engine.groups)
     where = (f"on {len(engine.groups)} GPU(s): the first submission on each alone, then as many jobs per GPU as it "

@@ -230,7 +230,7 @@ def test_emulated_native_code_cannot_write_outside_under_grading(tmp_path, monke
 
 # ---------------------------------------------------------------- results from the kernel's process
 def test_results_cannot_carry_code():
-    from grader.checking.isolate import _Unpickler
+    from grader.checking.child_pickle import Unpickler as _Unpickler
 
     class Evil:
         def __reduce__(self):
@@ -263,7 +263,7 @@ def _stack_global(module: str, name: str, *calls: str) -> bytes:
 def test_results_cannot_reach_code_through_an_allowed_module(module, name, tmp_path):
     """Protocol 4 resolves a dotted global name attribute by attribute: from the course's error
     module to builtins' eval (it ran `os.system` in the grading process before)."""
-    from grader.checking.isolate import _Unpickler
+    from grader.checking.child_pickle import Unpickler as _Unpickler
 
     mark = tmp_path / "pwned"
     payload = _stack_global(module, name, "eval", f"open({str(mark)!r}, 'w').write('x')")
@@ -273,7 +273,7 @@ def test_results_cannot_reach_code_through_an_allowed_module(module, name, tmp_p
 
 
 def test_the_kernels_errors_still_come_back():
-    from grader.checking.isolate import _Unpickler
+    from grader.checking.child_pickle import Unpickler as _Unpickler
     from grader.runtime import errors
 
     where = errors.FaultLocation(thread=(1, 0, 0), block=(0, 2, 0), argument="C", index=7)
