@@ -150,18 +150,27 @@ def resolve(course: Course, name: str) -> str:
     return hits[0]
 
 
-def check_released(course: Course, assignment: str) -> None:
-    """The gradebook must know the assignment (nbgrader generate_assignment), as plain autograde requires."""
+def released(course: Course, assignment: str) -> None:
+    """The gradebook must know the assignment (nbgrader generate_assignment), as plain autograde requires:
+    ValueError saying what to run where it does not."""
     from nbgrader.api import Gradebook, MissingEntry
 
     if not course.db_path.exists():
-        raise SystemExit(f"cohort: no gradebook in {course.root}: run `nbgrader generate_assignment {assignment}` first")
+        raise ValueError(f"no gradebook in {course.root}: run `nbgrader generate_assignment {assignment}` first")
     with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
         try:
             gb.find_assignment(assignment)
         except MissingEntry:
-            raise SystemExit(f"cohort: no assignment '{assignment}' in the gradebook: run "
+            raise ValueError(f"no assignment '{assignment}' in the gradebook: run "
                              f"`nbgrader generate_assignment {assignment}` first") from None
+
+
+def check_released(course: Course, assignment: str) -> None:
+    """released(), stopping the cohort command with its message."""
+    try:
+        released(course, assignment)
+    except ValueError as e:
+        raise SystemExit(f"cohort: {e}") from None
 
 
 def submissions(course: Course, assignment: str, pattern: str = "*") -> list[str]:

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from grader.classroom import standing
-from grader.classroom.cohort import load_course, resolve
+from grader.classroom.cohort import load_course, released, resolve
 from grader.classroom.handin_time import parse_time
 from grader.classroom.workflow import ROOT
 
@@ -87,18 +87,15 @@ def set_due_dates(course, schedule: list[tuple[str, ...]]) -> list[str]:
 def extend(course, name: str, student: str, date: str) -> list[str]:
     """Give `student` their own due date for one assignment (an extension; `none` takes it back), kept in
     the term's record (.term.json) and read wherever a due date counts for that student; what it changed."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
     assignment = resolve(course, name)
     due = None if date.strip().lower() == "none" else parse_time(date, f"{assignment} extension for {student}")
-    if not course.db_path.exists():
-        raise ValueError(f"no gradebook in {course.root}: run `nbgrader generate_assignment {assignment}` first")
+    try:
+        released(course, assignment)
+    except ValueError as e:
+        raise ValueError(f"{e} (nothing was changed)") from None
     with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-        try:
-            gb.find_assignment(assignment)
-        except MissingEntry:
-            raise ValueError(f"{assignment} has not been generated yet: run `nbgrader generate_assignment "
-                             f"{assignment}` first (nothing was changed)") from None
         known = standing.everyone(gb, course.coursedir)
         if due is not None and student not in known:
             raise ValueError(f"no student '{student}' in the gradebook or submitted/ (add them first: `nbgrader db "
