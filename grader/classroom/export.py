@@ -17,7 +17,7 @@ nbgrader's: `manual_score` (points given by hand, when any), `status` and `check
     not submitted    nothing handed in: 0, as nbgrader counts it
     check            what to doubt: a hand-in time that disagrees with the collection's record, one
                      before the assignment opened or unreadable (grader.classroom.handin_time),
-                     a maximum that changed since grading
+                     a maximum that changed since grading, another student id that differs only in case
 """
 from __future__ import annotations
 
@@ -48,10 +48,21 @@ def rows(gradebook, coursedir, assignments=(), students=(), log=None) -> list[di
             if log is not None:
                 log.warning("%s: the gradebook's penalties were out of date, now recomputed: %s", assignment.name,
                             "; ".join(changed))
-        for sid in standing.everyone(gradebook, coursedir):
+        everyone = standing.everyone(gradebook, coursedir)
+        # nbgrader tells "Alice" from "alice" (an LMS's folder against the roster): two rows, one
+        # person's hand-in perhaps under the other id, the other row 0 for nothing handed in
+        alike = {}
+        for sid in everyone:
+            alike.setdefault(sid.casefold(), []).append(sid)
+        for sid in everyone:
             if students and sid not in students:
                 continue
             row = standing.of(gradebook, coursedir, assignment, sid, records).row()
+            twins = [t for t in alike[sid.casefold()] if t != sid]
+            if twins:
+                row["check"] = "; ".join(filter(None, [row.get("check"), (
+                    f"another student id differs only in case ({', '.join(twins)}): nbgrader counts them as two "
+                    "students; if they are one person, rename the hand-in's folder to the roster's id")]))
             who = people.get(sid)
             row.update(last_name=getattr(who, "last_name", None) or "", first_name=getattr(who, "first_name", None) or "",
                        email=getattr(who, "email", None) or "")

@@ -446,3 +446,15 @@ def test_a_file_time_past_the_calendar_is_no_time():
         (Path(d) / "timestamp.txt").write_text("2026-11-20 11:00 UTC")
         t = of_handin(Path(d), "ann", "A")
         assert str(t.at) == "2026-11-20 11:00:00" and not t.flags
+
+
+def test_export_flags_student_ids_that_differ_only_in_case(tmp_path):
+    """An LMS's folder "Ann" beside the roster's "ann": nbgrader grades two students, one of them 0 for
+    nothing handed in; both rows say so in `check` (h-term, 2026-11-28), the others say nothing."""
+    url = _gradebook(tmp_path)
+    with Gradebook(url) as gb:
+        gb.add_student("Ann")
+        gb.add_submission("A", "Ann")
+        got = {r["student_id"]: r for r in export.rows(gb, _coursedir(tmp_path))}
+    assert "differs only in case (ann)" in got["Ann"]["check"] and "differs only in case (Ann)" in got["ann"]["check"]
+    assert "differs only in case" not in got["bob"]["check"] + got["cid"]["check"]
