@@ -273,16 +273,20 @@ def test_on_a_gpu_both_counts_must_hold(monkeypatch, src, gpu, want):
         assert "ncu is not available" in item.message
 
 
+def _mma_on(value: str) -> str:
+    """A warp's full count of mma_sync on fragments filled with `value`, into accumulator c."""
+    return (
+        "    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;\n"
+        "    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;\n"
+        "    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;\n"
+        "    wmma::fill_fragment(a, __float2half({value}f));\n"
+        "    wmma::fill_fragment(b, __float2half({value}f));\n"
+        "    wmma::fill_fragment(c, 0.0f);\n"
+        "    for (int k = 0; k < K; k += 16) wmma::mma_sync(c, a, b, c);\n").replace("{value}", value)
+
+
 # the tensor-core work done in full, but on zero fragments, beside a CUDA-core result
-ZERO_FRAGMENTS = (_HEAD + 'extern "C" __global__' + _SIG + """{
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-    wmma::fill_fragment(a, __float2half(0.0f));
-    wmma::fill_fragment(b, __float2half(0.0f));
-    wmma::fill_fragment(c, 0.0f);
-    for (int k = 0; k < K; k += 16) wmma::mma_sync(c, a, b, c);
-""" + SCALAR + "}\n")
+ZERO_FRAGMENTS = _HEAD + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("0.0") + SCALAR + "}\n"
 # the real tiles through mma_sync, the accumulator thrown away, the answer from CUDA cores
 DISCARDED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n"
              + _BODY.replace("wmma::store_matrix_sync", "if (K < 0) wmma::store_matrix_sync") + SCALAR + "}\n")
@@ -297,16 +301,9 @@ ONLY_WHERE_WATCHED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M == 
 # the answer from CUDA cores, scaled by what mma_sync on fragments of ones gives (K, or 2K in the
 # probe run, whose doubling is the same for every product): every element "depends on" the tensor
 # cores, none came from them (h-red, session 12: PASSED 1/1 on the emulator; NOT FIXED)
-SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + """{
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-    wmma::fill_fragment(a, __float2half(1.0f));
-    wmma::fill_fragment(b, __float2half(1.0f));
-    wmma::fill_fragment(c, 0.0f);
-    for (int k = 0; k < K; k += 16) wmma::mma_sync(c, a, b, c);
-    const float scale = c.x[0] / (float)K;
-""" + SCALAR.replace("C[i * N + j] = s;", "C[i * N + j] = s * scale;") + "}\n")
+SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("1.0")
+                      + "    const float scale = c.x[0] / (float)K;\n"
+                      + SCALAR.replace("C[i * N + j] = s;", "C[i * N + j] = s * scale;") + "}\n")
 
 
 @pytest.mark.parametrize("name,src", [

@@ -46,20 +46,34 @@ HANDIN_MB = 64  # the hand-in limit set for this course (TC_LIMIT_HANDIN_MB), so
 BIG_MB = 200  # the big-file hand-in's one extra file (sparse: no disk until something copies it)
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    root = classroom.new_course(tmp_path_factory.mktemp("extras") / "course")
+def _released_with_alice(tmp_path_factory, name: str):
+    """A new course with A released and alice's honest hand-in: (root, hand_in), hand_in(student, nb)
+    handing in `nb` (by default the untouched release) and returning the student's folder."""
+    root = classroom.new_course(tmp_path_factory.mktemp(name) / "course")
     classroom.release(root, A)
     release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
-    work = tmp_path_factory.mktemp("extras-work")
-    classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
-    untouched = lambda: trim(nbformat.read(release_nb, as_version=4))  # noqa: E731
-    for student, text in STAMPS.items():
-        folder = classroom.submit(root, student, A, [write_submission(work, student, A, untouched())])
-        (folder / "timestamp.txt").write_text(text)
-    folder = classroom.submit(root, "big-file", A, [write_submission(work, "big-file", A, untouched())])
-    with open(folder / "data.bin", "wb") as f:
+    work = tmp_path_factory.mktemp(f"{name}-work")
+
+    def hand_in(student, nb=None):
+        nb = trim(nbformat.read(release_nb, as_version=4)) if nb is None else nb
+        return classroom.submit(root, student, A, [write_submission(work, student, A, nb)])
+
+    hand_in("alice", trimmed_solution(A))
+    return root, hand_in
+
+
+def _big_file(hand_in):
+    """The big-file hand-in: the untouched release and one sparse file of BIG_MB."""
+    with open(hand_in("big-file") / "data.bin", "wb") as f:
         f.truncate(BIG_MB << 20)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root, hand_in = _released_with_alice(tmp_path_factory, "extras")
+    for student, text in STAMPS.items():
+        (hand_in(student) / "timestamp.txt").write_text(text)
+    _big_file(hand_in)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TC_LIMIT_HANDIN_MB", str(HANDIN_MB))
         graded = classroom.nbgrader(root, "autograde", A, "--create", check=False)
@@ -107,18 +121,10 @@ def test_a_hand_in_far_larger_than_needed_is_refused_alone(course):
 @pytest.fixture(scope="module")
 def cohort_course(tmp_path_factory):
     """alice and the big-file hand-in, graded by the cohort command (one worker, the emulator)."""
-    root = classroom.new_course(tmp_path_factory.mktemp("extras-cohort") / "course")
-    classroom.release(root, A)
-    release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
-    work = tmp_path_factory.mktemp("extras-cohort-work")
-    classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
-    folder = classroom.submit(root, "big-file", A, [write_submission(
-        work, "big-file", A, trim(nbformat.read(release_nb, as_version=4)))])
-    with open(folder / "data.bin", "wb") as f:
-        f.truncate(BIG_MB << 20)
+    root, hand_in = _released_with_alice(tmp_path_factory, "extras-cohort")
+    _big_file(hand_in)
     # a notebook nothing can grade: refused by the job's nbgrader (grader/classroom/handin_check.py)
-    folder = classroom.submit(root, "nbformat-99", A, [write_submission(
-        work, "nbformat-99", A, trim(nbformat.read(release_nb, as_version=4)))])
+    folder = hand_in("nbformat-99")
     data = json.loads((folder / f"{A}.ipynb").read_text())
     (folder / f"{A}.ipynb").write_text(json.dumps(dict(data, nbformat=99)))
     # a hand-in that is a link to a classmate's (an unzipped archive keeps links): her work as its own
@@ -211,18 +217,15 @@ def _peak_rss_mb(argv: list[str], cwd: Path, env: dict) -> tuple[subprocess.Comp
 
 @pytest.fixture(scope="module")
 def floods(tmp_path_factory):
-    root = classroom.new_course(tmp_path_factory.mktemp("extras-floods") / "course")
-    classroom.release(root, A)
+    root, hand_in = _released_with_alice(tmp_path_factory, "extras-floods")
     release_nb = sorted((root / "release" / A).glob("*.ipynb"))[0]
-    work = tmp_path_factory.mktemp("extras-floods-work")
-    classroom.submit(root, "alice", A, [write_submission(work, "alice", A, trimmed_solution(A))])
     for student, code in FLOODS.items():
         nb = trim(nbformat.read(release_nb, as_version=4))
         first, *more = code.split("\n# %% cell\n")
         add_code(nb, first)
         at = answer_cell(nb) + 1
         nb.cells[at:at] = [nbformat.v4.new_code_cell(c) for c in more]
-        classroom.submit(root, student, A, [write_submission(work, student, A, nb)])
+        hand_in(student, nb)
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
                TC_SOURCE_DIR=(root / ".source").read_text())
     graded, peak = _peak_rss_mb([sys.executable, "-m", "nbgrader", "autograde", A, "--create"], root, env)
