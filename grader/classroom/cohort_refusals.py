@@ -20,30 +20,17 @@ class Say:
 
 
 def refuse_oversized(course, assignment: str, students: list[str], out=sys.stderr) -> list[str]:
-    """The hand-ins past the limits on files or bytes of a hand-in folder (grader.classroom.handin_check),
-    refused here as plain autograde refuses them, before anything of them is packed for a job (the
-    pack is read whole in this process, the one that sends every job, and written whole on a
-    worker): recorded in the gradebook, grades.csv and their feedback page, with the reason."""
+    """The hand-ins past the limits on files or bytes of a hand-in folder, refused here as plain
+    autograde refuses them (grader.classroom.handin_check.refuse_oversized), before anything of them is
+    packed for a job (the pack is read whole in this process, the one that sends every job, and
+    written whole on a worker)."""
     from types import SimpleNamespace
-
-    from nbgrader.api import Gradebook
 
     from grader.classroom import handin_check
 
-    refused = {}
-    for s in students:
-        try:
-            handin_check.check_folder(course.path("submitted_directory", s, assignment))
-        except handin_check.Rejected as e:
-            refused[s] = str(e)
-    if refused:
-        here = SimpleNamespace(coursedir=course.coursedir, create_student=True, log=Say(out))
-        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-            for s in refused:
-                handin_check.submission_rows(here, gb, assignment, s)
-        for s, why in refused.items():
-            handin_check.refuse(here, assignment, s, why)
-    return list(refused)
+    here = SimpleNamespace(coursedir=course.coursedir, create_student=True, log=Say(out))
+    return [s for s in students
+            if handin_check.refuse_oversized(here, assignment, s, course.path("submitted_directory", s, assignment))]
 
 
 def sanitize(course, assignment: str, out=sys.stderr) -> None:

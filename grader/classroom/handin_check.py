@@ -279,20 +279,28 @@ def check_folder(folder: Path) -> None:
                        "(TC_LIMIT_HANDIN_MB): a hand-in needs its notebook and the files it reads")
 
 
-def check_before_copy(converter, assignment: str, student: str) -> None:
-    """In nbgrader's Autograde.init_assignment, before it copies the hand-in's files anywhere: a
-    folder past the limits on files or bytes is refused for this student alone (recorded in the
-    gradebook, grades.csv and a feedback page as any refused hand-in) and raised."""
+def refuse_oversized(converter, assignment: str, student: str, folder: Path) -> str | None:
+    """A hand-in folder past the limits on files or bytes, refused for this student alone (recorded in
+    the gradebook, grades.csv and a feedback page as any refused hand-in): why, or None."""
     from nbgrader.api import Gradebook
 
     try:
-        check_folder(Path(converter._format_source(assignment, student)))
+        check_folder(folder)
     except Rejected as e:
         with Gradebook(converter.coursedir.db_url, converter.coursedir.course_id) as gb:
             known = submission_rows(converter, gb, assignment, student)
         if known:
             refuse(converter, assignment, student, str(e))
-        raise
+        return str(e)
+    return None
+
+
+def check_before_copy(converter, assignment: str, student: str) -> None:
+    """In nbgrader's Autograde.init_assignment, before it copies the hand-in's files anywhere: a
+    folder past the limits is refused (refuse_oversized) and raised, stopping this student only."""
+    why = refuse_oversized(converter, assignment, student, Path(converter._format_source(assignment, student)))
+    if why:
+        raise Rejected(why)
 
 
 def submission_rows(converter, gb, assignment: str, student: str) -> bool:
