@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 from grader.checking import compile_cache
-
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+from grader.runtime.sandbox import THREAD_VARS
 
 
 def gpu_ids(spec: str) -> list[str]:

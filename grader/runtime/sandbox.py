@@ -235,16 +235,41 @@ def _drop_uid() -> int | None:
     return int(fixed) if fixed.isdigit() else UID_BASE + os.getpid() % 100_000_000
 
 
-def _uid_processes(uid: int) -> int:
+def _uid_tasks(uid: int) -> int:
+    """Threads of `uid` now: what RLIMIT_NPROC counts (every thread, not every process). A grader
+    run by an ordinary user holds many (on a 64-core host each Python that imports NumPy starts
+    64 OpenBLAS threads), so a limit of "processes + the processes it has" was below what it
+    already had, and every sandbox failed to start (seen on 4 H200s, 2026-11-28)."""
     n = 0
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 if os.stat(f"/proc/{d}").st_uid == uid:
-                    n += 1
+                    n += len(os.listdir(f"/proc/{d}/task"))
             except OSError:
                 pass
     return n
+
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_pools(processes: int, env: dict | None = None) -> dict[str, str]:
+    """Thread-pool sizes for a sandbox allowed `processes` threads in all: an eighth of them at most
+    (and no more than the cores, or than what is already asked), since NumPy's OpenBLAS starts one
+    thread per core in every process that imports it; on a 64-core host under a limit of 64 the
+    honest solution's checks failed to start threads and scored 0 (4 H200s, 2026-11-28)."""
+    env = os.environ if env is None else env
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    cap = max(1, min(cores, processes // 8))
+    out = {}
+    for k in THREAD_VARS:
+        v = str(env.get(k, ""))
+        out[k] = str(min(cap, int(v))) if v.isdigit() and int(v) > 0 else str(cap)
+    return out
 
 
 _FEATURES: dict[str, set] = {}
@@ -382,8 +407,9 @@ class Box(Watch):
         inside = ["@HANDOFF_FD@" if self._handoff else "-", "-" if self.uid is None else str(self.uid)]
         a += ["--", sys.executable, "-I", "-S", "-c", INSIDE, *inside, *cmd]
         lim = self.limits
-        nproc = lim.processes + (_uid_processes(os.geteuid()) if self.uid is None else 0)
-        spec = dict(argv=a, env={"HOME": "/tmp", **self.env, "TC_INSIDE_SANDBOX": "1"}, unset=self.unset,
+        nproc = lim.processes + (_uid_tasks(os.geteuid()) if self.uid is None else 0)
+        spec = dict(argv=a, env={"HOME": "/tmp", **self.env, **thread_pools(lim.processes, {**os.environ, **self.env}),
+                                  "TC_INSIDE_SANDBOX": "1"}, unset=self.unset,
                     seccomp=seccomp_no_sysv_shm().hex() if "@SECCOMP_FD@" in a else "", env_exact=sorted(ENV_EXACT),
                     env_prefixes=list(ENV_PREFIXES), handoff=self._handoff.getsockname() if self._handoff else "",
                     rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, RLIMIT_NPROC=nproc, RLIMIT_FSIZE=lim.file_mb << 20,

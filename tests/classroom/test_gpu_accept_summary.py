@@ -62,3 +62,40 @@ def test_an_assignment_without_its_row_fails(tmp_path):
     (work / "ag").mkdir(parents=True)
     (work / "ag" / "AUTOGRADE.md").write_text(_table([(a, False) for a in SOLUTIONS[:-1]]))
     assert _rows(tmp_path, work, "ag") == {"ag": "FAIL"}
+
+
+def _stand_in_repo(tmp_path) -> Path:
+    """gpu-accept beside a stand-in gpu-record that says what its job was given, and three
+    assignments: the CPU runs the real script's job building, no GPU needed."""
+    repo = tmp_path / "repo"
+    (repo / ".ci").mkdir(parents=True)
+    (repo / ".ci" / "gpu-accept").write_text((ROOT / ".ci" / "gpu-accept").read_text())
+    (repo / ".ci" / "site.sh").write_text("site_wheels() { return 1; }\nsite_cu12() { return 1; }\n")
+    (repo / ".ci" / "gpu-record").write_text('#!/bin/sh\nmkdir -p "$1"\n'
+                                             'echo "job $2 NOTEBOOKS=[$NOTEBOOKS] PART=[$TC_GPU_PART]"\n')
+    for f in ("gpu-accept", "gpu-record"):
+        (repo / ".ci" / f).chmod(0o755)
+    for a in ("00-a", "01-b", "02-c"):
+        (repo / "solutions" / a).mkdir(parents=True)
+    return repo
+
+
+@pytest.mark.parametrize("env, want", [
+    ({"NB_PARTS": "2"}, {"solutions and (00-a or 02-c)", "solutions and (01-b)"}),
+    ({}, {"solutions and (00-a 01-b 02-c)".replace(" 01", " or 01").replace(" 02", " or 02")}),
+    ({"ASSIGNMENTS": "02-c"}, {"solutions and (02-c)"})])
+def test_native_notebook_jobs_are_given_their_notebooks(tmp_path, env, want):
+    """An nb job's notebooks reach gpu-record as NOTEBOOKS, never as a part of the GPU tests: on 4
+    H200s (2026-11-28) every nb job got an empty -k expression and ran nothing."""
+    import tarfile
+
+    repo = _stand_in_repo(tmp_path)
+    out = tmp_path / "out"
+    r = subprocess.run([".ci/gpu-accept", str(out), "nb"], cwd=repo, capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "GPUS": "1", **env})
+    assert (out / "record.tgz").exists(), r.stdout[-2000:] + r.stderr[-2000:]
+    with tarfile.open(out / "record.tgz") as t:
+        said = [t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith(".out")]
+    jobs = [re.search(r"NOTEBOOKS=\[(.*)\] PART=\[(.*)\]", s) for s in said]
+    assert all(jobs) and all(j[2] == "" for j in jobs), said
+    assert {j[1] for j in jobs} == want, said
