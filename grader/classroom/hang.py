@@ -120,6 +120,17 @@ def zombies() -> list[str]:
     return out
 
 
+def ours(found: list[str]) -> list[str]:
+    """The zombies this process could have left: under it, or orphaned to pid 1 (where a
+    sandbox's init went before its launcher reaped it). Another job's child waiting for its busy
+    parent is not ours: .ci/gpu-accept runs steps side by side on one machine, and on 4 H200s
+    (2026-11-28) the illegal-address scenario counted a neighbour's passing zombie."""
+    from grader.runtime import proctree
+
+    mine = {os.getpid(), 1, *proctree.descendants(os.getpid())}
+    return [z for z in found if int(z.split()[1]) in mine]
+
+
 def wait_idle(t0: float, zombies_before: list[str]) -> dict:
     """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen
     (zombies: those that were not there before the scenario)."""
@@ -132,7 +143,7 @@ def wait_idle(t0: float, zombies_before: list[str]) -> dict:
         seen = None
     idle = None if seen is None else round(time.monotonic() - t0, 1)
     seen = seen or gpu_state()
-    seen["zombies"] = [z for z in seen["zombies"] if z not in zombies_before]
+    seen["zombies"] = [z for z in ours(seen["zombies"]) if z not in zombies_before]
     return dict(idle_s=idle, **seen)
 
 

@@ -23,10 +23,17 @@ import pytest
 
 import early
 from grader.classroom import workflow as classroom
+from grader.runtime import device
 from redteam import add_code, answer_cell, require_sandbox, trim, trimmed_solution, write_submission
 from redteam import path_digest as digest
 
 pytestmark = pytest.mark.slow
+
+# the submission's memory limit here: small, so the memory cheats reach it quickly, but above what an
+# honest check holds. On a GPU a CUDA context's host memory alone took an honest check past 1024 MB
+# (4 H200s, 2026-11-28: alice stopped at "more than 1024 MB ... together", 0 points), hence more there;
+# the cheats scale with it.
+TOTAL_MB = 8192 if device.has_gpu() else 1024
 
 A = "01-memory-layout"  # Python answers (index functions) and a kernel
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,7 +179,7 @@ try:
 except OSError as e:
     print("/dev/shm refused", e)
 held = []
-for i in range(100):
+for i in range(100 * TOTAL_MB // 1024):
     try:
         fd = os.memfd_create("m")
         os.write(fd, b"x" * (15 << 20))
@@ -182,7 +189,7 @@ for i in range(100):
         break
 time.sleep(3)
 print("KEPT" + "ALL", len(held) * 15, "MB")
-""")
+""".replace("TOTAL_MB", str(TOTAL_MB)))
 
     def unlinked_files(nb):
         # files deleted while still open: no folder scan sees them, the disk still holds them
@@ -209,14 +216,14 @@ print("KEPT" + "ALL", len(held) * 8, "MB")
 import os, time
 for _ in range(6):
     if os.fork() == 0:
-        b = bytearray(400 << 20)
+        b = bytearray(min(400 * TOTAL_MB // 1024, 2900) << 20)  # under the 3072 MB a process
         for j in range(0, len(b), 4096):
             b[j] = 1
         time.sleep(30)
         os._exit(0)
 time.sleep(8)
 print("KEPT" + "ALL")
-""")
+""".replace("TOTAL_MB", str(TOTAL_MB)))
 
     def processes(nb):
         add_code(nb, """
@@ -343,7 +350,7 @@ def _grade_term(base: Path, env: dict, as_uid: int | None):
 def _env() -> dict:
     # small limits, so that exhausting them is quick here; the defaults are the guide's
     return {**os.environ, "TC_LIMIT_DISK_MB": "64", "TC_LIMIT_FILE_MB": "16", "TC_LIMIT_MEMORY_MB": "3072",
-            "TC_LIMIT_PROCESSES": "64", "TC_LIMIT_TEST_S": "6", "TC_LIMIT_TOTAL_MEMORY_MB": "1024",
+            "TC_LIMIT_PROCESSES": "64", "TC_LIMIT_TEST_S": "6", "TC_LIMIT_TOTAL_MEMORY_MB": str(TOTAL_MB),
             "TC_LIMIT_SHM_MB": "32"}
 
 
@@ -466,10 +473,10 @@ def test_limits_are_named_in_feedback(term):
     assert "reaching 64 MB (the limit" in _texts(course, "cheat-disk") or "File too large" in _texts(course, "cheat-disk")
     assert re.search(r"\] cheat-disk, [^\n]*reaching 64 MB \(the limit", term["log"]), term["log"][-3000:]
     # what the machine counts (issue #32): memfd, shared memory, deleted files, all processes together
-    assert "held more than 1024 MB of memory together" in _texts(course, "cheat-shared-memory")
+    assert f"held more than {TOTAL_MB} MB of memory together" in _texts(course, "cheat-shared-memory")
     assert "shmget -1 1" in _texts(course, "cheat-shared-memory")  # System V shared memory: refused (EPERM)
     assert "reaching 64 MB (the limit" in _texts(course, "cheat-unlinked-files")
-    assert "held more than 1024 MB of memory together" in _texts(course, "cheat-forked-memory")
+    assert f"held more than {TOTAL_MB} MB of memory together" in _texts(course, "cheat-forked-memory")
 
 
 # ----------------------------------------------------------------------------- fail closed

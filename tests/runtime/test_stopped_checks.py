@@ -200,3 +200,28 @@ def test_a_stopped_kernel_that_printed_is_told_about_its_printing():
     for h in (big, small):
         assert "printf" in h and "one thread" in h
         assert KernelTimeout.hint[1:] in h  # the loop hint kept, after the printing one
+
+
+def test_the_zombie_watch_counts_its_own_zombies_only(monkeypatch):
+    """The steps of .ci/gpu-accept share one machine: a zombie whose parent is another job's
+    (a child its busy parent has not reaped yet) is not this scenario's; one of its own, or one
+    orphaned to pid 1, is. (4 H200s, 2026-11-28: the illegal-address test failed on a neighbour's.)"""
+    from grader.classroom import hang
+
+    kid = os.fork()
+    if kid == 0:
+        os._exit(0)
+    try:
+        for _ in range(100):  # until it is <defunct>
+            if open(f"/proc/{kid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+            time.sleep(0.02)
+        own = [z for z in hang.zombies() if z.startswith(f"{kid} ")]
+        assert own, "the child did not become a zombie"
+        neighbour, orphan = "777777 999999 python3", "777778 1 bwrap"
+        monkeypatch.setattr(hang, "gpu_state", lambda: dict(procs={}, util=0, zombies=[*own, neighbour, orphan]))
+        got = hang.wait_idle(time.monotonic(), [])
+        assert got["idle_s"] is not None
+        assert set(got["zombies"]) == {*own, orphan}, got["zombies"]
+    finally:
+        os.waitpid(kid, 0)
