@@ -226,10 +226,10 @@ def measure_here(seconds: float = 1.0, out=print) -> list[str]:
     from grader.runtime.device import device_info
 
     info = device_info()
-    if info is None or info.cc < 90:
+    if info is None or info.cc != 90:  # sm_90a code runs on sm_90 only (the "a" features are not forward-compatible)
         here = "no GPU here" if info is None else f"this GPU is {info.arch}"
-        return [f"Not measured here ({here}): the kernel needs sm_90a (wgmma, TMA), and the CPU emulator refuses "
-                "TMA copies and mbarriers. The plot above is the record."]
+        return [f"Not measured here ({here}): the kernel is built for sm_90a (wgmma, TMA: an H100/H200), and the CPU "
+                "emulator refuses TMA copies and mbarriers. The plot above is the record."]
     if measuring.skip("the Hopper convolution's speed", "the plot above is the record"):
         return []
     variant = _record_variant()

@@ -12,6 +12,7 @@ import numpy as np
 
 from grader.problems import conv
 from grader.problems.tma_im2col import BLOCK_K, Variant, im2col_box, tensor_map_params, tile_start
+from grader.problems.tma_im2col import DEFAULT  # noqa: F401 - the kernel's default build: the notebook's TVM column
 from grader.runtime import kernels
 
 SMALL = (2, 64, 5, 7, 64, 3, 3, 1)  # N, C, H, W, K, R, S, pad: 70 output pixels, so a 64-pixel tile spans both images
@@ -51,8 +52,9 @@ def fetch(shape=SMALL, block_m: int = 64, m0: int = 0, tap=(0, 0), c0: int = 0) 
     """One im2col copy through the model: the tile of output pixels m0 .. m0 + block_m - 1, filter tap
     (r, s), channels c0 .. c0 + 63. Returns {"start", "offsets", "pixels": per row (n, h, w) read or
     None (a zero), "outside": per row None, "padding" or "past the last image", "padding_at": per row
-    the (n, h, w) outside the image it stands for, "equal": whether the copy equals the im2col
-    matrix's block (rows m0.., columns (r S + s) C + c0..), zero past M}."""
+    the (n, h, w) outside the image it stands for, "columns": the first and last column of the
+    im2col matrix it fills, "equal": whether the copy equals the im2col matrix's block (rows m0..,
+    those columns), zero past M}."""
     N, C, H, W, K, R, S, pad = shape
     r, s = tap
     p = tensor_map_params(*shape, Variant(block_m=block_m, block_n=64))
@@ -73,7 +75,7 @@ def fetch(shape=SMALL, block_m: int = 64, m0: int = 0, tap=(0, 0), c0: int = 0) 
     want = np.zeros_like(box)
     want[:len(a)] = a
     return dict(start=start, offsets=offsets, pixels=pixels, outside=outside, padding_at=padding_at, shape=shape,
-                m0=m0, tap=tap, c0=c0,
+                m0=m0, tap=tap, c0=c0, columns=((r * S + s) * C + c0, (r * S + s) * C + c0 + BLOCK_K - 1),
                 equal=bool(np.array_equal(box.view(np.uint16), want.view(np.uint16))))
 
 
