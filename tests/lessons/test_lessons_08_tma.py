@@ -188,13 +188,16 @@ def test_nothing_recorded_says_so(monkeypatch):
     assert "not measured yet" in fig.axes[0].texts[0].get_text()
 
 
-def test_the_course_record_has_both_rungs_at_every_layer():
+def test_the_course_record_has_both_rungs_paired_at_the_tvm_layer():
+    """The notebook's plot on any machine: kernels/RESULTS-conv.md as it is (a later run may time fewer
+    layers, cut short by its budget: the plot then lacks those bars, and says nothing false)."""
     rec = speed.recorded()
     assert rec is not None and rec["tma"] is not None and rec["wmma"] is not None
     for run in (rec["tma"], rec["wmma"]):
-        assert set(run["rows"]) == set(ct.LAYERS.values()) and all(r["ratio"] for r in run["rows"].values())
+        assert set(run["rows"]) <= set(ct.LAYERS.values()) and run["rows"][ct.TVM_SHAPE]["ratio"]
     assert rec["tma"]["probe"] is not None
-    assert len(speed.table_rows(rec)) == len(ct.LAYERS)
+    rows = speed.table_rows(rec)
+    assert [r["layer"] for r in rows] == list(ct.LAYERS) and rows[0]["wgmma+TMA / cuDNN"].endswith("x")
 
 
 # ---------------------------------------------------------------- the live cell
@@ -297,3 +300,18 @@ def test_the_producer_excerpt_is_the_kernels_one_thread_loop():
     order = [loop.index(s) for s in ("mbar_wait(empty", "mbar_expect_tx(full", "tma_load_im2col(", "tma_load_2d(")]
     assert order == sorted(order)
     assert "wgmma" not in loop  # the consumers' part is not in it
+
+
+def test_notebook_08_ends_with_the_hopper_section_and_grades_nothing_new():
+    from grader.classroom import notebook_file, notebooks
+
+    for root in (notebooks.SOLUTIONS, notebooks.STUDENT):
+        nb = notebook_file.read(root / "08-convolution" / "08-convolution.ipynb")
+        heads = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## ")]
+        last = nb.cells[heads[-1]:]
+        assert nb.cells[heads[-1]].source.startswith("## 9. Hopper"), root
+        code = "\n".join(c.source for c in last if c.cell_type == "code")
+        for call in ("TC.map_fields(", "TC.producer_loop()", "TC.fetch(", "TC.plot_fetch(", "CT.recorded()",
+                     "CT.plot(", "CT.takeaways(", "CT.measure_here("):
+            assert call in code, (root, call)
+        assert not any(c.metadata.get("nbgrader") for c in last), "section 9 grades nothing"
