@@ -434,6 +434,24 @@ def _tf(flops: float, ms: float | None) -> str:
     return f"{flops / (ms * 1e-3) / 1e12:.0f}" if ms else "-"
 
 
+TIMING_HEADER = ("| layer | variant | ours ms | TFLOP/s | cuDNN ms | TFLOP/s | ours / cuDNN speed | sweep (ms) |",
+                 "|---|---|---|---|---|---|---|---|")
+
+
+def check_row(name: str, r: dict) -> str:
+    """One row of the correctness table: a variant at one shape (a CHECK line of its child)."""
+    return f"| {name} | {r['regs']} | {tuple(r['shape'])} | {r['detail']} |"
+
+
+def layer_row(name: str, r: dict) -> str:
+    """One row of the timing table (TIMING_HEADER): time_layer's result at one layer (notebook 08 reads them)."""
+    if "variant" not in r:
+        return f"| {name} | no right variant supports C={r['shape'][1]}, K={r['shape'][4]} | | | | | | |"
+    cudnn = f"{r['cudnn_ms']:.4f} | {_tf(r['flops'], r['cudnn_ms'])} | {r['ratio']:.2f}x" if "ratio" in r else "- | - | -"
+    sweep = ", ".join(f"{k}: {ms:.4f}" for k, ms in r["sweep"].items())
+    return f"| {name} | {r['variant']} | {r['ms']:.4f} | {_tf(r['flops'], r['ms'])} | {cudnn} | {sweep} |"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grader.bench.conv_tma", description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the Markdown report to this file")
@@ -524,7 +542,7 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
             continue
         ok, rows, why = check_variant(v, timeout=min(CHECK_TIMEOUT, left() - TIMING_RESERVE))
         for r in rows:
-            say(f"| {v.name} | {r['regs']} | {tuple(r['shape'])} | {r['detail']} |")
+            say(check_row(v.name, r))
         if why:
             say(f"| {v.name} | | | FAILED: {why} |")
         if not ok:
@@ -548,8 +566,8 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
     say("")
     say(base + ". Ours writes fp32 (cuDNN fp16). Ratio = cuDNN time / ours (> 1: faster). TFLOP/s = 2 M K R S C / time.")
     say("")
-    say("| layer | variant | ours ms | TFLOP/s | cuDNN ms | TFLOP/s | ours / cuDNN speed | sweep (ms) |")
-    say("|---|---|---|---|---|---|---|---|")
+    for line in TIMING_HEADER:
+        say(line)
     results = {}
     for name, shape in LAYERS.items():
         if left() < 20:
@@ -563,15 +581,9 @@ def report(info, variants=None, *, max_seconds: float = 1.5, budget: float = 0.0
             results[name] = {}
             continue
         results[name] = r
-        sweep = ", ".join(f"{k}: {ms:.4f}" for k, ms in r["sweep"].items())
-        if "variant" not in r:
-            say(f"| {name} | no right variant supports C={shape[1]}, K={shape[4]} | | | | | | |")
-            continue
-        say(f"| {name} | {r['variant']} | {r['ms']:.4f} | {_tf(r['flops'], r['ms'])} | "
-            f"{r.get('cudnn_ms', 0):.4f} | {_tf(r['flops'], r.get('cudnn_ms'))} | "
-            f"{r['ratio']:.2f}x | {sweep} |" if "ratio" in r else
-            f"| {name} | {r['variant']} | {r['ms']:.4f} | {_tf(r['flops'], r['ms'])} | - | - | - | {sweep} |")
-        out("RESULT " + json.dumps(r))
+        say(layer_row(name, r))
+        if "variant" in r:
+            out("RESULT " + json.dumps(r))
     tvm = results["TVM b256 14x14 256->512"]
     resnet = [results[n]["ratio"] for n in RESNET_LAYERS if "ratio" in results[n]]
     say("")
