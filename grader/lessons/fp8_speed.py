@@ -130,8 +130,11 @@ def measure_here(n: int = 2048, seconds: float = 1.5, out=print) -> list[str]:
     """On an sm_89+ GPU: the record's checks (at 256³ and its edge shapes), then its pairings of
     LIVE_PAIRS at n³, each `seconds` of alternating rounds; the rows as the record writes them.
     Elsewhere one line saying why nothing was timed (the plot above is then the record)."""
+    from grader.lessons import measuring
     from grader.runtime.device import device_info
 
+    if measuring.autograding():  # no grade reads it: the GPU's time goes to the grading
+        return [f"FP8 timing: {measuring.WHY}; the plot above is the record."]
     info = device_info()
     if info is None or info.cc < 89:
         here = "no GPU here" if info is None else f"this GPU is {info.arch}"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from grader.lessons import cuda_gemm, fast_gemm, measuring
+from grader.lessons import cuda_gemm, fast_gemm, fp8_speed, measuring
 
 
 @pytest.fixture
@@ -44,6 +44,14 @@ def test_timing_the_students_kernel_is_one_line_under_autograde(autograde, modul
     assert "not measured while nbgrader autogrades" in str(e.value) and capsys.readouterr().out == ""
 
 
+def test_the_fp8_pairings_are_not_measured_under_autograde(autograde, capsys):
+    """Notebook 11's live cell timed four FP8 pairings at 2048^3 in every hand-in's notebook run
+    on an sm_89+ GPU, where no grade reads them: now one line."""
+    lines = fp8_speed.measure_here(2048)
+    assert len(lines) == 1 and "not measured while nbgrader autogrades" in lines[0], lines
+    assert capsys.readouterr().out == ""
+
+
 def test_elsewhere_the_demos_measure(monkeypatch, capsys):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     assert not measuring.skip("anything") and capsys.readouterr().out == ""
@@ -56,7 +64,8 @@ def test_elsewhere_the_demos_measure(monkeypatch, capsys):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["03-cuda-core-gemm", "06-fast-wmma-gemm", "10-beyond-wmma"])
+@pytest.mark.parametrize("name", ["03-cuda-core-gemm", "06-fast-wmma-gemm", "08-convolution", "10-beyond-wmma",
+                                  "11-fp8-sparsity"])
 def test_on_a_gpu_an_autograded_notebook_skips_its_demos_and_runs_on(name, monkeypatch, tmp_path):
     """The GPU branch of the notebook's demo cells, as nbgrader autograde runs it: one line each,
     the recorded run drawn, no cell in error (what the formgrader shows the instructor)."""
@@ -75,7 +84,7 @@ def test_on_a_gpu_an_autograded_notebook_skips_its_demos_and_runs_on(name, monke
     NotebookClient(nb, km=km, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     demos = [c for c in nb.cells if c.cell_type == "code" and any(
-        k in c.source for k in ("measure_ladder(", "F.sweep()", "time_student("))]
+        k in c.source for k in ("measure_ladder(", "F.sweep()", "time_student(", "time_layers(", "measure_here("))]
     outs = [o for c in demos for o in c.get("outputs", [])]
     assert demos and not [o for o in outs if o.get("output_type") == "error"], os.linesep.join(
         f"{o.get('ename')}: {o.get('evalue')}" for o in outs if o.get("output_type") == "error")
