@@ -544,3 +544,26 @@ def test_a_manual_score_stands_on_the_result_it_was_given_against(tmp_path, capl
     assert "transpose's speed moved from 0.45 to 0.51" in caplog.text and "manual score 1.8 is cleared" in caplog.text
     with Gradebook(url) as gb:  # the record now is the result that counts
         assert scores.stored(gb, "A", "ann", "nb")["t1"]["score"] == pytest.approx(_graded_nb(0.51)[1])
+
+
+def test_a_cohort_job_brings_back_what_each_result_rests_on(tmp_path):
+    """The record ReconcileManualScores keeps travels from a cohort job's gradebook to the course's
+    (cohort_job._rows, cohort.merge): a cohort regrade judges a manual grade as autograde does."""
+    from grader.classroom import cohort_job, workflow
+
+    job = tmp_path / "job"
+    job.mkdir()
+    url = _gradebook(job)
+    nb, score = _graded_nb(0.45)
+    with Gradebook(url) as gb:
+        gb.find_grade("t1", "nb", "A", "ann").auto_score = score
+        gb.db.commit()
+    scores.ReconcileManualScores().preprocess(nb, _resources(url))
+    rows = cohort_job._rows(job / "gradebook.db", "A", "ann")
+    assert rows["notebooks"]["nb"]["graded_against"]["t1"]["handin"] == scores.fingerprint(nb)["t1"]["handin"]
+    root = workflow.new_course(tmp_path / "course")
+    _gradebook(root)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        cohort.merge(gb, cohort.load_course(root), "A", dict(student="ann", status="graded", rows=rows,
+                                                              autograded=None))
+        assert scores.stored(gb, "A", "ann", "nb") == rows["notebooks"]["nb"]["graded_against"]
