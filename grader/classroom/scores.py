@@ -182,7 +182,7 @@ class ReconcileManualScores(NbGraderPreprocessor):
                 why = what_changed(before, after, float(g.max_score or 0.0))
                 if why is None:
                     if before.get("score") != after["score"]:
-                        self.log.info("%s %s %s: the automatic score changed (%s -> %s) by timing noise only: "
+                        self.log.info("%s %s %s: the automatic score changed (%g -> %g) by timing noise only: "
                                       "the manual score %s stands", info["student"], info["assignment"], g.name,
                                       before.get("score"), g.auto_score, g.manual_score)
                     if "handin" not in before:

@@ -27,4 +27,5 @@ def test_two_runs_of_an_unchanged_kernel_differ_by_timing_noise_only(exercise_id
     print(f"{exercise_id}: ratio {a['ratio']:.4f} then {b['ratio']:.4f}, allowed +-{allow:.4f} "
           f"(spreads {a['kernel_spread']:.3f}+{a['baseline_spread']:.3f}, {b['kernel_spread']:.3f}+"
           f"{b['baseline_spread']:.3f}); score {runs[0]['score']:.4f} then {runs[1]['score']:.4f}")
+    assert abs(a["ratio"] - b["ratio"]) <= allow  # the premise, also where both sit below the floor
     assert scores.what_changed(runs[0], runs[1], runs[0]["verdicts"][0]["max_score"]) is None

@@ -47,7 +47,7 @@ def speed_item(ex, perf: dict, v: Verdict) -> Item:
         rate = (f"{nbytes / (perf['kernel_ms'] * 1e-3) / 1e9:.0f} GB/s vs "
                 f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
     # the spreads (IQR over median of each side's samples): this run's own noise, which a regrade's
-    # manual-score rule allows for (grader.classroom.scores.noise_only); points: what speed is worth
+    # manual-score rule allows for (grader.classroom.scores.speed_noise); points: what speed is worth
     v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
                    baseline_ms=perf["baseline_ms"], fraction=frac, points=ex.points_speed,
                    **{k: perf[k] for k in ("kernel_spread", "baseline_spread") if perf.get(k) is not None})
