@@ -52,8 +52,9 @@ CPU_ONLY = False
 # Late hand-ins lose this share of their score per started day past the due date (due dates:
 # `python -m grader.classroom.term schedule ...`); 100 makes any late hand-in a 0.
 LATE_PERCENT_PER_DAY = 10.0
-# A manual (formgrader) score on a cell whose automatic score changes on a regrade:
-# "clear" (the new automatic score counts; the log says so) or "keep".
+# A manual (formgrader) score on a cell whose automatic result changes on a regrade (the hand-in,
+# the test, a check's pass/fail, or the score by more than its speed timing noise; noise alone
+# never clears it): "clear" (the new automatic score counts; the log says so) or "keep".
 MANUAL_SCORE_ON_REGRADE = "clear"
 # Seconds a cell may run while autograding: one that awards no points, and a graded one.
 CELL_LIMIT_PLAIN, CELL_LIMIT_GRADED = 60, 120
@@ -88,7 +89,8 @@ c.GenerateAssignment.preprocessors = [
 # by the verdict of a fresh interpreter that reads the submission as text. nbgrader's own list,
 # with those two in place of Execute and just before SaveAutoGrades.
 # RememberScores / ReconcileManualScores around SaveAutoGrades: a manual score on a cell whose
-# automatic score changed is cleared (or kept, MANUAL_SCORE_ON_REGRADE) before penalties count.
+# automatic result changed beyond timing noise is cleared (or kept, MANUAL_SCORE_ON_REGRADE) before
+# penalties count (grader/classroom/scores.py).
 # SafeOutputs last: what is written to autograded/ is data (outputs sanitized, sizes capped).
 c.Autograde.autograde_preprocessors = [
     CourseExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, TrustedGrade, RememberScores,

@@ -240,7 +240,10 @@ def record(v) -> dict | None:
         return None
     import numbers
 
-    speed = {k: float(v.speed[k]) for k in ("ratio", "floor", "target", "kernel_ms", "baseline_ms")
+    # the spreads and points: what grader.classroom.scores needs to tell a regrade's timing noise
+    keys = ("ratio", "floor", "target", "kernel_ms", "baseline_ms", "fraction", "points", "kernel_spread",
+            "baseline_spread")
+    speed = {k: float(v.speed[k]) for k in keys
              if isinstance((v.speed or {}).get(k), numbers.Real)} or None  # NumPy's scalars too
     first = getattr(v.coach, "first", None)
     skipped = next((i.message for i in v.items if i.name == "speed" and i.status != "pass" and not speed), "")

@@ -279,6 +279,10 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
             for c in snb.comments:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
+            # what each cell's result rests on, as the job's ReconcileManualScores recorded it
+            from grader.classroom import scores
+
+            scores.store(gb, assignment, student, name, nbrow.get("graded_against") or {})
         gb.db.commit()
         # the hand-in's time and penalty as the course computes them (its record of times and the
         # assignment's opening are in the course, not in the job's scratch copy)

@@ -313,8 +313,11 @@ def _worker_name() -> str:
 def _rows(db: Path, assignment: str, student: str) -> dict | None:
     """What `nbgrader autograde` writes to the gradebook for one submission (Autograde.init_assignment,
     SaveAutoGrades, AssignLatePenalties): the submission's timestamp, each grade's auto_score and
-    needs_manual_grade, each comment's auto_comment, each notebook's late penalty."""
+    needs_manual_grade, each comment's auto_comment, each notebook's late penalty; and the course's
+    record of what each cell's result rests on."""
     from nbgrader.api import Gradebook, MissingEntry
+
+    from grader.classroom import scores
 
     with Gradebook(f"sqlite:///{db}") as gb:
         try:
@@ -327,7 +330,9 @@ def _rows(db: Path, assignment: str, student: str) -> dict | None:
                                      grades={g.name: dict(auto_score=g.auto_score, manual_score=g.manual_score,
                                                           needs_manual_grade=g.needs_manual_grade)
                                              for g in nb.grades},
-                                     comments={c.name: dict(auto_comment=c.auto_comment) for c in nb.comments})
+                                     comments={c.name: dict(auto_comment=c.auto_comment) for c in nb.comments},
+                                     # what each cell's result rests on (grader.classroom.scores)
+                                     graded_against=scores.stored(gb, assignment, student, nb.name))
                        for nb in sub.notebooks})
 
 

@@ -458,3 +458,112 @@ def test_export_flags_student_ids_that_differ_only_in_case(tmp_path):
         got = {r["student_id"]: r for r in export.rows(gb, _coursedir(tmp_path))}
     assert "differs only in case (ann)" in got["Ann"]["check"] and "differs only in case (Ann)" in got["ann"]["check"]
     assert "differs only in case" not in got["bob"]["check"] + got["cid"]["check"]
+
+
+# ---------------------------------------------------------------- timing noise on a regrade
+def _verdict(ratio: float | None, correct: bool = True, spread: float = 0.02) -> dict:
+    """The trusted grader's record of a transpose verdict (its own speed step and record): correct
+    for 1 point, and on a GPU the speed measured at `ratio` with each side's IQR/median `spread`."""
+    from grader.checking.exercises import get
+    from grader.checking.steps.speed import speed_item
+    from grader.checking.trusted import record
+
+    ex = get("transpose")
+    v = Verdict(ex.id, "gpu", max_score=ex.points)
+    v.items.append(Item("correct", "pass" if correct else "fail", ""))
+    if correct and ratio is not None:
+        speed_item(ex, dict(ratio=ratio, kernel_ms=1.0, baseline_ms=ratio, kernel_spread=spread,
+                            baseline_spread=spread), v)
+    v.score = (ex.points_correct + (v.speed["fraction"] * ex.points_speed if v.speed else 0.0)) if correct else 0.0
+    return record(v)
+
+
+def _graded_nb(ratio, correct=True, answer="KERNEL = 'fast'", test="grade('transpose', KERNEL, points=2)"):
+    """A notebook as TrustedGrade leaves it: the student's answer, the graded cell with its verdict."""
+    from grader.classroom.autograde import VERDICTS
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(answer, metadata={"nbgrader": {"solution": True, "grade_id": "a"}}))
+    rec = _verdict(ratio, correct)
+    nb.cells.append(nbformat.v4.new_code_cell(test, metadata={"nbgrader": {"grade": True, "grade_id": "t1"},
+                                                               VERDICTS: [rec]}))
+    return nb, rec["score"]  # out of 2, as the cell (Verdict.points scales to the cell's points)
+
+
+def _result(nb, score):
+    return dict(scores.fingerprint(nb)["t1"], score=score)
+
+
+def test_the_regrade_rule_tells_timing_noise_from_a_real_change():
+    before = _result(*_graded_nb(0.45))
+    assert before["score"] == pytest.approx(1.5)
+    assert scores.what_changed(before, _result(*_graded_nb(0.46)), 2.0) is None  # within 2 x (2% + 2%)
+    assert scores.what_changed(before, before, 2.0) is None
+    far = scores.what_changed(before, _result(*_graded_nb(0.58)), 2.0)
+    assert "transpose's speed moved from 0.45 to 0.58" in far
+    assert "the hand-in changed" in scores.what_changed(before, _result(*_graded_nb(0.46, answer="K = 1")), 2.0)
+    assert "its test cell changed" in scores.what_changed(
+        before, _result(*_graded_nb(0.46, test="grade('transpose', KERNEL, points=2)  # fixed")), 2.0)
+    assert "pass/fail changed" in scores.what_changed(before, _result(*_graded_nb(None, correct=False)), 2.0)
+    nogpu = _result(*_graded_nb(None))  # the same kernel graded without a GPU: no speed, no noise to allow
+    assert "more than the timing noise of its speed checks explains (+-0)" in scores.what_changed(before, nogpu, 2.0)
+    old = dict(before, verdicts=[dict(v, speed={k: x for k, x in v["speed"].items() if "spread" not in k})
+                                 for v in before["verdicts"]])  # a record from before the spreads were kept
+    assert scores.what_changed(old, _result(*_graded_nb(0.46)), 2.0) is not None
+    assert scores.what_changed({"score": 1.5}, _result(*_graded_nb(0.46)), 2.0).startswith(
+        "the automatic score changed (1.5 -> 1.53")  # an older course's record: the score alone decides
+    # an exact score changes nothing, as nbgrader (a resubmission that scores the same keeps its grade)
+    assert scores.what_changed(before, _result(*_graded_nb(0.45, answer="K = 1")), 2.0) is None
+
+
+def test_a_manual_score_stands_on_the_result_it_was_given_against(tmp_path, caplog):
+    """Regrades whose speed creeps up by noise each time: the manual score is measured against the
+    result it was given on, so the noise does not add up run after run; the third is cleared."""
+    url = _gradebook(tmp_path)
+    res = _resources(url)
+    caplog.set_level("INFO")
+
+    def regrade(ratio):
+        nb, score = _graded_nb(ratio)
+        scores.RememberScores().preprocess(nb, res)
+        with Gradebook(url) as gb:  # what SaveAutoGrades writes
+            gb.find_grade("t1", "nb", "A", "ann").auto_score = score
+            gb.db.commit()
+        caplog.clear()
+        scores.ReconcileManualScores().preprocess(nb, res)
+        with Gradebook(url) as gb:
+            return gb.find_grade("t1", "nb", "A", "ann").manual_score
+
+    assert regrade(0.45) is None
+    with Gradebook(url) as gb:
+        gb.find_grade("t1", "nb", "A", "ann").manual_score = 1.8
+        gb.db.commit()
+    assert regrade(0.465) == 1.8 and "by timing noise only: the manual score 1.8 stands" in caplog.text
+    assert regrade(0.48) == 1.8  # 0.03 from the 0.45 it was given on, within 2 x (2% + 2%) of 0.48
+    assert regrade(0.51) is None  # 0.06 from it: more than that noise, though only 0.03 from the last run
+    assert "transpose's speed moved from 0.45 to 0.51" in caplog.text and "manual score 1.8 is cleared" in caplog.text
+    with Gradebook(url) as gb:  # the record now is the result that counts
+        assert scores.stored(gb, "A", "ann", "nb")["t1"]["score"] == pytest.approx(_graded_nb(0.51)[1])
+
+
+def test_a_cohort_job_brings_back_what_each_result_rests_on(tmp_path):
+    """The record ReconcileManualScores keeps travels from a cohort job's gradebook to the course's
+    (cohort_job._rows, cohort.merge): a cohort regrade judges a manual grade as autograde does."""
+    from grader.classroom import cohort_job, workflow
+
+    job = tmp_path / "job"
+    job.mkdir()
+    url = _gradebook(job)
+    nb, score = _graded_nb(0.45)
+    with Gradebook(url) as gb:
+        gb.find_grade("t1", "nb", "A", "ann").auto_score = score
+        gb.db.commit()
+    scores.ReconcileManualScores().preprocess(nb, _resources(url))
+    rows = cohort_job._rows(job / "gradebook.db", "A", "ann")
+    assert rows["notebooks"]["nb"]["graded_against"]["t1"]["handin"] == scores.fingerprint(nb)["t1"]["handin"]
+    root = workflow.new_course(tmp_path / "course")
+    _gradebook(root)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        cohort.merge(gb, cohort.load_course(root), "A", dict(student="ann", status="graded", rows=rows,
+                                                              autograded=None))
+        assert scores.stored(gb, "A", "ann", "nb") == rows["notebooks"]["nb"]["graded_against"]

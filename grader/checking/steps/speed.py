@@ -46,8 +46,11 @@ def speed_item(ex, perf: dict, v: Verdict) -> Item:
         nbytes = ex.problem.bytes(dims)
         rate = (f"{nbytes / (perf['kernel_ms'] * 1e-3) / 1e9:.0f} GB/s vs "
                 f"{nbytes / (perf['baseline_ms'] * 1e-3) / 1e9:.0f} for {base}")
+    # the spreads (IQR over median of each side's samples): this run's own noise, which a regrade's
+    # manual-score rule allows for (grader.classroom.scores.speed_noise); points: what speed is worth
     v.speed = dict(ratio=ratio, floor=ex.floor, target=ex.target, kernel_ms=perf["kernel_ms"],
-                   baseline_ms=perf["baseline_ms"], fraction=frac)
+                   baseline_ms=perf["baseline_ms"], fraction=frac, points=ex.points_speed,
+                   **{k: perf[k] for k in ("kernel_spread", "baseline_spread") if perf.get(k) is not None})
     provisional = ", provisional" if ex.calibration is not None and ex.calibration.provisional else ""
     msg = (f"{rate}: {100 * ratio:.1f}% of the speed of {base} (floor {100 * ex.floor:.3g}%, target "
            f"{100 * ex.target:.3g}%{provisional}) -> {frac * ex.points_speed:.2g}/{ex.points_speed:g} points")

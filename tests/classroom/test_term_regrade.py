@@ -1,0 +1,93 @@
+"""An instructor's manual grade through a regrade of the class, with real nbgrader and the course's
+config, on 01-memory-layout (its transpose kernel earns speed points on a GPU). This machine has no
+GPU: the speed a GPU would measure comes from a test double (gpu_timing_double.py) that stands in
+for the timing alone, at the point where the trusted grader's verdict enters nbgrader.
+
+- ada's and ben's hand-ins are graded, each given a manual score on the kernel's cell;
+- `autograde --force` of the same hand-ins, ada's speed moved by timing noise (within the spread
+  her verdicts record), ben's by far more: ada's manual score stands, ben's is cleared, saying why;
+- ada's kernel edited so its check fails, and regraded: her manual score is cleared, saying why.
+"""
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.classroom import workflow as classroom
+from gpu_timing_double import FILE, config_lines
+from test_term import book, formgrader, hand_in, run
+
+pytestmark = pytest.mark.slow
+
+A = "01-memory-layout"
+CELL = "transpose-test"
+SPREAD = dict(kernel_spread=0.02, baseline_spread=0.02)  # a GPU's IQR/median of each side, typical
+
+
+def timing(course: Path, **ratios: float) -> None:
+    (course / FILE).write_text(json.dumps({s: dict(ratio=r, **SPREAD) for s, r in ratios.items()}))
+
+
+def cell(course: Path, student: str) -> tuple[float, float | None]:
+    """(automatic, manual) score of the kernel's cell in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        g = gb.find_grade(CELL, A, A, student)
+        return g.auto_score, g.manual_score
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    course = classroom.new_course(tmp_path_factory.mktemp("regrade") / "course")
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write(config_lines(Path(__file__).parent))
+    run(course, "generate_assignment", A, "--force")
+    for s in ("ada", "ben"):
+        hand_in(course, s, A, book(A, course), "2026-11-20 10:00:00 UTC")
+    out = {}
+    timing(course, ada=0.45, ben=0.45)  # halfway between floor 0.3 and target 0.6
+    out["first"], _ = run(course, "autograde", A)
+    out["auto_first"] = {s: cell(course, s)[0] for s in ("ada", "ben")}
+    for s in ("ada", "ben"):
+        formgrader(course, "grade", CELL, A, s, "1.8", s)
+
+    timing(course, ada=0.46, ben=0.58)  # ada: noise (2 x 4% of 0.46 allows 0.037); ben: 0.13 faster
+    out["noise"], _ = run(course, "autograde", A, "--force")
+    out["after_noise"] = {s: cell(course, s) for s in ("ada", "ben")}
+
+    timing(course, ada=0.45)  # a GPU again, but ada's kernel is now the release's stub: its check fails
+    hand_in(course, "ada", A, book(A, course, ("transpose-kernel",)), "2026-11-21 10:00:00 UTC")
+    out["edited"], _ = run(course, "autograde", A, "--force", "--student", "ada")
+    out["after_edit"] = cell(course, "ada")
+    yield out
+    shutil.rmtree(course, ignore_errors=True)
+
+
+def test_the_double_gives_speed_points_between_floor_and_target(term):
+    for s in ("ada", "ben"):  # correctness 1 of 2, speed (0.45 - 0.3) / 0.3 of 1
+        assert term["auto_first"][s] == pytest.approx(1.5), term["first"][-3000:]
+
+
+def test_a_manual_grade_survives_a_regrade_that_only_timing_noise_moved(term):
+    auto, manual = term["after_noise"]["ada"]
+    assert auto == pytest.approx(1.0 + 0.16 / 0.3) and auto != term["auto_first"]["ada"]
+    assert manual == pytest.approx(1.8), term["noise"][-3000:]
+    assert "ada 01-memory-layout transpose-test: the automatic score changed" in term["noise"]
+    assert "by timing noise only: the manual score 1.8 stands" in term["noise"]
+
+
+def test_a_speed_change_beyond_the_noise_clears_the_manual_grade(term):
+    auto, manual = term["after_noise"]["ben"]
+    assert auto == pytest.approx(1.0 + 0.28 / 0.3) and manual is None, term["noise"][-3000:]
+    assert "transpose's speed moved from 0.45 to 0.58" in term["noise"]
+    assert "the manual score 1.8 is cleared" in term["noise"]
+
+
+def test_an_edited_hand_in_whose_check_fails_clears_the_manual_grade(term):
+    auto, manual = term["after_edit"]
+    assert auto == 0.0 and manual is None, term["edited"][-3000:]
+    assert "the automatic score changed (1.5 -> 0): the hand-in changed" in term["edited"]
+    assert "the manual score 1.8 is cleared, 0.0 counts" in term["edited"]
