@@ -308,10 +308,10 @@ SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("
 
 @pytest.mark.parametrize("name,src", [
     ("zero-fragments", ZERO_FRAGMENTS), ("discarded", DISCARDED), ("only-where-watched", ONLY_WHERE_WATCHED),
-    pytest.param("scaled-by-a-canary", SCALED_BY_A_CANARY, marks=pytest.mark.xfail(strict=True, reason=(
-        "open hole: the probe doubles every product alike, so a kernel measures it with a canary mma_sync and "
-        "scales its CUDA-core answer; closing it needs a probe the kernel cannot measure (e.g. a product doubled "
-        "by a keyed hash of its operands' bits) checked against a reference computed the same way"))),
+    # the probe doubled every product alike, so a kernel measured it with a canary mma_sync and scaled its
+    # CUDA-core answer (passed until session 13); now each product's sign is flipped by a keyed hash of its own
+    # operands (grader.problems.signed_products), which a canary on ones cannot tell about a_ik * b_kj
+    ("scaled-by-a-canary", SCALED_BY_A_CANARY),
 ])
 def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
     v = check("wmma-gemm", src, backend="emu")
