@@ -321,6 +321,36 @@ def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
     assert v.score == 0
 
 
+# honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
+# both read col_major, the accumulator stored col_major), and both fragments negated ((-A)(-B) = AB)
+SWAPPED = (_HEAD + 'extern "C" __global__' + _SIG + r"""{
+    int m0 = blockIdx.x * 16, n0 = blockIdx.y * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::col_major> bt;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> at;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> ct;
+    wmma::fill_fragment(ct, 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(bt, B + k * N + n0, N);
+        wmma::load_matrix_sync(at, A + m0 * K + k, K);
+        wmma::mma_sync(ct, bt, at, ct);
+    }
+    wmma::store_matrix_sync(C + m0 * N + n0, ct, N, wmma::mem_col_major);
+}
+""")
+NEGATED = NAIVE.replace("wmma::mma_sync(acc, a, b, acc);",
+                        "for (int i = 0; i < a.num_elements; ++i) a.x[i] = -a.x[i];\n"
+                        "        for (int i = 0; i < b.num_elements; ++i) b.x[i] = -b.x[i];\n"
+                        "        wmma::mma_sync(acc, a, b, acc);")
+
+
+@pytest.mark.parametrize("src", [SWAPPED, NEGATED], ids=["swapped-operands", "negated-operands"])
+def test_honest_kernels_that_move_the_operands_pass_the_probe(src):
+    assert src != NAIVE
+    v = check("wmma-gemm", src, backend="emu")
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "pass" and v.score == 1.0, v.text()
+
+
 def test_the_probe_run_doubles_every_products_a_operand():
     """The emulator's probe flag: (2A)B + C in every matrix instruction, WMMA and PTX alike."""
     from grader.emu import compile_module
