@@ -52,7 +52,7 @@ def operand_hash(key: int, x: np.ndarray) -> np.ndarray:
         return mix64(magnitude_bits(x) + np.uint64(key))
 
 
-def signed_sum(key: int, a_raw, a, b_raw, b, chunk: int = 1 << 22) -> np.ndarray:
+def signed_sum(key: int, a_raw, a, b_raw, b, chunk: int = 1 << 20) -> np.ndarray:
     """float64 sum over k of flip(a_ik, b_kj) * a_ik * b_kj for a (M x K) and b (K x N): `a_raw`
     and `b_raw` are the operands as the kernel holds them (their bits decide the flip), `a` and `b`
     their values (float64, scales included where an exercise has them)."""
