@@ -298,9 +298,9 @@ ONLY_WHERE_WATCHED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M == 
                       + "\n        return;\n    }\n" + ZERO_FRAGMENTS.split(_SIG, 1)[1].split("{", 1)[1])
 
 
-# the answer from CUDA cores, scaled by what mma_sync on fragments of ones gives (K, or 2K in the
-# probe run, whose doubling is the same for every product): every element "depends on" the tensor
-# cores, none came from them (h-red, session 12: PASSED 1/1 on the emulator; NOT FIXED)
+# the answer from CUDA cores, scaled by what mma_sync on fragments of ones gives (K, or 2K in a probe
+# run that doubled every product alike): every element "depends on" the tensor cores, none came from
+# them (h-red, session 12: PASSED 1/1 on the emulator; session 13: the keyed probe fails it)
 SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("1.0")
                       + "    const float scale = c.x[0] / (float)K;\n"
                       + SCALAR.replace("C[i * N + j] = s;", "C[i * N + j] = s * scale;") + "}\n")
