@@ -17,6 +17,12 @@ computing C^T = B^T A^T stays right) and ignores the operands' signs (one negati
 right). It needs the operands bit for bit as the inputs hold them, in the inputs' type: true of
 every tensor-core exercise (fp16 in fp16 fragments, fp64 in fp64, e4m3 codes in e4m3 registers).
 
+Why not one factor per operand (each element of A and B scaled by its own hash): one mma_sync of
+an input tile by the identity would read 256 of those factors at once, and the kernel could then
+compute the perturbed answer on CUDA cores; a flip of the product pair is learnt only by that
+product. What stays open (as with the doubling): a canary still tells a probe run from a plain
+one, but acting on it needs a correct tensor-core GEMM for the probe run, which is the exercise.
+
 The emulator computes the same hash (grader/emu/include/emu_abi.h, __emu_tc_flip): change both
 together (tests/emu/test_emu_tensor_probe.py holds them equal).
 """
