@@ -89,7 +89,7 @@ def _run_case_gpu(module, kernel, case):
     return dict(outputs=outputs, bands=bands, changed_inputs=changed_inputs, nondeterministic=differs)
 
 
-def _run_case_emu(module, kernel, case, race_check, timeout, probe=False):
+def _run_case_emu(module, kernel, case, race_check, timeout, probe=False, key=0):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
     # The emulator's own limit fires first (it knows which thread hung); ours is the backstop.
     result = module.launch(kernel, case["grid"], case["block"], args, case["shared_mem"],
@@ -99,7 +99,11 @@ def _run_case_emu(module, kernel, case, race_check, timeout, probe=False):
     ops = [[m, n, k, c] for (m, n, k), c in getattr(result, "tensor_ops", {}).items()]
     res = dict(outputs={i: args[i] for i in case["outputs"]}, bands={}, changed_inputs=changed,
                nondeterministic=[], stdout=getattr(result, "stdout", ""), tensor_ops=ops)
-    if probe:  # the same launch with every matrix instruction's products doubled
+    if probe and key:  # the same launch with products' signs flipped by `key`: the parent judges it
+        again = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
+        module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout, tc_key=key)
+        res["tc_probe_outputs"] = {i: again[i] for i in case["outputs"]}
+    elif probe:  # the same launch with every matrix instruction's products doubled
         again = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
         module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout, tc_double=True)
         same = judged = 0
@@ -364,7 +368,7 @@ def _child_steps(conn, job):
                 # every launch that is judged is also probed: a kernel cannot keep its tensor-core
                 # work for one launch it recognises (by size, input or grid) and fake it elsewhere
                 res = _run_case_emu(module, job["kernel"], case, job["race_check"], 0.8 * job["case_timeout"],
-                                    probe=bool(job.get("tc_probe")))
+                                    probe=bool(job.get("tc_probe")), key=job.get("tc_key", 0))
             conn.send(("case", i, res))
         if job.get("perf"):
             _discard_output()

@@ -9,6 +9,8 @@ multiply-add at least M*N*K times: at least M*N*K / (m*n*k) instructions of shap
 """
 from __future__ import annotations
 
+import numpy as np
+
 from grader.checking.verdict import FAIL, PASS, Item
 
 HINT = ("This exercise must run on tensor cores: every launch has to execute the matrix instructions "
@@ -40,12 +42,50 @@ USED_HINT = ("Every output element must come from the tensor cores' products: co
              "fragments you load from A and B and store the accumulator, not a result computed otherwise.")
 
 
+def probe_key(ex) -> int:
+    """A fresh secret key for the probe runs of one check (never 0), or 0 where the exercise's
+    problem cannot compute the probe's reference (its probe then doubles every product)."""
+    import secrets
+
+    from grader.problems.kinds import Problem
+
+    if not ex.tensor_cores or type(ex.problem).probe_reference is Problem.probe_reference:
+        return 0
+    return secrets.randbits(64) | 1
+
+
+def probe_result(ex, case, res: dict, key: int) -> dict | None:
+    """What the probe run of one launch says, for item(): {"tc_unfollowed": elements that are not
+    the sum of their flipped products, "tc_outputs": elements judged} from a keyed run (the
+    reference computed here, in the grading process, with the same key), the child's own count of
+    unchanged elements from a doubling run, or None where no probe ran."""
+    from grader.problems import numerics
+
+    if "tc_probe_outputs" in res:
+        expected = ex.problem.probe_reference(case, key) if key else None
+        if not expected:  # a keyed run whose reference cannot be computed here proves nothing
+            return dict(tc_unfollowed=sum(o.size for o in res["tc_probe_outputs"].values()),
+                        tc_outputs=sum(o.size for o in res["tc_probe_outputs"].values()))
+        bad = total = 0
+        for pos, (ref, bound) in expected.items():
+            out = np.asarray(res["tc_probe_outputs"][pos]).reshape(np.shape(ref))
+            bad += numerics.compare(out, ref, bound).n_bad
+            total += out.size
+        return dict(tc_unfollowed=bad, tc_outputs=total)
+    return res if "tc_unchanged" in res else None
+
+
 def item(ex, counted: list[tuple], *, where: str = "on the CPU emulator") -> Item:
     """One verdict line from the launches counted: (case label, dims, {(m, n, k): count}, probe),
-    where probe is the same launch's probe run (every matrix instruction's products doubled;
-    None where none ran): an output element that comes out the same never depended on them.
-    Every judged launch is counted and probed, so no launch is the one "being watched". No
-    launch counted is a failure: the grade needs the evidence, not its absence."""
+    where probe is what the same launch's probe run says (probe_result; None where none ran).
+    The keyed probe (grader.problems.signed_products) flips the sign of some of every matrix
+    instruction's products, chosen by a secret key from the two operands' bits: every output
+    element must then be the sum of its flipped products, which only products of the kernel's
+    own inputs computed on the tensor cores give (a CUDA-core answer scaled by what an mma_sync
+    on constant fragments gives changes, but not so). Where the grader cannot compute that
+    reference, every product is doubled instead and an element that comes out the same never
+    depended on them. Every judged launch is counted and probed, so no launch is the one "being
+    watched". No launch counted is a failure: the grade needs the evidence, not its absence."""
     if not counted:
         return Item("tensor cores", FAIL, f"no launch of your kernel could be counted {where}, so its "
                     "tensor-core work is unproven", kind="no-tensor-cores", hint=HINT)
@@ -73,6 +113,13 @@ def item(ex, counted: list[tuple], *, where: str = "on the CPU emulator") -> Ite
         lines.append(said)
     probed = [(c[0], c[3]) for c in counted if len(c) > 3 and c[3] is not None]
     for label, probe in probed:
+        if probe.get("tc_unfollowed"):
+            n, total = probe["tc_unfollowed"], probe["tc_outputs"]
+            return Item("tensor cores", FAIL, f"counted {where}: {label}: {n} of {total} output elements "
+                        "do not depend on the tensor cores' products as they must (a run in which every matrix "
+                        "instruction flipped the signs of some of its products, chosen from their operands, did "
+                        "not give the sum of the products so flipped): the tensor-core work does not reach them",
+                        kind="tensor-cores-unused", hint=USED_HINT, where=dict(case=label, unfollowed=n))
         if probe.get("tc_unchanged"):
             n, total = probe["tc_unchanged"], probe["tc_outputs"]
             return Item("tensor cores", FAIL, f"counted {where}: {label}: {n} of {total} output elements "

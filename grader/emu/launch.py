@@ -187,15 +187,17 @@ class EmuModule:
     _ORDERS = {"forward": 0, "reverse": 1, "lanes-reversed": 4, "warps-reversed": 8}
 
     def _run(self, kernel, grid, block, packed, shared_mem, timeout, *, order="forward", check_uninit=False,
-             traffic: list | None = None, tc_double=False):
+             traffic: list | None = None, tc_double=False, tc_key: int = 0):
         """One launch in a child process: (stdout, seconds, bytes of every pointer argument).
         `traffic`: a list that receives the runner's memory-traffic lines (a traffic build);
-        `tc_double`: every matrix instruction computes (2A)B + C (a probe run)."""
+        `tc_double`: every matrix instruction computes (2A)B + C (a probe run); `tc_key` (not 0):
+        every product's sign flipped by a hash of its operands and the key (a keyed probe run,
+        grader.problems.signed_products)."""
         flags = (self._ORDERS[order] | (2 if check_uninit else 0) | (16 if traffic is not None else 0)
                  | (32 if tc_double else 0))
         sym = f"__emu_tramp_{kernel}".encode()
         hdr = [struct.pack("<I", 0x31554D45), struct.pack("<6I", *grid, *block), struct.pack("<Q", int(shared_mem)),
-               struct.pack("<II", flags, _workers(self._built.meta)),
+               struct.pack("<II", flags, _workers(self._built.meta)), struct.pack("<Q", int(tc_key)),
                struct.pack("<I", min(int(self._built.meta.get("stack_bytes", 0)), 1 << 20)),
                struct.pack("<I", len(sym)), sym,
                struct.pack("<I", len(packed))]
@@ -324,9 +326,10 @@ class EmuModule:
         return found.get(filename, found.get("kernel.cpp"))
 
     def launch(self, kernel: str, grid, block, args: Sequence, *, shared_mem: int = 0, timeout: float = 60.0,
-               race_check: bool = False, tc_double: bool = False) -> EmuResult:
+               race_check: bool = False, tc_double: bool = False, tc_key: int = 0) -> EmuResult:
         """Run `kernel` over `grid` x `block` with `args` (numpy arrays are updated in place).
-        `tc_double`: a probe run in which every matrix instruction computes (2A)B + C."""
+        `tc_double`: a probe run in which every matrix instruction computes (2A)B + C; `tc_key`
+        (not 0): a keyed probe run (every product's sign flipped by a hash of its operands)."""
         g, b = _dim3(grid, "grid"), _dim3(block, "block")
         if b[0] * b[1] * b[2] > 1024:
             raise LaunchArgumentError(f"a block has at most 1024 threads, got {b} = {b[0] * b[1] * b[2]}",
@@ -343,13 +346,14 @@ class EmuModule:
         unwritten = None
         try:
             stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, check_uninit=True,
-                                                 tc_double=tc_double)
+                                                 tc_double=tc_double, tc_key=tc_key)
             tensor_ops = self.last_tensor_ops
         except KernelFault as e:
             if not race_check or e.kind != "uninitialized-shared":
                 raise
             unwritten = e
-            stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, tc_double=tc_double)
+            stdout, seconds, outputs = self._run(kernel, g, b, packed, shared_mem, timeout, tc_double=tc_double,
+                                                 tc_key=tc_key)
             tensor_ops = self.last_tensor_ops
         if race_check:
             stdout2, seconds2, outputs2 = self._run(kernel, g, b, packed, shared_mem, timeout, order="reverse")

@@ -92,6 +92,13 @@ class Problem:
         launches at full size is checked without a full-size float64 reference."""
         raise NotImplementedError(f"{type(self).__name__} has no sampled reference")
 
+    def probe_reference(self, case: Case, key: int) -> dict | None:
+        """{output position: (float64 reference, allowed |error|)} of the tensor-core probe run
+        with `key` (grader.problems.signed_products: every product's sign flipped by a keyed hash
+        of its operands), or None where the grader cannot reproduce the operands' bits (then the
+        probe doubles every product and asks only that every output element changes)."""
+        return None
+
 
 # ---------------------------------------------------------------------------- GEMM family
 class Gemm(Problem):
@@ -136,16 +143,12 @@ class Gemm(Problem):
             alpha, beta = float(np.float32(rng.uniform(0.5, 2))), float(np.float32(rng.uniform(-2, -0.5)))
             C = _uniform(rng, (M, N), self.out_dtype)
             D = poisoned((M, N), self.out_dtype)
-            if reference:
-                ref = alpha * ref + beta * C.astype(np.float64)
-                bound = numerics.gemm_bound(abs(alpha) * abs_ab + abs(beta) * np.abs(C), K + 2,
-                                            accumulate=self.accumulate)
             args, outputs = [A, B, C, D, M, N, K, alpha, beta], [3]
         else:
             C = poisoned((M, N), self.out_dtype)
-            if reference:
-                bound = numerics.gemm_bound(abs_ab, K, accumulate=self.accumulate)
             args, outputs = [A, B, C, M, N, K], [2]
+        if reference:
+            ref, bound = self._finish(args, ref, abs_ab)
         # the feedback map groups errors by what one block (or warp) computes; a block of the
         # "block" rule is many warps, so there by one warp's 16x16 fragment
         tile = (16, 16) if self.launch_rule == "block" else spec.tile
@@ -162,9 +165,24 @@ class Gemm(Problem):
         i, j = np.divmod(np.asarray(flat), N)
         a, b = A[i].astype(np.float64), B[:, j].T.astype(np.float64)  # one row of A, one column of B each
         ref, abs_ab = np.einsum("sk,sk->s", a, b), np.einsum("sk,sk->s", np.abs(a), np.abs(b))
+        return self._finish(case.args, ref, abs_ab, (i, j))
+
+    def probe_reference(self, case, key):
+        from grader.problems.signed_products import signed_sum
+
+        A, B = case.args[0], case.args[1]
+        ref = signed_sum(key, A, A, B, B)
+        # a flip keeps every product's magnitude: the same bound as the real output's
+        abs_ab = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+        return {case.outputs[0]: self._finish(case.args, ref, abs_ab)}
+
+    def _finish(self, args, ref, abs_ab, at=(slice(None), slice(None))):
+        """The output's reference and allowed |error| from A B's (`ref`) and |A||B|'s elements at
+        `at` (the epilogue's C read there too), K = A's columns."""
+        K = args[0].shape[1]
         if self.epilogue:
-            alpha, beta = case.args[7], case.args[8]
-            c = case.args[2][i, j].astype(np.float64)
+            alpha, beta = args[7], args[8]
+            c = args[2][at].astype(np.float64)
             return alpha * ref + beta * c, numerics.gemm_bound(abs(alpha) * abs_ab + abs(beta) * np.abs(c), K + 2,
                                                                accumulate=self.accumulate)
         return ref, numerics.gemm_bound(abs_ab, K, accumulate=self.accumulate)
@@ -277,5 +295,23 @@ class Conv2dWmma(Problem):
         wk = w[k].astype(np.float64)
         ref = np.einsum("srtc,srtc->s", win, wk)
         return ref, numerics.gemm_bound(np.einsum("srtc,srtc->s", np.abs(win), np.abs(wk)), R * S * C)
+
+    def probe_reference(self, case, key):
+        """The implicit GEMM's products: rows of the patches (n, p, q) by columns (r, s, c), zero
+        where a window leaves the image (a zero's product is zero whatever its flip)."""
+        from grader.problems.signed_products import signed_sum
+
+        x, w = case.args[0], case.args[1]
+        N, H, W, C = x.shape
+        K, R, S = w.shape[0], w.shape[1], w.shape[2]
+        pad = case.args[10]
+        P, Q = out_size(H, R, pad), out_size(W, S, pad)
+        xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        col = np.stack([xp[:, r:r + P, s:s + Q, :] for r in range(R) for s in range(S)], axis=3)
+        col = col.reshape(N * P * Q, R * S * C)
+        wt = np.ascontiguousarray(w.reshape(K, R * S * C).T)
+        ref = signed_sum(key, col, col, wt, wt)
+        abs_ref = np.abs(col.astype(np.float64)) @ np.abs(wt.astype(np.float64))
+        return {2: (ref, numerics.gemm_bound(abs_ref, R * S * C))}
 
 

@@ -47,14 +47,15 @@ class EmuModule:
         self.last_stdout = ""
 
     def launch(self, kernel: str, grid, block, args: Sequence, shared_mem: int = 0,
-               timeout: float = 60.0, race_check: bool = False, tc_double: bool = False):
+               timeout: float = 60.0, race_check: bool = False, tc_double: bool = False, tc_key: int = 0):
         from grader.runtime.launch import Limits, check_geometry, params_of, prepare
 
         params = params_of(self.kernels, kernel)
         g, b = check_geometry(grid, block, shared_mem, Limits())
         converted = prepare(kernel, params, args, array_module="numpy")
         result = self._module.launch(kernel, g, b, converted, shared_mem=shared_mem,
-                                     timeout=timeout, race_check=race_check, tc_double=tc_double)
+                                     timeout=timeout, race_check=race_check, tc_double=tc_double,
+                                     tc_key=tc_key)
         self.last_stdout = result.stdout
         return result
 

@@ -3,7 +3,8 @@ autograded through the real nbgrader pipeline on the CPU (emulator) with the cou
 
 - tensor cores compiled, not executed (a dead-branch mma_sync, an asm comment naming mma.sync,
   one mma_sync per launch), or executed for show (on zero fragments, or the result thrown away,
-  beside a CUDA-core answer), or for real only on the launch the kernel takes for the watched one;
+  beside a CUDA-core answer, or scaling one by what mma_sync on fragments of ones gives), or for real
+  only on the launch the kernel takes for the watched one;
 - code that differs between the GPU and the emulator (host macros however spelt, the
   emulator's own macro, __FILE__), kernels included from the repository, calls into the
   emulator's machinery;
@@ -24,7 +25,7 @@ import pytest
 from grader.classroom import workflow as classroom
 from redteam import answer_cell, kernel_var, require_sandbox
 from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, ONLY_WHERE_WATCHED,
-                                 SCALAR, TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
+                                 SCALAR, SCALED_BY_A_CANARY, TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
 
 pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
@@ -117,6 +118,9 @@ CHEATS = {
     "tc-result-discarded": (KERNELS_NB, _kernel(DISCARDED), "wmma-gemm-test", "do not depend"),
     # tensor cores only on the launch it takes for the counted one (by its size), CUDA cores elsewhere
     "tc-only-where-watched": (KERNELS_NB, _kernel(ONLY_WHERE_WATCHED), "wmma-gemm-test", "do not depend"),
+    # a CUDA-core answer scaled by what mma_sync on fragments of ones gives (it followed a probe that
+    # doubled every product; the keyed probe flips products by their own operands)
+    "tc-scaled-by-a-canary": (KERNELS_NB, _kernel(SCALED_BY_A_CANARY), "wmma-gemm-test", "do not depend"),
     "pp-host-macro": (KERNELS_NB, _kernel(TWO_FACED["host-macro"]), "wmma-gemm-test", "differ"),
     "pp-define-alias": (KERNELS_NB, _kernel(TWO_FACED["define-alias"]), "wmma-gemm-test", "differ"),
     "pp-token-pasting": (KERNELS_NB, _kernel(TWO_FACED["token-pasting"]), "wmma-gemm-test", "differ"),

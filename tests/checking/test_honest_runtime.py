@@ -298,9 +298,9 @@ ONLY_WHERE_WATCHED = (_HEAD + 'extern "C" __global__' + _SIG + "{\n    if (M == 
                       + "\n        return;\n    }\n" + ZERO_FRAGMENTS.split(_SIG, 1)[1].split("{", 1)[1])
 
 
-# the answer from CUDA cores, scaled by what mma_sync on fragments of ones gives (K, or 2K in the
-# probe run, whose doubling is the same for every product): every element "depends on" the tensor
-# cores, none came from them (h-red, session 12: PASSED 1/1 on the emulator; NOT FIXED)
+# the answer from CUDA cores, scaled by what mma_sync on fragments of ones gives (K, or 2K in a probe
+# run that doubled every product alike): every element "depends on" the tensor cores, none came from
+# them (h-red, session 12: PASSED 1/1 on the emulator; session 13: the keyed probe fails it)
 SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("1.0")
                       + "    const float scale = c.x[0] / (float)K;\n"
                       + SCALAR.replace("C[i * N + j] = s;", "C[i * N + j] = s * scale;") + "}\n")
@@ -308,10 +308,10 @@ SCALED_BY_A_CANARY = (_HEAD + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("
 
 @pytest.mark.parametrize("name,src", [
     ("zero-fragments", ZERO_FRAGMENTS), ("discarded", DISCARDED), ("only-where-watched", ONLY_WHERE_WATCHED),
-    pytest.param("scaled-by-a-canary", SCALED_BY_A_CANARY, marks=pytest.mark.xfail(strict=True, reason=(
-        "open hole: the probe doubles every product alike, so a kernel measures it with a canary mma_sync and "
-        "scales its CUDA-core answer; closing it needs a probe the kernel cannot measure (e.g. a product doubled "
-        "by a keyed hash of its operands' bits) checked against a reference computed the same way"))),
+    # the probe doubled every product alike, so a kernel measured it with a canary mma_sync and scaled its
+    # CUDA-core answer (passed until session 13); now each product's sign is flipped by a keyed hash of its own
+    # operands (grader.problems.signed_products), which a canary on ones cannot tell about a_ik * b_kj
+    ("scaled-by-a-canary", SCALED_BY_A_CANARY),
 ])
 def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
     v = check("wmma-gemm", src, backend="emu")
@@ -319,6 +319,36 @@ def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
     assert tc.status == "fail" and tc.kind == "tensor-cores-unused", v.text()
     assert "do not depend on the tensor cores' products" in tc.message
     assert v.score == 0
+
+
+# honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
+# both read col_major, the accumulator stored col_major), and both fragments negated ((-A)(-B) = AB)
+SWAPPED = (_HEAD + 'extern "C" __global__' + _SIG + r"""{
+    int m0 = blockIdx.x * 16, n0 = blockIdx.y * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::col_major> bt;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> at;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> ct;
+    wmma::fill_fragment(ct, 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(bt, B + k * N + n0, N);
+        wmma::load_matrix_sync(at, A + m0 * K + k, K);
+        wmma::mma_sync(ct, bt, at, ct);
+    }
+    wmma::store_matrix_sync(C + m0 * N + n0, ct, N, wmma::mem_col_major);
+}
+""")
+NEGATED = NAIVE.replace("wmma::mma_sync(acc, a, b, acc);",
+                        "for (int i = 0; i < a.num_elements; ++i) a.x[i] = -a.x[i];\n"
+                        "        for (int i = 0; i < b.num_elements; ++i) b.x[i] = -b.x[i];\n"
+                        "        wmma::mma_sync(acc, a, b, acc);")
+
+
+@pytest.mark.parametrize("src", [SWAPPED, NEGATED], ids=["swapped-operands", "negated-operands"])
+def test_honest_kernels_that_move_the_operands_pass_the_probe(src):
+    assert src != NAIVE
+    v = check("wmma-gemm", src, backend="emu")
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "pass" and v.score == 1.0, v.text()
 
 
 def test_the_probe_run_doubles_every_products_a_operand():

@@ -7,7 +7,7 @@ import secrets
 import numpy as np
 
 from grader.checking import hints as _hints
-from grader.checking import isolate
+from grader.checking import isolate, tensor_work
 from grader.checking.judge import fault_item, judge_case
 from grader.checking.scoring import speed_graded
 from grader.checking.steps import timed
@@ -47,7 +47,7 @@ def cases(sub: Submission) -> list[Item]:
     sub.job = dict(exercise=ex.id, source=sub.source, backend=chosen, options=sub.options,
                    kernel=ex.kernel, cases=[c.job() for c in sub.cases], race_check=ex.race_check,
                    launch=launch, perf=do_perf, perf_seed=sub.perf_seed, perf_samples=sub.perf_samples,
-                   case_timeout=sub.case_timeout, tc_probe=ex.tensor_cores)
+                   case_timeout=sub.case_timeout, tc_probe=ex.tensor_cores, tc_key=tensor_work.probe_key(ex))
     result = sub.result = isolate.run(sub.job, compile_timeout=120 if chosen == "gpu" else 240,
                                       case_timeout=sub.case_timeout, perf_timeout=PERF_TIMEOUT)
     sub.verdict.stdout = result["stdout"]

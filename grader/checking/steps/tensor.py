@@ -20,29 +20,31 @@ def tensor_cores(sub: Submission) -> list[Item]:
         # again (on the emulator, under ncu on the GPU) and, for a hang, wait for it again
         return [Item("tensor cores", SKIP, "not counted: the kernel did not finish its runs on the GPU")]
     return [tensor_item(ex, sub.source, sub.launch, sub.chosen, sub.dims_list, sub.result, sub.case_timeout,
-                        sub.arch, [c.label for c in sub.cases])]
+                        sub.arch, sub.cases, sub.job.get("tc_key", 0))]
 
 
-def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, labels) -> Item:
+def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, cases, key=0) -> Item:
     """Tensor-core work counted per launch by the emulator at the CPU sizes, on every backend
-    (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read."""
+    (on a GPU the emulator runs them too), and by ncu's counter on a GPU where it can be read.
+    `cases` and `key`: the emulator's cases and their probe's key (a GPU run makes its own)."""
     from grader.checking import tensor_work
 
     if chosen == "emu":
         runs, dims_run = result["cases"], dims_list
     else:
         dims_run = list(ex.cpu_sizes)
-        labels = [dims_label(d) for d in dims_run]
         cases = [ex.problem.make(d, np.random.default_rng(secrets.randbits(32)), launch, reference=False)
                  for d in dims_run]
+        key = tensor_work.probe_key(ex)
         # the GPU's arch, so __CUDA_ARCH__ reads the same as in the GPU's compile
         job = dict(exercise=ex.id, source=source, backend="emu",
                    options=[*ex.problem.options(launch), f"-arch=compute_{arch}"],
                    kernel=ex.kernel, cases=[c.job() for c in cases], race_check=False, launch=launch,
-                   perf=False, case_timeout=case_timeout, tc_probe=True)
+                   perf=False, case_timeout=case_timeout, tc_probe=True, tc_key=key)
         runs = isolate.run(job, compile_timeout=240, case_timeout=case_timeout)["cases"]
-    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")), r if "tc_unchanged" in r else None)
-               for label, d, r in zip(labels, dims_run, runs) if "tensor_ops" in r]
+    labels = [dims_label(d) for d in dims_run] if chosen != "emu" else [c.label for c in cases]
+    counted = [(label, d, tensor_work.from_result(r.get("tensor_ops")), tensor_work.probe_result(ex, case, r, key))
+               for label, d, r, case in zip(labels, dims_run, runs, cases) if "tensor_ops" in r]
     emu_item = tensor_work.item(ex, counted)
     if chosen != "gpu":
         return emu_item

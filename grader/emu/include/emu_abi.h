@@ -58,6 +58,24 @@ extern int __emu_check_uninit;
 // a probe run: every matrix instruction computes (2A)B + C, so every output element that the
 // tensor cores' products reach changes (grader/checking/tensor_work.py)
 extern int __emu_tc_double;
+// a keyed probe run (key != 0): every matrix instruction's product a*b has its sign flipped where
+// __emu_tc_flip says, from the two operands' bits (sign bit cleared) and the key; the grader
+// computes the same (grader/problems/signed_products.py: change both together)
+extern unsigned long long __emu_tc_key;
+static inline unsigned long long __emu_mix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// an operand's share: its bits, `width` of them, sign (the top one) cleared
+static inline unsigned long long __emu_tc_hash(unsigned long long bits, int width) {
+  if (width < 64) bits &= (1ull << width) - 1;
+  bits &= ~(1ull << (width - 1));
+  return __emu_mix64(bits + __emu_tc_key);
+}
+static inline int __emu_tc_flip(unsigned long long ha, unsigned long long hb) {
+  return (int)(__emu_mix64(ha + hb) >> 63);
+}
 
 // cp.async (__pipeline_memcpy_async & co., see the runner): copies issued by the block's
 // threads and not landed yet, in all and into static __shared__ arrays (or memory the runner

@@ -40,6 +40,7 @@ __emu_thread* __emu_cur = 0;
 __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
 int __emu_check_uninit = 1;
 int __emu_tc_double = 0;  // flag 32: every matrix instruction doubles its A operand (a probe run)
+unsigned long long __emu_tc_key = 0;  // != 0: products' signs flipped by a keyed hash (a keyed probe run)
 long long __emu_cp_pending = 0, __emu_cp_pending_other = 0;
 unsigned short* __emu_cp_dyn_shadow = 0;
 char* __emu_cp_dyn_base = 0;
@@ -1135,6 +1136,7 @@ int main(int argc, char** argv) {
   g_smem_size = (size_t)rd.get<unsigned long long>();
   unsigned flags = rd.get<unsigned>();
   unsigned nworkers = rd.get<unsigned>();
+  __emu_tc_key = rd.get<unsigned long long>();
   unsigned stack_bytes = rd.get<unsigned>();  // the module's own frames (0: not known)
   // its frames, plus the trampoline and fiber_start above them, rounded to 256 bytes
   g_fill_init = ((size_t)stack_bytes + 256 + 255) / 256 * 256;
