@@ -38,8 +38,8 @@
  * producer warpgroup (setmaxnreg.dec) and the BLOCK_M / 64 consumer warpgroups (setmaxnreg.inc),
  * wgmma.wait_group 1 to keep one group in flight, GROUP_M block swizzling, the accumulator layout
  * (row 16w + g (+8), columns 8q + 2t (+1), the same for every wgmma with an f32 D).
- * Measured: pending (.ci/gpu-fp8 on an H100: python -m grader.bench.fp8 pairs it with the fp16
- * rung, fp8_gemm_mma and cuBLASLt FP8). Left out on purpose: clusters with TMA multicast, a
+ * Measured (kernels/RESULTS-fp8.md, .ci/gpu-fp8 on an H100, 2026-11-28: python -m grader.bench.fp8 pairs
+ * it with the fp16 rung, fp8_gemm_mma and cuBLASLt FP8): 86.7% / 87.6% of cuBLASLt FP8 at 4096^3 / 8192^3. Left out on purpose: clusters with TMA multicast, a
  * persistent tile scheduler, a TMA store epilogue, e5m2 inputs (one token of the instruction).
  *
  * Defines (-D, defaults in brackets): BLOCK_M [128] (64 per consumer warpgroup), BLOCK_N [128]
