@@ -165,12 +165,7 @@ def plot(rec: dict | None = None):
 
     rec = recorded() if rec is None else rec
     if rec is None:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        ax.axis("off")
-        ax.text(0.5, 0.5, "The convolution ladder: not measured yet (needs a GPU run of grader.bench.conv_tma)",
-                ha="center", va="center")
-        plt.show()
-        return fig
+        return records.not_recorded_figure("The convolution ladder: not measured yet (needs a GPU run of grader.bench.conv_tma)")
     layers = rec["layers"]
     fig, ax = plt.subplots(figsize=(10, 0.9 * len(layers) + 1.6))
     height = 0.38

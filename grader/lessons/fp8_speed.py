@@ -90,12 +90,7 @@ def plot(rec: dict | None = None):
 
     rec = recorded() if rec is None else rec
     if rec is None:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        ax.axis("off")
-        ax.text(0.5, 0.5, "FP8 and 2:4 speeds: not measured yet (needs a GPU run of grader.bench.fp8)",
-                ha="center", va="center")
-        plt.show()
-        return fig
+        return records.not_recorded_figure("FP8 and 2:4 speeds: not measured yet (needs a GPU run of grader.bench.fp8)")
     sizes = rec["sizes"]
     fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 4.2), sharey=True, squeeze=False)
     for ax, n in zip(axes[0], sizes):

@@ -28,3 +28,14 @@ def label_of(text: str, name: str) -> str:
     date = re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", text)
     return (f"recorded on {gpu.group(0) if gpu else 'a GPU'}"
             f"{', ' + date.group(0) if date else ''} (kernels/{name})")
+
+
+def not_recorded_figure(what: str):
+    """The figure a lesson shows where its record holds no run yet: one line saying what is missing."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 1.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, what, ha="center", va="center")
+    plt.show()
+    return fig
