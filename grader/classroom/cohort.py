@@ -62,7 +62,7 @@ from pathlib import Path
 
 from grader.classroom import cohort_concurrency as concurrency
 from grader.classroom import cohort_refusals as refusals
-from grader.classroom import phases, regrade
+from grader.classroom import course_lock, phases, regrade
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
@@ -242,7 +242,7 @@ def bundle(course: Course, assignment: str) -> bytes:
 
 
 # ------------------------------------------------------------------ the single writer
-def merge(gb, course: Course, assignment: str, result: dict) -> None:
+def merge(gb, course: Course, assignment: str, result: dict, out=sys.stderr) -> None:
     """Put one job's result into the course, as `nbgrader autograde` would have left it: the new
     folder unpacked beside the old one, the gradebook rows, then the swap (the student is pending
     meanwhile, so an interrupted merge is redone by the next run)."""
@@ -270,19 +270,34 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
         for name, nbrow in rows["notebooks"].items():
             snb = gb.find_submission_notebook(name, assignment, student)
             snb.late_submission_penalty = nbrow["late_submission_penalty"]
+            # what each cell's result rests on, as the job's ReconcileManualScores recorded it
+            records = dict(nbrow.get("graded_against") or {})
+            seen = nbrow.get("manual_before", {})  # the manual scores of the job's snapshot
             for g in snb.grades:
-                if g.name in nbrow["grades"]:
-                    g.auto_score = nbrow["grades"][g.name]["auto_score"]
-                    g.needs_manual_grade = nbrow["grades"][g.name]["needs_manual_grade"]
-                    if "manual_score" in nbrow["grades"][g.name]:  # cleared by ReconcileManualScores
-                        g.manual_score = nbrow["grades"][g.name]["manual_score"]
+                if g.name not in nbrow["grades"]:
+                    continue
+                row = nbrow["grades"][g.name]
+                g.auto_score = row["auto_score"]
+                if g.manual_score == seen.get(g.name):  # as the job found it: its judgement (kept or cleared) counts
+                    g.manual_score = row["manual_score"]
+                    g.needs_manual_grade = row["needs_manual_grade"]
+                    continue
+                if g.manual_score is None:  # taken back in the formgrader while the job ran: stays so
+                    g.needs_manual_grade = g.auto_score is None
+                    continue
+                # given in the formgrader while the job ran, against the result it replaces: it stands,
+                # marked for review (nbgrader's rule after a regrade), and so does the record of that
+                # result, so the next regrade judges the score against what it was given against
+                g.needs_manual_grade = True
+                records.pop(g.name, None)
+                print(f"cohort: {student} {assignment} {g.name}: the manual score {g.manual_score:g} given while this "
+                      f"regrade ran stands over its new automatic score {row['auto_score']}", file=out, flush=True)
             for c in snb.comments:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
-            # what each cell's result rests on, as the job's ReconcileManualScores recorded it
             from grader.classroom import scores
 
-            scores.store(gb, assignment, student, name, nbrow.get("graded_against") or {})
+            scores.store(gb, assignment, student, name, records)
         gb.db.commit()
         # the hand-in's time and penalty as the course computes them (its record of times and the
         # assignment's opening are in the course, not in the job's scratch copy)
@@ -445,7 +460,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                     if f in probes:
                         probed.append(dict(r))  # with its step times (dropped from r below)
                     if r["status"] in ("graded", "failed"):
-                        merge(gb, course, assignment, r)
+                        merge(gb, course, assignment, r, out)
                     if r["status"] == "graded":
                         _set_pending(course, assignment, pending(course, assignment) - {r["student"]})
                     else:
@@ -517,6 +532,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cohort: {e}", file=sys.stderr)
         return 2
     check_released(course, assignment)
+    try:  # the only writer of the course's autograded/ and gradebook: no other autograde beside it
+        with course_lock.held(course.coursedir):
+            return _graded(args, course, assignment, t_command)
+    except course_lock.Busy as e:
+        print(f"cohort: {e}", file=sys.stderr)
+        return 2
+
+
+def _graded(args, course: Course, assignment: str, t_command: float) -> int:
     if args.scheduler:
         engine, gpus = RemoteEngine(args.scheduler, args.min_workers), None
     else:

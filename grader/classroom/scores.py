@@ -12,7 +12,8 @@ score stands. Otherwise `on_change = "clear"` (the default) removes it, so the n
 counts, and the log says why; `"keep"` keeps it (the feedback page then says it replaced the
 automatic one, never showing both: grader.classroom.feedback). A cell graded before this record
 existed (an older course) falls back to the score alone (RememberScores, before SaveAutoGrades):
-any change clears.
+any change clears. A regrade on which the grader itself failed (its verdicts say so) judges no
+manual score: the score and its record stand until a regrade the grader finishes.
 """
 from __future__ import annotations
 
@@ -81,6 +82,13 @@ def speed_noise(before: dict | None, after: dict | None) -> float | None:
         return None
     spread = max(s["kernel_spread"] + s["baseline_spread"] for s in (before, after))
     return 2 * spread * max(before["ratio"], after["ratio"])
+
+
+def grader_failed(after: dict) -> str | None:
+    """The grader's own failure in a cell's new result (grader.checking.isolate: it crashed, or the GPU
+    had no memory for a check's arrays), or None. Such a result says nothing of the hand-in: a manual
+    score is not judged by it (the instructor regrades once the grader or the GPU is fixed)."""
+    return next((v["grader_error"] for v in after.get("verdicts") or [] if v.get("grader_error")), None)
 
 
 def what_changed(before: dict, after: dict, out_of: float) -> str | None:
@@ -179,6 +187,12 @@ class ReconcileManualScores(NbGraderPreprocessor):
                 if g.manual_score is None or before is None:
                     update[g.name] = after
                     continue
+                failed = grader_failed(after)
+                if failed and before.get("score") != after["score"]:
+                    self.log.warning("%s %s %s: the grader itself failed on this regrade (%s): the manual score %s "
+                                     "stands; regrade once it is fixed", info["student"], info["assignment"], g.name,
+                                     failed, g.manual_score)
+                    continue  # and so does the record of the result it was given against
                 why = what_changed(before, after, float(g.max_score or 0.0))
                 if why is None:
                     if before.get("score") != after["score"]:
