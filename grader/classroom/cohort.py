@@ -25,6 +25,9 @@ back what nbgrader wrote (the autograded folder, the submission's gradebook rows
 the only writer, puts them into the course through nbgrader's API, as each job ends. One writer
 is enough: a job's nbgrader takes seconds to minutes, a merge milliseconds, so SQLite never
 becomes the bottleneck, and no database server has to be run and secured beside the course.
+It holds the course's autograde lock (grader.classroom.course_lock) while it runs, so no plain
+autograde writes beside it. A manual score given or taken back in the formgrader after the
+snapshot was taken stands over what its job found (merge).
 
 Why Dask: the engine's wheels are 2.5 MB of pure Python (dask, distributed, tblib, zict, partd,
 locket; 3.4 MB with the few small packages Jupyter does not already bring) against about 70 MB for
