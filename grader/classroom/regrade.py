@@ -211,21 +211,12 @@ def install() -> None:
         return post_hook(self)
 
     def safe_convert_notebooks(self):
-        from nbgrader.converters.base import NbGraderException
-
-        from grader.classroom import course_lock
-
+        restore_all(self.coursedir, self.log)
         try:
-            with course_lock.held(self.coursedir):  # restore_all puts back only what no autograde runs on
-                restore_all(self.coursedir, self.log)
-                try:
-                    with stops_like_ctrl_c():
-                        return convert_notebooks(self)
-                finally:
-                    restore_all(self.coursedir, self.log)
-        except course_lock.Busy as e:
-            self.log.error("autograde refused: %s", e)
-            raise NbGraderException(str(e)) from None
+            with stops_like_ctrl_c():
+                return convert_notebooks(self)
+        finally:
+            restore_all(self.coursedir, self.log)
 
     Autograde.init_destination = safe_init_destination
     Autograde.run_post_convert_hook = finished
