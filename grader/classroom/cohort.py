@@ -270,36 +270,22 @@ def merge(gb, course: Course, assignment: str, result: dict, out=sys.stderr) -> 
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student,
                                        **({"timestamp": rows["timestamp"]} if rows["timestamp"] else {}))
+        from grader.classroom import scores
+
         for name, nbrow in rows["notebooks"].items():
             snb = gb.find_submission_notebook(name, assignment, student)
             snb.late_submission_penalty = nbrow["late_submission_penalty"]
             # what each cell's result rests on, as the job's ReconcileManualScores recorded it
             records = dict(nbrow.get("graded_against") or {})
-            seen = nbrow.get("manual_before", {})  # the manual scores of the job's snapshot
             for g in snb.grades:
-                if g.name not in nbrow["grades"]:
-                    continue
-                row = nbrow["grades"][g.name]
-                g.auto_score = row["auto_score"]
-                if g.manual_score == seen.get(g.name):  # as the job found it: its judgement (kept or cleared) counts
-                    g.manual_score = row["manual_score"]
-                    g.needs_manual_grade = row["needs_manual_grade"]
-                    continue
-                if g.manual_score is None:  # taken back in the formgrader while the job ran: stays so
-                    g.needs_manual_grade = g.auto_score is None
-                    continue
-                # given in the formgrader while the job ran, against the result it replaces: it stands,
-                # marked for review (nbgrader's rule after a regrade), and so does the record of that
-                # result, so the next regrade judges the score against what it was given against
-                g.needs_manual_grade = True
-                records.pop(g.name, None)
-                print(f"cohort: {student} {assignment} {g.name}: the manual score {g.manual_score:g} given while this "
-                      f"regrade ran stands over its new automatic score {row['auto_score']}", file=out, flush=True)
+                if g.name in nbrow["grades"]:
+                    stands = scores.from_job(g, nbrow["grades"][g.name], nbrow.get("manual_before", {}).get(g.name))
+                    if stands:  # given while the job ran: so does the record of the result it was given against
+                        records.pop(g.name, None)
+                        print(f"cohort: {student} {assignment} {g.name}: {stands}", file=out, flush=True)
             for c in snb.comments:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
-            from grader.classroom import scores
-
             scores.store(gb, assignment, student, name, records)
         gb.db.commit()
         # the hand-in's time and penalty as the course computes them (its record of times and the

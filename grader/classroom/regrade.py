@@ -33,7 +33,7 @@ import signal
 from contextlib import contextmanager
 from pathlib import Path
 
-KEEP = ".regrade"  # under autograded/: nbgrader's `*` globs skip dot-names
+from grader.classroom.standing import KEEP  # under autograded/: where a regrade keeps the earlier result
 
 
 def _aside(coursedir, assignment: str, student: str) -> Path:

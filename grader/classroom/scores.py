@@ -158,6 +158,23 @@ def store(gb, assignment: str, student: str, notebook: str, records: dict[str, d
                            "VALUES (:a, :s, :n, :c, :r)"), dict(key, r=json.dumps(record)))
 
 
+def from_job(g, row: dict, seen: float | None) -> str | None:
+    """A cohort job's result for one cell (`row`: auto_score, manual_score, needs_manual_grade, as
+    grader.classroom.cohort_job reads them) into the course's grade `g`. The job judged the manual
+    score of the gradebook's snapshot (`seen`); one given or taken back in the formgrader since then
+    stands over its judgement. Returns what to tell the instructor when one given since stands."""
+    g.auto_score = row["auto_score"]
+    if g.manual_score == seen:  # as the job found it: its judgement (kept or cleared) counts
+        g.manual_score, g.needs_manual_grade = row["manual_score"], row["needs_manual_grade"]
+        return None
+    if g.manual_score is None:  # taken back while the job ran
+        g.needs_manual_grade = g.auto_score is None
+        return None
+    g.needs_manual_grade = True  # to review, as nbgrader marks a manual score after a regrade
+    return (f"the manual score {g.manual_score:g} given while this regrade ran stands over its new automatic "
+            f"score {row['auto_score']}")
+
+
 # ------------------------------------------------------------------ the two preprocessors
 class RememberScores(NbGraderPreprocessor):
     def preprocess(self, nb, resources):

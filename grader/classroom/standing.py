@@ -30,6 +30,7 @@ from grader.classroom import handin_time
 # under autograded/: the cohort's job logs and its pending list (grader.classroom.cohort writes them,
 # a hand-in's standing reads the list); hidden in every sandbox, skipped by nbgrader's globs
 LOGS = ".cohort-logs"
+KEEP = ".regrade"  # under autograded/: the earlier results a regrade keeps aside (grader.classroom.regrade)
 TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule)
 PERCENT_PER_DAY = [10.0]  # the course config's LATE_PERCENT_PER_DAY (install), one value per process
 
@@ -159,8 +160,6 @@ def ungraded_reason(coursedir, submission) -> str | None:
 def _regrading(coursedir, student: str, assignment: str) -> bool:
     """Its earlier result is kept aside (grader.classroom.regrade): an autograde is regrading it now
     (its autograded folder is being written), or one was stopped and the next puts it back."""
-    from grader.classroom.regrade import KEEP
-
     base = Path(coursedir.format_path(coursedir.autograded_directory, ".", "."))
     return any((base / KEEP / student / assignment).glob("*.ipynb"))
 
