@@ -53,13 +53,19 @@ def _is_test(cell) -> bool:
     return bool(meta.get("grade")) and not meta.get("solution")
 
 
+def _locked(cell) -> bool:
+    return bool((cell.metadata.get("nbgrader") or {}).get("locked"))
+
+
 def fingerprint(nb) -> dict[str, dict]:
     """grade id -> what its automatic score rests on in this graded notebook (after TrustedGrade,
     which wrote each graded cell's test text and verdict records): the hand-in (every cell but the
-    course's test cells, text only: outputs differ run to run), the test's text, the verdicts."""
+    course's locked ones, test cells included, which autograde writes from the release: a typo fixed
+    there is no change of the hand-in; text only: outputs differ run to run), the test's text, the
+    verdicts."""
     from grader.classroom.autograde import VERDICTS
 
-    handin = _digest([[c.cell_type, c.source] for c in nb.cells if not _is_test(c)])
+    handin = _digest([[c.cell_type, c.source] for c in nb.cells if not (_is_test(c) or _locked(c))])
     out = {}
     for c in nb.cells:
         gid = (c.metadata.get("nbgrader") or {}).get("grade_id")
