@@ -25,6 +25,9 @@ back what nbgrader wrote (the autograded folder, the submission's gradebook rows
 the only writer, puts them into the course through nbgrader's API, as each job ends. One writer
 is enough: a job's nbgrader takes seconds to minutes, a merge milliseconds, so SQLite never
 becomes the bottleneck, and no database server has to be run and secured beside the course.
+It holds the course's autograde lock (grader.classroom.course_lock) while it runs, so no plain
+autograde writes beside it. A manual score given or taken back in the formgrader after the
+snapshot was taken stands over what its job found (merge).
 
 Why Dask: the engine's wheels are 2.5 MB of pure Python (dask, distributed, tblib, zict, partd,
 locket; 3.4 MB with the few small packages Jupyter does not already bring) against about 70 MB for
@@ -62,7 +65,7 @@ from pathlib import Path
 
 from grader.classroom import cohort_concurrency as concurrency
 from grader.classroom import cohort_refusals as refusals
-from grader.classroom import phases, regrade
+from grader.classroom import course_lock, phases, regrade
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
@@ -242,7 +245,7 @@ def bundle(course: Course, assignment: str) -> bytes:
 
 
 # ------------------------------------------------------------------ the single writer
-def merge(gb, course: Course, assignment: str, result: dict) -> None:
+def merge(gb, course: Course, assignment: str, result: dict, out=sys.stderr) -> None:
     """Put one job's result into the course, as `nbgrader autograde` would have left it: the new
     folder unpacked beside the old one, the gradebook rows, then the swap (the student is pending
     meanwhile, so an interrupted merge is redone by the next run)."""
@@ -267,22 +270,23 @@ def merge(gb, course: Course, assignment: str, result: dict) -> None:
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student,
                                        **({"timestamp": rows["timestamp"]} if rows["timestamp"] else {}))
+        from grader.classroom import scores
+
         for name, nbrow in rows["notebooks"].items():
             snb = gb.find_submission_notebook(name, assignment, student)
             snb.late_submission_penalty = nbrow["late_submission_penalty"]
+            # what each cell's result rests on, as the job's ReconcileManualScores recorded it
+            records = dict(nbrow.get("graded_against") or {})
             for g in snb.grades:
                 if g.name in nbrow["grades"]:
-                    g.auto_score = nbrow["grades"][g.name]["auto_score"]
-                    g.needs_manual_grade = nbrow["grades"][g.name]["needs_manual_grade"]
-                    if "manual_score" in nbrow["grades"][g.name]:  # cleared by ReconcileManualScores
-                        g.manual_score = nbrow["grades"][g.name]["manual_score"]
+                    stands = scores.from_job(g, nbrow["grades"][g.name], nbrow.get("manual_before", {}).get(g.name))
+                    if stands:  # given while the job ran: so does the record of the result it was given against
+                        records.pop(g.name, None)
+                        print(f"cohort: {student} {assignment} {g.name}: {stands}", file=out, flush=True)
             for c in snb.comments:
                 if c.name in nbrow["comments"]:
                     c.auto_comment = nbrow["comments"][c.name]["auto_comment"]
-            # what each cell's result rests on, as the job's ReconcileManualScores recorded it
-            from grader.classroom import scores
-
-            scores.store(gb, assignment, student, name, nbrow.get("graded_against") or {})
+            scores.store(gb, assignment, student, name, records)
         gb.db.commit()
         # the hand-in's time and penalty as the course computes them (its record of times and the
         # assignment's opening are in the course, not in the job's scratch copy)
@@ -445,7 +449,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                     if f in probes:
                         probed.append(dict(r))  # with its step times (dropped from r below)
                     if r["status"] in ("graded", "failed"):
-                        merge(gb, course, assignment, r)
+                        merge(gb, course, assignment, r, out)
                     if r["status"] == "graded":
                         _set_pending(course, assignment, pending(course, assignment) - {r["student"]})
                     else:
@@ -517,6 +521,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cohort: {e}", file=sys.stderr)
         return 2
     check_released(course, assignment)
+    try:  # the only writer of the course's autograded/ and gradebook: no other autograde beside it
+        with course_lock.held(course.coursedir):
+            return _graded(args, course, assignment, t_command)
+    except course_lock.Busy as e:
+        print(f"cohort: {e}", file=sys.stderr)
+        return 2
+
+
+def _graded(args, course: Course, assignment: str, t_command: float) -> int:
     if args.scheduler:
         engine, gpus = RemoteEngine(args.scheduler, args.min_workers), None
     else:

@@ -336,6 +336,19 @@ def _rows(db: Path, assignment: str, student: str) -> dict | None:
                        for nb in sub.notebooks})
 
 
+def _manual_scores(db: Path, assignment: str, student: str) -> dict[str, dict]:
+    """notebook -> cell -> the manual score in the job's snapshot of the gradebook, before grading: the
+    merge tells a manual score the job judged from one given in the formgrader while the job ran."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return {}
+        return {nb.name: {g.name: g.manual_score for g in nb.grades} for nb in sub.notebooks}
+
+
 def _phases(path: Path) -> list[dict]:
     """The job's step records; appended as they are to the instructor's TC_PHASES file, if named."""
     try:
@@ -402,6 +415,7 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
         if out["device"]:
             env[gpulock.ENV] = gpulock.lock_file(lock, out["device"])
         log = scratch / "job.log"
+        manual_before = _manual_scores(scratch / "gradebook.db", assignment, student)
         argv = ["autograde", assignment, "--student", student, "--create"]
         server = None
         if os.environ.get("TC_COHORT_FORK", "1") != "0":
@@ -432,6 +446,9 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
             # nbgrader ran to its end: what it wrote is the result, also when it refused the
             # submission (exit 1: gradebook rows, no autograded folder, as plain autograde leaves them)
             out["rows"] = _rows(scratch / "gradebook.db", assignment, student)
+            if out["rows"] is not None:
+                for name, nbrow in out["rows"]["notebooks"].items():
+                    nbrow["manual_before"] = manual_before.get(name, {})
             out["rejected"] = _rejection(scratch, assignment, student)
             dest = scratch / layout["autograded"]
             out["autograded"] = tar_folder(dest) if dest.is_dir() else None

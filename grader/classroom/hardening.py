@@ -20,6 +20,8 @@ environment loads before any course config) changes nbgrader's converters so tha
 - autograde (as its last step) and generate_feedback refuse to run without SafeOutputs, which
   reduces a hand-in's outputs to data; the formgrader's pages always run it and allow no
   script but their own (grader/classroom/safe_outputs.py, formgrader.py).
+- one autograde at a time in a course: a second one stops at once, naming the first
+  (grader.classroom.course_lock);
 - an instructor's command (autograde, export, generate_feedback, db, ...) and the formgrader's
   pages stop outside a course folder, saying where to cd, before they write anything;
 - a timestamp.txt is read by the course's one parser (grader.classroom.handin_time).
@@ -238,7 +240,7 @@ def install() -> None:
     from nbgrader import utils
     from nbgrader.converters import base
 
-    from grader.classroom import handin_check, handin_time, phases
+    from grader.classroom import course_lock, handin_check, handin_time, phases
 
     handin_time.install()  # one parser for timestamp.txt; an unreadable one never stops the command
     phases.install()  # step times, only written where TC_PHASES asks (issue #28)
@@ -273,11 +275,16 @@ def install() -> None:
         if missing:
             self.log.error("autograde refused: %s", missing)
             raise NbGraderException(missing)
-        check_integrity(self.coursedir, self.log)
-        for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
-            sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
-        handin_check.refuse_empty_handins(self)
-        return auto_start(self)
+        try:  # one autograde at a time in a course, from its first write to its last
+            with course_lock.held(self.coursedir):
+                check_integrity(self.coursedir, self.log)
+                for d in (self.coursedir.submitted_directory, self.coursedir.autograded_directory):
+                    sanitize_students(Path(self.coursedir.root) / d, self.coursedir.assignment_id, self.log)
+                handin_check.refuse_empty_handins(self)
+                return auto_start(self)
+        except course_lock.Busy as e:
+            self.log.error("autograde refused: %s", e)
+            raise NbGraderException(str(e)) from None
 
     def feedback_start(self):
         try:

@@ -8,7 +8,8 @@ guide's plain commands get them.
   folder is kept aside (autograded/.regrade/<student>/<assignment>, hidden from nbgrader's
   globs and from every sandbox, like the rest of autograded/) and put back unless the new
   grading succeeded. A run killed outright (SIGKILL) leaves the copy, and the next run of any
-  autograde puts it back first. A folder that is no finished grading with nothing to put back
+  autograde puts it back first: the course's autograde lock (grader.classroom.course_lock) makes
+  sure no autograde is running that owns it. A folder that is no finished grading with nothing to put back
   (a first grading killed outright), or whose grades the gradebook no longer holds (a student
   removed and added back), is graded again without --force (`not_done`): nbgrader's skip rule
   would skip it for ever.
@@ -32,7 +33,7 @@ import signal
 from contextlib import contextmanager
 from pathlib import Path
 
-KEEP = ".regrade"  # under autograded/: nbgrader's `*` globs skip dot-names
+from grader.classroom.standing import KEEP  # under autograded/: where a regrade keeps the earlier result
 
 
 def _aside(coursedir, assignment: str, student: str) -> Path:

@@ -12,7 +12,8 @@ score stands. Otherwise `on_change = "clear"` (the default) removes it, so the n
 counts, and the log says why; `"keep"` keeps it (the feedback page then says it replaced the
 automatic one, never showing both: grader.classroom.feedback). A cell graded before this record
 existed (an older course) falls back to the score alone (RememberScores, before SaveAutoGrades):
-any change clears.
+any change clears. A regrade on which the grader itself failed (its verdicts say so) judges no
+manual score: the score and its record stand until a regrade the grader finishes.
 """
 from __future__ import annotations
 
@@ -52,13 +53,19 @@ def _is_test(cell) -> bool:
     return bool(meta.get("grade")) and not meta.get("solution")
 
 
+def _locked(cell) -> bool:
+    return bool((cell.metadata.get("nbgrader") or {}).get("locked"))
+
+
 def fingerprint(nb) -> dict[str, dict]:
     """grade id -> what its automatic score rests on in this graded notebook (after TrustedGrade,
     which wrote each graded cell's test text and verdict records): the hand-in (every cell but the
-    course's test cells, text only: outputs differ run to run), the test's text, the verdicts."""
+    course's locked ones, test cells included, which autograde writes from the release: a typo fixed
+    there is no change of the hand-in; text only: outputs differ run to run), the test's text, the
+    verdicts."""
     from grader.classroom.autograde import VERDICTS
 
-    handin = _digest([[c.cell_type, c.source] for c in nb.cells if not _is_test(c)])
+    handin = _digest([[c.cell_type, c.source] for c in nb.cells if not (_is_test(c) or _locked(c))])
     out = {}
     for c in nb.cells:
         gid = (c.metadata.get("nbgrader") or {}).get("grade_id")
@@ -81,6 +88,13 @@ def speed_noise(before: dict | None, after: dict | None) -> float | None:
         return None
     spread = max(s["kernel_spread"] + s["baseline_spread"] for s in (before, after))
     return 2 * spread * max(before["ratio"], after["ratio"])
+
+
+def grader_failed(after: dict) -> str | None:
+    """The grader's own failure in a cell's new result (grader.checking.isolate: it crashed, or the GPU
+    had no memory for a check's arrays), or None. Such a result says nothing of the hand-in: a manual
+    score is not judged by it (the instructor regrades once the grader or the GPU is fixed)."""
+    return next((v["grader_error"] for v in after.get("verdicts") or [] if v.get("grader_error")), None)
 
 
 def what_changed(before: dict, after: dict, out_of: float) -> str | None:
@@ -150,6 +164,23 @@ def store(gb, assignment: str, student: str, notebook: str, records: dict[str, d
                            "VALUES (:a, :s, :n, :c, :r)"), dict(key, r=json.dumps(record)))
 
 
+def from_job(g, row: dict, seen: float | None) -> str | None:
+    """A cohort job's result for one cell (`row`: auto_score, manual_score, needs_manual_grade, as
+    grader.classroom.cohort_job reads them) into the course's grade `g`. The job judged the manual
+    score of the gradebook's snapshot (`seen`); one given or taken back in the formgrader since then
+    stands over its judgement. Returns what to tell the instructor when one given since stands."""
+    g.auto_score = row["auto_score"]
+    if g.manual_score == seen:  # as the job found it: its judgement (kept or cleared) counts
+        g.manual_score, g.needs_manual_grade = row["manual_score"], row["needs_manual_grade"]
+        return None
+    if g.manual_score is None:  # taken back while the job ran
+        g.needs_manual_grade = g.auto_score is None
+        return None
+    g.needs_manual_grade = True  # to review, as nbgrader marks a manual score after a regrade
+    return (f"the manual score {g.manual_score:g} given while this regrade ran stands over its new automatic "
+            f"score {row['auto_score']}")
+
+
 # ------------------------------------------------------------------ the two preprocessors
 class RememberScores(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
@@ -179,6 +210,12 @@ class ReconcileManualScores(NbGraderPreprocessor):
                 if g.manual_score is None or before is None:
                     update[g.name] = after
                     continue
+                failed = grader_failed(after)
+                if failed and before.get("score") != after["score"]:
+                    self.log.warning("%s %s %s: the grader itself failed on this regrade (%s): the manual score %s "
+                                     "stands; regrade once it is fixed", info["student"], info["assignment"], g.name,
+                                     failed, g.manual_score)
+                    continue  # and so does the record of the result it was given against
                 why = what_changed(before, after, float(g.max_score or 0.0))
                 if why is None:
                     if before.get("score") != after["score"]:

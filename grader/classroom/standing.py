@@ -7,7 +7,8 @@ formgrader's submission lists (their score is the score after the penalty), the 
 
     status           scores
     not submitted    0 (nothing handed in, as nbgrader counts it)
-    pending: ...     empty: collected, not autograded yet (or resubmitted since: the earlier scores stay)
+    pending: ...     empty: collected, not autograded yet (or resubmitted since, or being regraded:
+                     the gradebook's scores stay)
     NOT GRADED: ...  empty, never 0: handed in, but nothing could grade it, or its cohort job did
                      not finish (why, and what to do)
     graded           raw_score = manual score where given, else the automatic one, per cell
@@ -29,6 +30,7 @@ from grader.classroom import handin_time
 # under autograded/: the cohort's job logs and its pending list (grader.classroom.cohort writes them,
 # a hand-in's standing reads the list); hidden in every sandbox, skipped by nbgrader's globs
 LOGS = ".cohort-logs"
+KEEP = ".regrade"  # under autograded/: the earlier results a regrade keeps aside (grader.classroom.regrade)
 TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule)
 PERCENT_PER_DAY = [10.0]  # the course config's LATE_PERCENT_PER_DAY (install), one value per process
 
@@ -67,10 +69,16 @@ def opens(course_root, assignment: str) -> datetime | None:
 
 
 def due_for(course_root, assignment, student: str) -> datetime | None:
-    """The due date that counts for `student`: their extension (`term extend`), else the assignment's
-    (a gradebook Assignment)."""
+    """The due date that counts for `student`: their extension (`term extend`) where it is later than
+    the assignment's (a gradebook Assignment), else the assignment's. An extension gives time, never
+    takes it: moved past it, the assignment's due date counts for that student too (and with none,
+    nobody is late)."""
     text = term(course_root).get("extensions", {}).get(assignment.name, {}).get(student) if course_root else None
-    return handin_time.parse_time(text) if text else assignment.duedate
+    due = assignment.duedate
+    if not text or due is None:
+        return due
+    own = handin_time.parse_time(text)
+    return max(own, due)
 
 
 def _root_of(submission):
@@ -147,6 +155,13 @@ def ungraded_reason(coursedir, submission) -> str | None:
         if missing:
             return f"no score for {', '.join(missing)} (autograde it again, or grade it by hand)"
     return None
+
+
+def _regrading(coursedir, student: str, assignment: str) -> bool:
+    """Its earlier result is kept aside (grader.classroom.regrade): an autograde is regrading it now
+    (its autograded folder is being written), or one was stopped and the next puts it back."""
+    base = Path(coursedir.format_path(coursedir.autograded_directory, ".", "."))
+    return any((base / KEEP / student / assignment).glob("*.ipynb"))
 
 
 def _cohort_failed(coursedir, assignment: str, student: str) -> bool:
@@ -246,7 +261,8 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
             st.raw = st.penalty = st.score = 0.0
         return st
     why = ungraded_reason(coursedir, sub)
-    if why:
+    regrading = _regrading(coursedir, student_id, assignment.name)
+    if why and not regrading:
         st.status = f"NOT GRADED: {why}"
         return st
     grades = [g for nb in sub.notebooks for g in nb.grades]
@@ -260,6 +276,9 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     if there and _resubmitted(coursedir, student_id, assignment.name):
         st.status = (f"pending: handed in again after grading; these are the earlier hand-in's scores "
                      f"(run `nbgrader autograde {assignment.name}`)")
+    if regrading:
+        st.status = (f"pending: being autograded again (or its regrade was stopped); these are the gradebook's "
+                     f"scores now (export again once `nbgrader autograde {assignment.name}` has ended)")
     for stale in (_stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
         if stale:
             st.checks.append(stale)

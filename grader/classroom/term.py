@@ -4,7 +4,7 @@
     python -m grader.classroom.term schedule A=DATE ...    e.g. 01=2026-12-01T23:59Z (name or prefix)
     python -m grader.classroom.term schedule               print the schedule the gradebook holds
     python -m grader.classroom.term refresh                bring every hand-in's time and penalty up to date
-    python -m grader.classroom.term extend A STUDENT DATE  one student's own due date (DATE `none`: back to A's)
+    python -m grader.classroom.term extend A STUDENT DATE  one student's later due date (DATE `none`: back to A's)
 
 Run in the course folder (or pass --course). Dates are read by the course's one parser
 (grader.classroom.handin_time: year first, `2026-12-01 23:59`; no zone means UTC; `03/12/2026` is
@@ -170,8 +170,12 @@ def main(argv: list[str] | None = None) -> int:
               "formgrader now show the same numbers")
         return 0
     if args.cmd == "extend":
+        dues = dict(current(course))
         for name, student, due in extensions(course):
-            print(f"{name}: {student} due {due} UTC (extension)")
+            own, theirs = parse_time(due), dues.get(name)
+            counts = (f"; {name}'s own due date is later and counts" if theirs is not None and theirs >= own
+                      else "; no effect while it has no due date" if theirs is None else "")
+            print(f"{name}: {student} due {due} UTC (extension{counts})")
     if changed:
         print("(feedback pages follow at the next `nbgrader generate_feedback A`; grades.csv at the next export)")
     for name, due in current(course):

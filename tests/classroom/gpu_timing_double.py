@@ -2,7 +2,9 @@
 measures no speed: grader.checking.steps.speed). A test course's config puts `GpuTiming` right
 after TrustedGrade: for each correct kernel verdict that TrustedGrade wrote into a graded cell, it
 adds the speed measurement a GPU would have made, from `.gpu-timing.json` in the course folder
-({student: {"ratio", "kernel_spread", "baseline_spread"}}), through the speed step's own
+({student: {"ratio", "kernel_spread", "baseline_spread"}}, or {student: {"no_memory": true}}: the
+GPU's memory was held by another process, so the grader failed the check as
+grader.checking.isolate._no_gpu_memory does), through the speed step's own
 `speed_item` and the trusted grader's own `record`, and the points that speed earns to the cell's
 score. Everything after it (SaveAutoGrades, ReconcileManualScores, export, feedback) is the course's.
 """
@@ -40,6 +42,14 @@ class GpuTiming(NbGraderPreprocessor):
             for rec in cell.metadata.get(VERDICTS) or []:
                 ex = get(rec["exercise"])
                 if ex.target is None or not rec["correct"] or rec.get("speed"):
+                    continue
+                if timing.get("no_memory"):  # the GPU's memory held by another process: the check failed
+                    out_of = float(cell.metadata["nbgrader"]["points"])
+                    lost, rec["score"], rec["correct"] = rec["score"], 0.0, False
+                    rec["grader_error"] = ("the GPU had no free memory for this check's arrays (OutOfMemoryError: "
+                                           "out of memory allocating 4,194,304 bytes), not your kernel's doing")
+                    result = next(o for o in cell.outputs if o.output_type == "execute_result")
+                    result.data["text/plain"] = repr(float(result.data["text/plain"]) - lost / rec["max_score"] * out_of)
                     continue
                 v = Verdict(ex.id, "gpu", max_score=rec["max_score"])
                 perf = dict(ratio=timing["ratio"], kernel_ms=1.0, baseline_ms=timing["ratio"],

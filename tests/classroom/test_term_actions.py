@@ -10,7 +10,7 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   until regraded; a student who hands in the earlier release is not reported as tampering.
 - one student granted an extension (`term extend`) after handing in late: no penalty, in
   grades.csv, the formgrader and the feedback page, also after a manual grade and after the
-  assignment's due date moves.
+  assignment's due date moves; moved past the extension, the assignment's date counts for them too.
 - a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
   lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
@@ -120,6 +120,16 @@ def term(tmp_path_factory):
     logs["edited"], _ = run(moved, "autograde", A)
     run(moved, "export", "--to", "grades-moved.csv")
 
+    # A's due date moves past eve's extension, and her hand-in's time (the instructor's record) is between
+    (moved / "handin-times.csv").write_text("student_id,assignment,time\neve,02-precision,2026-12-02 18:00 UTC\n")
+    p = subprocess.run([*term_cmd, "schedule", f"{A}=2026-12-03 12:00", "--course", str(moved)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([*term_cmd, "extend", A, "ada", "2026-12-01 12:00", "--course", str(moved)],
+                       capture_output=True, text=True)
+    logs["extend_earlier"] = (p.returncode, p.stdout + p.stderr)
+    run(moved, "export", "--to", "grades-past-extension.csv")
+
     # the course folder copied alone to another machine's path (no solutions/ beside it)
     alone = home / "grading-server" / "course"
     shutil.copytree(moved, alone, symlinks=True)
@@ -204,6 +214,16 @@ def test_an_extension_for_one_student_counts_everywhere(term):
             float(later["score"])) == ("graded", 1.0, 0.0, 3.0), later
     page = course / "feedback" / "eve" / A / f"{A}.html"
     assert page_numbers(page) == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
+
+
+def test_an_extension_never_makes_a_due_date_earlier(term):
+    """A's due date moved for the whole class past eve's extension: eve is as late as her classmates."""
+    eve = rows(term["course"], "grades-past-extension.csv")["eve"]
+    assert eve["duedate"].startswith("2026-12-03 12:00"), eve
+    assert (eve["status"], float(eve["late_submission_penalty"])) == ("graded", 0.0), eve
+    rc, out = term["logs"]["extend_earlier"]  # one given before A's own due date: said, and A's counts
+    assert rc == 0 and "ada due 2026-12-01 12:00:00 UTC (extension; 02-precision's own due date is later" in out, out
+    assert rows(term["course"], "grades-past-extension.csv")["ada"]["duedate"].startswith("2026-12-03 12:00")
 
 
 def test_a_course_folder_copied_out_of_the_repository_says_where_its_sources_are(term):

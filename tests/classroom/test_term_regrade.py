@@ -6,6 +6,8 @@ for the timing alone, at the point where the trusted grader's verdict enters nbg
 - ada's and ben's hand-ins are graded, each given a manual score on the kernel's cell;
 - `autograde --force` of the same hand-ins, ada's speed moved by timing noise (within the spread
   her verdicts record), ben's by far more: ada's manual score stands, ben's is cleared, saying why;
+- ada regraded while another process held the GPU's memory (the grader fails her check, saying it is
+  not her kernel), then on an idle GPU: her manual score stands through both;
 - ada's kernel edited so its check fails, and regraded: her manual score is cleared, saying why.
 """
 import json
@@ -58,6 +60,14 @@ def term(tmp_path_factory):
     out["noise"], _ = run(course, "autograde", A, "--force")
     out["after_noise"] = {s: cell(course, s) for s in ("ada", "ben")}
 
+    # another process held the GPU's memory: the grader failed ada's check (not her kernel), then an idle GPU
+    (course / FILE).write_text(json.dumps({"ada": {"no_memory": True}}))
+    out["no_memory"], _ = run(course, "autograde", A, "--force", "--student", "ada")
+    out["after_no_memory"] = cell(course, "ada")
+    timing(course, ada=0.46)
+    out["idle"], _ = run(course, "autograde", A, "--force", "--student", "ada")
+    out["after_idle"] = cell(course, "ada")
+
     timing(course, ada=0.45)  # a GPU again, but ada's kernel is now the release's stub: its check fails
     hand_in(course, "ada", A, book(A, course, ("transpose-kernel",)), "2026-11-21 10:00:00 UTC")
     out["edited"], _ = run(course, "autograde", A, "--force", "--student", "ada")
@@ -84,6 +94,17 @@ def test_a_speed_change_beyond_the_noise_clears_the_manual_grade(term):
     assert auto == pytest.approx(1.0 + 0.28 / 0.3) and manual is None, term["noise"][-3000:]
     assert "transpose's speed moved from 0.45 to 0.58" in term["noise"]
     assert "the manual score 1.8 is cleared" in term["noise"]
+
+
+def test_a_regrade_the_grader_itself_failed_keeps_the_manual_grade(term):
+    """The guide says to regrade on an idle GPU: the manual score must still be there then."""
+    auto, manual = term["after_no_memory"]
+    assert auto < term["auto_first"]["ada"] and manual == pytest.approx(1.8), term["no_memory"][-3000:]
+    assert "transpose-test: the grader itself failed on this regrade (the GPU had no free memory" in term["no_memory"]
+    assert "the manual score 1.8 stands; regrade once it is fixed" in term["no_memory"]
+    auto, manual = term["after_idle"]  # judged against the result it was given against, as before
+    assert auto == pytest.approx(1.0 + 0.16 / 0.3) and manual == pytest.approx(1.8), term["idle"][-3000:]
+    assert "by timing noise only: the manual score 1.8 stands" in term["idle"]
 
 
 def test_an_edited_hand_in_whose_check_fails_clears_the_manual_grade(term):

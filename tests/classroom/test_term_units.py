@@ -478,11 +478,14 @@ def _verdict(ratio: float | None, correct: bool = True, spread: float = 0.02) ->
     return record(v)
 
 
-def _graded_nb(ratio, correct=True, answer="KERNEL = 'fast'", test="grade('transpose', KERNEL, points=2)"):
-    """A notebook as TrustedGrade leaves it: the student's answer, the graded cell with its verdict."""
+def _graded_nb(ratio, correct=True, answer="KERNEL = 'fast'", test="grade('transpose', KERNEL, points=2)",
+               given="N = 64"):
+    """A notebook as TrustedGrade leaves it: the course's given code (a locked cell, as autograde
+    writes it from the release), the student's answer, the graded cell with its verdict."""
     from grader.classroom.autograde import VERDICTS
 
     nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(given, metadata={"nbgrader": {"locked": True, "grade_id": "g"}}))
     nb.cells.append(nbformat.v4.new_code_cell(answer, metadata={"nbgrader": {"solution": True, "grade_id": "a"}}))
     rec = _verdict(ratio, correct)
     nb.cells.append(nbformat.v4.new_code_cell(test, metadata={"nbgrader": {"grade": True, "grade_id": "t1"},
@@ -505,6 +508,9 @@ def test_the_regrade_rule_tells_timing_noise_from_a_real_change():
     assert "its test cell changed" in scores.what_changed(
         before, _result(*_graded_nb(0.46, test="grade('transpose', KERNEL, points=2)  # fixed")), 2.0)
     assert "pass/fail changed" in scores.what_changed(before, _result(*_graded_nb(None, correct=False)), 2.0)
+    # the course's given code fixed and released again (generate_assignment --force), then the regrade
+    # the guide asks for: the hand-in is the same, a noise move is still noise
+    assert scores.what_changed(before, _result(*_graded_nb(0.46, given="N = 64  # fixed")), 2.0) is None
     nogpu = _result(*_graded_nb(None))  # the same kernel graded without a GPU: no speed, no noise to allow
     assert "more than the timing noise of its speed checks explains (+-0)" in scores.what_changed(before, nogpu, 2.0)
     old = dict(before, verdicts=[dict(v, speed={k: x for k, x in v["speed"].items() if "spread" not in k})
