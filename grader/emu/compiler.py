@@ -305,10 +305,10 @@ def build_module(source: str, options: Sequence[str], name: str, traffic: bool =
     filename = f"{name}.cu"
     flags, std = filter_options(options)
     flags = flags + _sanitize_flags(source) + (TRAFFIC_FLAGS if traffic else [])
-    # "no-load-time-code": builds cached before that check (load_time.py) are not reused
+    # load_time.py's text: a build is reused only if the check of what it runs on load passed on it
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
-                                     MODULE_FLAGS, "no-load-time-code"] + (["traffic"] if traffic else [])
-                                    ).encode()).hexdigest()[:24]
+                                     MODULE_FLAGS, _files_digest([HERE / "load_time.py"])]
+                                    + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
     final = _cached(f"mod-{key}", "meta.json")
     if (final / "meta.json").exists() and (final / "kernel.so").exists():
         return Built(final, json.loads((final / "meta.json").read_text()))
