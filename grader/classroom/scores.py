@@ -102,13 +102,16 @@ def what_changed(before: dict, after: dict, out_of: float) -> str | None:
     against, or None where it is the same but for timing noise. Each: {score, and from
     `fingerprint`: handin, test, verdicts}; `out_of`: the cell's points."""
     b, a = before.get("score"), after.get("score")
+    recorded = all("handin" in r for r in (before, after))
+    if recorded and before["handin"] != after["handin"]:
+        # what was graded by hand is not what is graded now, whatever it scores: a manual score
+        # (a raise or a penalty) carried to another hand-in would grade work nobody looked at
+        return "the hand-in changed" + (f" (automatic score {b:g} -> {a:g})" if None not in (a, b) else "")
     if b == a:
-        return None  # as nbgrader: an unchanged automatic score changes nothing
+        return None  # the same hand-in, the same automatic score: nothing to judge again
     moved = "the automatic score changed" + (f" ({b:g} -> {a:g})" if None not in (a, b) else "")
-    if None in (a, b) or not all("handin" in r for r in (before, after)):
+    if None in (a, b) or not recorded:
         return moved  # a record from before this rule: any change counts
-    if before["handin"] != after["handin"]:
-        return f"{moved}: the hand-in changed"
     if before["test"] != after["test"]:
         return f"{moved}: its test cell changed"
     bv, av = before["verdicts"], after["verdicts"]

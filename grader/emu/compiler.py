@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from grader.emu.load_time import load_time_code
 from grader.emu.translate import Translation, translate
 from grader.runtime.errors import CompileError, Diagnostic
 
@@ -304,8 +305,10 @@ def build_module(source: str, options: Sequence[str], name: str, traffic: bool =
     filename = f"{name}.cu"
     flags, std = filter_options(options)
     flags = flags + _sanitize_flags(source) + (TRAFFIC_FLAGS if traffic else [])
+    # load_time.py's text: a build is reused only if the check of what it runs on load passed on it
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
-                                     MODULE_FLAGS] + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
+                                     MODULE_FLAGS, _files_digest([HERE / "load_time.py"])]
+                                    + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
     final = _cached(f"mod-{key}", "meta.json")
     if (final / "meta.json").exists() and (final / "kernel.so").exists():
         return Built(final, json.loads((final / "meta.json").read_text()))
@@ -320,6 +323,13 @@ def build_module(source: str, options: Sequence[str], name: str, traffic: bool =
             tr, tmp, log = tr2, tmp2, log2
         else:
             log = log2
+    loaded = load_time_code(tmp / "kernel.so") if tmp is not None else []
+    if loaded:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CompileError(f"your source has code that would run when the module is loaded or unloaded, not when "
+                           f"a kernel calls it ({', '.join(loaded[:3])}): a constructor or destructor attribute, an "
+                           "ifunc or a loader section, which NVRTC leaves out and no GPU runs; remove it",
+                           log=log, diagnostics=[], hint="Write code that your kernel calls; nothing else runs on a GPU.")
     if tmp is None:
         diags = parse_diagnostics(log, filename, source.replace("\r\n", "\n").split("\n"))
         errors = [d for d in diags if d.severity == "error"]

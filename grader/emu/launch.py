@@ -194,10 +194,10 @@ class EmuModule:
         every product's sign flipped by a hash of its operands and the key (a keyed probe run,
         grader.problems.signed_products)."""
         flags = (self._ORDERS[order] | (2 if check_uninit else 0) | (16 if traffic is not None else 0)
-                 | (32 if tc_double else 0))
+                 | (32 if tc_double else 0) | (64 if tc_key else 0))
         sym = f"__emu_tramp_{kernel}".encode()
         hdr = [struct.pack("<I", 0x31554D45), struct.pack("<6I", *grid, *block), struct.pack("<Q", int(shared_mem)),
-               struct.pack("<II", flags, _workers(self._built.meta)), struct.pack("<Q", int(tc_key)),
+               struct.pack("<II", flags, _workers(self._built.meta)),
                struct.pack("<I", min(int(self._built.meta.get("stack_bytes", 0)), 1 << 20)),
                struct.pack("<I", len(sym)), sym,
                struct.pack("<I", len(packed))]
@@ -216,7 +216,9 @@ class EmuModule:
             cmd = [str(runner), str(self._built.so), inp, out, rep] + ([tr] if traffic is not None else [])
             box = sandbox.maybe_box(writable=[tmp], readable=[str(runner.parent), str(Path(self._built.so).parent)])
             try:
-                code, stdout, se, stopped = sandbox.run(cmd, timeout=timeout, box=box)
+                # a keyed run's key on stdin, for the runner's parent only, never in a file a kernel could read
+                key = struct.pack("<Q", int(tc_key) & (2**64 - 1)) if tc_key else None
+                code, stdout, se, stopped = sandbox.run(cmd, timeout=timeout, box=box, input=key)
             finally:
                 if box is not None:
                     box.close()

@@ -251,6 +251,17 @@ def _uid_tasks(uid: int) -> int:
     return n
 
 
+def nproc_per_namespace() -> bool:
+    """Whether this kernel counts RLIMIT_NPROC per user namespace (Linux 5.14, "ucounts"): a limit
+    set inside a sandbox's own namespace then counts that sandbox's threads alone. Before, the
+    count is the user's in every namespace, and the limit must be set outside, on top of what the
+    user already runs (_uid_tasks)."""
+    import re
+
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return bool(m) and (int(m[1]), int(m[2])) >= (5, 14)
+
+
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -404,15 +415,20 @@ class Box(Watch):
             a += ["--seccomp", "@SECCOMP_FD@"]
         # its first process hands out /tmp and /dev/shm (sized: their use outlives the run) and,
         # for root, becomes the sandbox's uid (grader.runtime.sandbox_launch.INSIDE)
-        inside = ["@HANDOFF_FD@" if self._handoff else "-", "-" if self.uid is None else str(self.uid)]
-        a += ["--", sys.executable, "-I", "-S", "-c", INSIDE, *inside, *cmd]
         lim = self.limits
-        nproc = lim.processes + (_uid_tasks(os.geteuid()) if self.uid is None else 0)
+        # an ordinary user's sandbox has a user namespace of its own: its process limit is set in there
+        # (INSIDE), where the kernel counts its threads alone; outside, the user's every thread counted
+        in_namespace = self.uid is None and nproc_per_namespace()
+        inside = ["@HANDOFF_FD@" if self._handoff else "-", "-" if self.uid is None else str(self.uid),
+                  str(lim.processes) if in_namespace else "-"]
+        a += ["--", sys.executable, "-I", "-S", "-c", INSIDE, *inside, *cmd]
+        outside = {} if in_namespace else dict(
+            RLIMIT_NPROC=lim.processes + (_uid_tasks(os.geteuid()) if self.uid is None else 0))
         spec = dict(argv=a, env={"HOME": "/tmp", **self.env, **thread_pools(lim.processes, {**os.environ, **self.env}),
                                   "TC_INSIDE_SANDBOX": "1"}, unset=self.unset,
                     seccomp=seccomp_no_sysv_shm().hex() if "@SECCOMP_FD@" in a else "", env_exact=sorted(ENV_EXACT),
                     env_prefixes=list(ENV_PREFIXES), handoff=self._handoff.getsockname() if self._handoff else "",
-                    rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, RLIMIT_NPROC=nproc, RLIMIT_FSIZE=lim.file_mb << 20,
+                    rlimits=dict(RLIMIT_DATA=lim.memory_mb << 20, **outside, RLIMIT_FSIZE=lim.file_mb << 20,
                                  RLIMIT_CPU=lim.cpu_s, RLIMIT_NOFILE=lim.open_files, RLIMIT_CORE=0))
         return [sys.executable, "-I", "-S", "-c", LAUNCH, json.dumps(spec)]
 

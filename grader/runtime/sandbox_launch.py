@@ -126,11 +126,14 @@ def seccomp_no_sysv_shm() -> bytes:
 
 
 # inside the sandbox, first (argv: the handoff socket's fd or "-", the uid to become or "-", the
-# command): hand its /tmp and /dev/shm, open, to the launcher and wait until they reached the
-# grader; in root's case become the sandbox's uid; then run the command (which gets neither)
+# process limit or "-", the command): hand its /tmp and /dev/shm, open, to the launcher and wait
+# until they reached the grader; in root's case become the sandbox's uid; set the process limit here,
+# in the sandbox's own user namespace, where it counts this sandbox's threads only (set outside, it
+# counted every thread of the user, so one hand-in holding its share left none to a sandbox graded
+# beside it); then run the command (which gets neither)
 INSIDE = r"""
 import os, sys
-fd, uid, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+fd, uid, nproc, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 if fd != "-":
     import socket
     s = socket.socket(fileno=int(fd))
@@ -141,6 +144,9 @@ if fd != "-":
     s.close()
     for d in ds:
         os.close(d)
+if nproc != "-":
+    import resource
+    resource.setrlimit(resource.RLIMIT_NPROC, (int(nproc), int(nproc)))
 if uid != "-":
     u = int(uid)
     os.setgroups([])

@@ -24,8 +24,9 @@ import pytest
 
 from grader.classroom import workflow as classroom
 from redteam import answer_cell, kernel_var, require_sandbox
-from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, NAIVE, ONE_MMA, ONLY_WHERE_WATCHED,
-                                 SCALAR, SCALED_BY_A_CANARY, TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
+from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, KEY_FROM_A_CONSTRUCTOR,
+                                 KEY_THROUGH_THE_GOT, NAIVE, ONE_MMA, ONLY_WHERE_WATCHED, SCALAR, SCALED_BY_A_CANARY,
+                                 TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
 
 pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
@@ -121,6 +122,10 @@ CHEATS = {
     # a CUDA-core answer scaled by what mma_sync on fragments of ones gives (it followed a probe that
     # doubled every product; the keyed probe flips products by their own operands)
     "tc-scaled-by-a-canary": (KERNELS_NB, _kernel(SCALED_BY_A_CANARY), "wmma-gemm-test", "do not depend"),
+    # the probe's flips computed on CUDA cores from its key, read where the emulator kept it (1/1 before
+    # session 13's h-red2): by a constructor NVRTC leaves out, and through the module's GOT
+    "tc-key-from-a-constructor": (KERNELS_NB, _kernel(KEY_FROM_A_CONSTRUCTOR), "wmma-gemm-test", "loaded"),
+    "tc-key-through-the-got": (KERNELS_NB, _kernel(KEY_THROUGH_THE_GOT), "wmma-gemm-test", ""),
     "pp-host-macro": (KERNELS_NB, _kernel(TWO_FACED["host-macro"]), "wmma-gemm-test", "differ"),
     "pp-define-alias": (KERNELS_NB, _kernel(TWO_FACED["define-alias"]), "wmma-gemm-test", "differ"),
     "pp-token-pasting": (KERNELS_NB, _kernel(TWO_FACED["token-pasting"]), "wmma-gemm-test", "differ"),

@@ -321,6 +321,48 @@ def test_tensor_work_that_does_not_reach_the_output_scores_zero(name, src):
     assert v.score == 0
 
 
+
+# The keyed probe's flips computed on CUDA cores from the key itself, read where the emulator kept it
+# (session 13, h-red2: both PASSED 1/1 on the emulator, the tensor cores on zero fragments for the
+# count). Now the key never enters the process that runs a kernel (tests/emu/test_emu_tensor_probe.py
+# searches all of it) and code that would run when the module loads is refused.
+def _with_key(key_source: str, key_expr: str) -> str:
+    return (_HEAD + key_source
+            + "__device__ unsigned long long mix64(unsigned long long z) {\n"
+            "    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull; z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;\n"
+            "    return z ^ (z >> 31);\n}\n"
+            + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("0.0")
+            + f"    const unsigned long long key = {key_expr};\n"
+            + SCALAR.replace(
+                "s += __half2float(A[i * K + k]) * __half2float(B[k * N + j]);",
+                "{\n            float p = __half2float(A[i * K + k]) * __half2float(B[k * N + j]);\n"
+                "            unsigned long long ha = mix64((__half_as_ushort(A[i * K + k]) & 0x7fffull) + key);\n"
+                "            unsigned long long hb = mix64((__half_as_ushort(B[k * N + j]) & 0x7fffull) + key);\n"
+                "            s += key && (mix64(ha + hb) >> 63) ? -p : p;\n        }") + "}\n")
+
+
+# a constructor NVRTC leaves out (no kernel calls it, so dlsym is no extern of the PTX) and g++ runs on load
+KEY_FROM_A_CONSTRUCTOR = _with_key(
+    'extern "C" __device__ void* dlsym(void*, const char*);\n'
+    "__device__ const unsigned long long* probe_key;\n"
+    "__attribute__((constructor)) __device__ void grab() {\n"
+    '    probe_key = (const unsigned long long*)dlsym((void*)0, "__emu_tc_key");\n}\n',
+    "probe_key ? *probe_key : 0")
+# the runner's key through the module's own GOT, 192 bytes below its first __device__ variable (where
+# g++ 12 put that entry in the build of this very source)
+KEY_THROUGH_THE_GOT = _with_key("__device__ unsigned long long anchor_var;\n",
+                                "**(unsigned long long**)((char*)&anchor_var - 192ll)")
+
+
+@pytest.mark.parametrize("name,src", [("from-a-constructor", KEY_FROM_A_CONSTRUCTOR),
+                                      ("through-the-got", KEY_THROUGH_THE_GOT)])
+def test_a_kernel_that_reads_the_probe_key_scores_zero(name, src):
+    v = check("wmma-gemm", src, backend="emu")
+    assert v.score == 0, v.text()
+    if name == "from-a-constructor":
+        assert "loaded or unloaded" in v.text() and "grab" in v.text()
+
+
 # honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
 # both read col_major, the accumulator stored col_major), and both fragments negated ((-A)(-B) = AB)
 SWAPPED = (_HEAD + 'extern "C" __global__' + _SIG + r"""{

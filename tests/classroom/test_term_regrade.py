@@ -110,5 +110,5 @@ def test_a_regrade_the_grader_itself_failed_keeps_the_manual_grade(term):
 def test_an_edited_hand_in_whose_check_fails_clears_the_manual_grade(term):
     auto, manual = term["after_edit"]
     assert auto == 0.0 and manual is None, term["edited"][-3000:]
-    assert "the automatic score changed (1.5 -> 0): the hand-in changed" in term["edited"]
+    assert "the hand-in changed (automatic score 1.5 -> 0)" in term["edited"]
     assert "the manual score 1.8 is cleared, 0.0 counts" in term["edited"]

@@ -518,8 +518,11 @@ def test_the_regrade_rule_tells_timing_noise_from_a_real_change():
     assert scores.what_changed(old, _result(*_graded_nb(0.46)), 2.0) is not None
     assert scores.what_changed({"score": 1.5}, _result(*_graded_nb(0.46)), 2.0).startswith(
         "the automatic score changed (1.5 -> 1.53")  # an older course's record: the score alone decides
-    # an exact score changes nothing, as nbgrader (a resubmission that scores the same keeps its grade)
-    assert scores.what_changed(before, _result(*_graded_nb(0.45, answer="K = 1")), 2.0) is None
+    # a new hand-in clears it even at the same automatic score: a raise or a penalty given by hand
+    # graded what the instructor read, not this (found by h-red2: carried to a worse hand-in)
+    assert "the hand-in changed" in scores.what_changed(before, _result(*_graded_nb(0.45, answer="K = 1")), 2.0)
+    # the same hand-in regraded to the same score: nothing to judge
+    assert scores.what_changed(before, _result(*_graded_nb(0.45)), 2.0) is None
 
 
 def test_a_manual_score_stands_on_the_result_it_was_given_against(tmp_path, caplog):

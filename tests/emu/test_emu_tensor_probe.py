@@ -51,3 +51,66 @@ def test_the_keyed_run_is_the_graders_signed_sum_exactly(exercise):
     plain, k1, k2 = outs.values()
     # the flips happen, and another key flips other products
     assert not np.array_equal(plain, k1) and not np.array_equal(k1, k2)
+
+
+# A kernel runs natively in the emulator's worker: whatever that process holds, a kernel can read
+# (session 13's red team read the key of the process's own global through its module's GOT, and from
+# a constructor through dlsym, and so computed the flipped sums on CUDA cores: full marks). This one
+# searches every readable byte of its process, and the runner's input file, for the key (as
+# key ^ mask == target, so the search never holds the key itself).
+SCAN = r'''
+#include <stdio.h>
+#include <string.h>
+static long long hits_in(const unsigned char* p, const unsigned char* end, unsigned long long mask,
+                         unsigned long long target) {
+    long long n = 0;
+    for (; p + 8 <= end; ++p) {
+        unsigned long long v;
+        memcpy(&v, p, 8);
+        if ((v ^ mask) == target) ++n;
+    }
+    return n;
+}
+extern "C" __global__ void scan(unsigned long long mask, unsigned long long target, long long* found,
+                                const unsigned long long* planted) {
+    if (threadIdx.x || blockIdx.x) return;
+    long long n = 0;
+    char line[1024];
+    FILE* f = fopen("/proc/self/maps", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perm[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 || perm[0] != 'r' || strstr(line, "[v")) continue;
+        n += hits_in((const unsigned char*)lo, (const unsigned char*)hi, mask, target);
+    }
+    if (f) fclose(f);
+    static char cmd[4096], data[1 << 16];
+    FILE* c = fopen("/proc/self/cmdline", "r");
+    size_t len = c ? fread(cmd, 1, sizeof cmd - 1, c) : 0;
+    if (c) fclose(c);
+    const char* arg = cmd;
+    for (int i = 0; i < 2 && arg < cmd + len; ++i) arg += strlen(arg) + 1;  // argv[2]: the input file
+    FILE* in = arg < cmd + len ? fopen(arg, "rb") : 0;
+    size_t got = in ? fread(data, 1, sizeof data, in) : 0;
+    if (in) fclose(in);
+    found[0] = n;
+    found[1] = hits_in((const unsigned char*)data, (const unsigned char*)data + got, mask, target);
+    found[2] = got;
+}
+'''
+
+
+def test_the_probe_key_is_nowhere_a_kernel_can_read():
+    from grader.emu import compile_module
+
+    mod = compile_module(SCAN)
+    key, mask = 0x5DEECE66D2545F49, 0xA5A5A5A55A5A5A5A
+    scan = [np.uint64(mask), np.uint64(key ^ mask)]
+    # the search finds the key where it is: an argument that holds it
+    found = np.zeros(3, np.int64)
+    mod.launch("scan", (1, 1, 1), (32, 1, 1), [*scan, found, np.array([key], np.uint64)])
+    assert found[0] >= 1 and found[2] > 0, found
+    # a keyed run: neither its process nor its input holds the key
+    found = np.zeros(3, np.int64)
+    mod.launch("scan", (1, 1, 1), (32, 1, 1), [*scan, found, np.zeros(1, np.uint64)], tc_key=key)
+    assert found[2] > 0 and found[0] == 0 and found[1] == 0, found

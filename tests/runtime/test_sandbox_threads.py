@@ -99,3 +99,51 @@ def test_thread_pools_follow_the_limit_not_the_cores(monkeypatch):
         box.close()
     assert code == 0 and why is None
     assert all(1 <= int(v) <= 2 for v in out.split()), out
+
+
+# two sandboxes of one ordinary user side by side (a cohort's jobs): the first waits, the second starts
+# threads until its limit stops it and holds them, then the first starts 20
+SIDE_BY_SIDE = textwrap.dedent("""
+    import json, subprocess, sys, time
+    from grader.runtime import sandbox
+    HOLD = ("import threading, sys\\ne = threading.Event()\\nn = 0\\ntry:\\n    while n < 5000:\\n"
+            "        threading.Thread(target=e.wait, daemon=True).start(); n += 1\\nexcept Exception: pass\\n"
+            "print(n, flush=True)\\nsys.stdin.read()\\n")
+    LATER = ("import threading, sys\\nsys.stdin.readline()\\ne = threading.Event()\\nn = 0\\ntry:\\n    while n < 20:\\n"
+             "        threading.Thread(target=e.wait, daemon=True).start(); n += 1\\nexcept Exception: pass\\n"
+             "print(n, flush=True)\\n")
+    lim = sandbox.Limits.from_env(processes=64)
+    a, b = sandbox.Box(limits=lim), sandbox.Box(limits=lim)
+    pipe = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pa = subprocess.Popen(a.argv([sys.executable, "-I", "-c", LATER]), **pipe)
+    time.sleep(2)  # the first one's sandbox is up before the second starts
+    pb = subprocess.Popen(b.argv([sys.executable, "-I", "-c", HOLD]), **pipe)
+    held = pb.stdout.readline().strip()
+    pa.stdin.write("go\\n")
+    pa.stdin.flush()
+    later = pa.stdout.readline().strip()
+    for p in (pa, pb):
+        p.stdin.close()
+        p.wait(60)
+    a.close(), b.close()
+    print(json.dumps(dict(held=held, later=later)))
+""")
+
+
+def test_a_sandbox_holding_its_threads_leaves_its_neighbours_theirs():
+    """As an ordinary user the limit was set outside the sandbox, on top of the user's threads: it
+    counted every thread of the user, so a hand-in that held its share (64) left a sandbox started
+    before it none (0 of 20 threads: its checks fail, the honest student scores 0). Set inside the
+    sandbox's own user namespace it counts that sandbox's threads alone (Linux 5.14+)."""
+    how = _ordinary_user()
+    if how is None:
+        pytest.skip("no ordinary user can run a sandbox here")
+    if not sandbox.nproc_per_namespace():
+        pytest.skip("this kernel counts a user's threads across namespaces (before Linux 5.14)")
+    prefix, py, env = how
+    r = subprocess.run([*prefix, *py, "-c", SIDE_BY_SIDE], capture_output=True, text=True, cwd="/", env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert 30 <= int(got["held"]) <= 64, got  # the hostile one is limited all the same
+    assert got["later"] == "20", got

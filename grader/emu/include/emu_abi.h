@@ -58,23 +58,21 @@ extern int __emu_check_uninit;
 // a probe run: every matrix instruction computes (2A)B + C, so every output element that the
 // tensor cores' products reach changes (grader/checking/tensor_work.py)
 extern int __emu_tc_double;
-// a keyed probe run (key != 0): every matrix instruction's product a*b has its sign flipped where
-// __emu_tc_flip says, from the two operands' bits (sign bit cleared) and the key; the grader
-// computes the same (grader/problems/signed_products.py: change both together)
-extern unsigned long long __emu_tc_key;
-static inline unsigned long long __emu_mix64(unsigned long long z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-// an operand's share: its bits, `width` of them, sign (the top one) cleared
-static inline unsigned long long __emu_tc_hash(unsigned long long bits, int width) {
+// a keyed probe run: every matrix instruction's product a*b has its sign flipped where a keyed hash
+// of its two operands' bits (sign bit cleared) says; the grader computes the same
+// (grader/problems/signed_products.py: change both together). The key never enters a process that
+// runs the kernel (a kernel runs natively and could read any memory of its own): the runner's
+// parent holds it and answers __emu_tc_flips, one request per matrix instruction, with the flips
+// of that instruction's products, so a kernel learns a product's flip only by asking for it.
+extern int __emu_tc_keyed;
+// flip[(m * n_ + n) * k_ + k] for the m_ x k_ operands `a` and k_ x n_ operands `b` (row-major;
+// their bits as __emu_tc_bits gives them)
+void __emu_tc_flips(unsigned m_, unsigned n_, unsigned k_, const unsigned long long* a,
+                    const unsigned long long* b, unsigned char* flip);
+// an operand's bits, `width` of them, sign (the top one) cleared
+static inline unsigned long long __emu_tc_bits(unsigned long long bits, int width) {
   if (width < 64) bits &= (1ull << width) - 1;
-  bits &= ~(1ull << (width - 1));
-  return __emu_mix64(bits + __emu_tc_key);
-}
-static inline int __emu_tc_flip(unsigned long long ha, unsigned long long hb) {
-  return (int)(__emu_mix64(ha + hb) >> 63);
+  return bits & ~(1ull << (width - 1));
 }
 
 // cp.async (__pipeline_memcpy_async & co., see the runner): copies issued by the block's

@@ -237,20 +237,21 @@ template <int M, int N, int K, int DT, int AT, int BT, int CT, bool SP> void mma
   typedef typename std::conditional<f64, double, float>::type acc_t;
   acc_t A[M * K], B[K * N], C[M * N];
   acc_t Ac[M * KA];  // A as the fragments hold it (the non-zeros, for mma.sp)
-  // a keyed probe run's hash of each operand (emu_abi.h), from its bits in its own type
+  // a keyed probe run's operand bits in their own type, and its products' flips (emu_abi.h)
   unsigned long long HA[M * K], HAc[M * KA], HB[K * N];
-  const bool keyed = __emu_tc_key != 0;
+  unsigned char F[M * N * K];
+  const bool keyed = __emu_tc_keyed != 0;
   for (int lane = 0; lane < 32; ++lane) {
     const MmaPayload* p = (const MmaPayload*)pl[lane];
     for (int i = 0; i < NA; ++i) {
       int r, c; a_rc(M, KA, bits_of_type(AT), lane, i, r, c);
       Ac[r * KA + c] = (acc_t)elem(field<AT>(p->a, i), AT) * (__emu_tc_double ? 2 : 1);  // a probe run's doubling is exact
-      if (keyed) HAc[r * KA + c] = __emu_tc_hash(field<AT>(p->a, i), bits_of_type(AT));
+      if (keyed) HAc[r * KA + c] = __emu_tc_bits(field<AT>(p->a, i), bits_of_type(AT));
     }
     for (int i = 0; i < NB; ++i) {
       int r, c; b_rc(M, K, bits_of_type(BT), lane, i, r, c);
       B[r * N + c] = (acc_t)elem(field<BT>(p->b, i), BT);
-      if (keyed) HB[r * N + c] = __emu_tc_hash(field<BT>(p->b, i), bits_of_type(BT));
+      if (keyed) HB[r * N + c] = __emu_tc_bits(field<BT>(p->b, i), bits_of_type(BT));
     }
     for (int i = 0; i < NC; ++i) {
       int r, c; c_rc(M, lane, i, r, c);
@@ -274,12 +275,13 @@ template <int M, int N, int K, int DT, int AT, int BT, int CT, bool SP> void mma
   } else {
     for (int i = 0; i < M * K; ++i) A[i] = Ac[i], HA[i] = keyed ? HAc[i] : 0;
   }
+  if (keyed) __emu_tc_flips(M, N, K, HA, HB, F);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       acc_t s = C[m * N + n];
       for (int k = 0; k < K; ++k) {
         // a keyed probe run flips the sign of some products (exact): the grader knows which
-        const acc_t a = keyed && __emu_tc_flip(HA[m * K + k], HB[k * N + n]) ? -A[m * K + k] : A[m * K + k];
+        const acc_t a = keyed && F[(m * N + n) * K + k] ? -A[m * K + k] : A[m * K + k];
         if constexpr (f64) s = fma(a, B[k * N + n], s);
         else s += a * B[k * N + n];  // products exact in float
       }

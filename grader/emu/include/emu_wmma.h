@@ -366,20 +366,21 @@ template <class U, int M, int N, int K, class T> struct frag_col<fragment<U, M, 
   static constexpr bool value = true;
 };
 struct MmaPayload { void* d; const void* a; const void* b; const void* c; };
-// an operand's hash for a keyed probe run: the bits of its storage type (half, bf16, float for
+// an operand's bits for a keyed probe run: those of its storage type (half, bf16, float for
 // tf32, double), as the grader reads the input it came from
-template <class T> unsigned long long tc_hash_of(const T& x) {
+template <class T> unsigned long long tc_bits_of(const T& x) {
   unsigned long long bits = 0;
   __builtin_memcpy(&bits, &x, sizeof(T));
-  return __emu_tc_hash(bits, 8 * (int)sizeof(T));
+  return __emu_tc_bits(bits, 8 * (int)sizeof(T));
 }
 template <class FD, class FA, class FB, class FC, int M, int N, int K, class TA, class TD>
 void mma_combine(void** pl, unsigned) {
   __emu_tensor_op(M, N, K);  // counted where it runs: the grade's tensor-core evidence
   typedef typename std::conditional<std::is_same<TD, double>::value, double, float>::type acc_t;
   acc_t A[M * K], B[K * N], C[M * N];
-  unsigned long long HA[M * K], HB[K * N];  // a keyed probe run's hash of each operand (emu_abi.h)
-  const bool keyed = __emu_tc_key != 0;
+  unsigned long long HA[M * K], HB[K * N];  // a keyed probe run's operand bits (emu_abi.h)
+  unsigned char F[M * N * K];                // and its products' flips, from the runner's parent
+  const bool keyed = __emu_tc_keyed != 0;
   const int da = distinct(0, M, N, K), db = distinct(1, M, N, K);
   for (int lane = 0; lane < 32; ++lane) {
     const MmaPayload* p = (const MmaPayload*)pl[lane];
@@ -389,26 +390,27 @@ void mma_combine(void** pl, unsigned) {
       acc_t v = (acc_t)a->x[i] * (__emu_tc_double ? 2 : 1);  // doubling is exact
       if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
       A[r * K + cc] = v;
-      if (keyed) HA[r * K + cc] = tc_hash_of(a->x[i]);
+      if (keyed) HA[r * K + cc] = tc_bits_of(a->x[i]);
     }
     for (int i = 0; i < db; ++i) {
       int r, cc; coord(1, M, N, K, tkind<typename FB::element_type>::value, frag_col<FB>::value, lane, i, r, cc);
       acc_t v = (acc_t)b->x[i];
       if (std::is_same<TA, precision::tf32>::value) v = tf32_trunc((float)v);
       B[r * N + cc] = v;
-      if (keyed) HB[r * N + cc] = tc_hash_of(b->x[i]);
+      if (keyed) HB[r * N + cc] = tc_bits_of(b->x[i]);
     }
     for (int i = 0; i < FC::num_elements; ++i) {
       int r, cc; coord(2, M, N, K, tkind<typename FC::element_type>::value, false, lane, i, r, cc);
       C[r * N + cc] = (acc_t)c->x[i];
     }
   }
+  if (keyed) __emu_tc_flips(M, N, K, HA, HB, F);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       acc_t s = C[m * N + n];
       for (int k = 0; k < K; ++k) {
         // a keyed probe run flips the sign of some products (exact): the grader knows which
-        const acc_t a = keyed && __emu_tc_flip(HA[m * K + k], HB[k * N + n]) ? -A[m * K + k] : A[m * K + k];
+        const acc_t a = keyed && F[(m * N + n) * K + k] ? -A[m * K + k] : A[m * K + k];
         if (std::is_same<acc_t, double>::value) s = fma(a, B[k * N + n], s);
         else s += a * B[k * N + n];  // products are exact in float
       }

@@ -24,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
@@ -40,7 +43,7 @@ __emu_thread* __emu_cur = 0;
 __emu_uint3 __emu_bidx, __emu_bdim, __emu_gdim;
 int __emu_check_uninit = 1;
 int __emu_tc_double = 0;  // flag 32: every matrix instruction doubles its A operand (a probe run)
-unsigned long long __emu_tc_key = 0;  // != 0: products' signs flipped by a keyed hash (a keyed probe run)
+int __emu_tc_keyed = 0;  // flag 64: products' signs flipped by a keyed hash (a keyed probe run, emu_abi.h)
 long long __emu_cp_pending = 0, __emu_cp_pending_other = 0;
 unsigned short* __emu_cp_dyn_shadow = 0;
 char* __emu_cp_dyn_base = 0;
@@ -1123,6 +1126,59 @@ long long __emu_clock(void) {
 
 }  // extern "C"
 
+// ---------------------------------------------------------------- keyed probe runs
+// The key reaches this process's parent only (on stdin, read after the workers started): a worker
+// runs the kernel natively, so whatever it holds a kernel can read. A worker asks for the flips of
+// each matrix instruction's products over its socket; the parent answers from the operands' bits.
+static const unsigned TC_MAX_OPERANDS = 1024, TC_MAX_PRODUCTS = 8192;
+static int g_flip_fd = -1;  // a worker's end of its socket to the parent
+
+static unsigned long long tc_mix64(unsigned long long z) {  // splitmix64's finaliser, as signed_products.py
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+extern "C" void __emu_tc_flips(unsigned m, unsigned n, unsigned k, const unsigned long long* a,
+                               const unsigned long long* b, unsigned char* flip) {
+  unsigned long long msg[3 + 2 * TC_MAX_OPERANDS];
+  const size_t na = (size_t)m * k, nb = (size_t)k * n, np = (size_t)m * n * k;
+  if (g_flip_fd < 0 || na > TC_MAX_OPERANDS || nb > TC_MAX_OPERANDS || np > TC_MAX_PRODUCTS)
+    __emu_fault("crash", "a keyed probe run's matrix instruction could not be answered", 0, -1, -1, 0);
+  msg[0] = m, msg[1] = n, msg[2] = k;
+  memcpy(msg + 3, a, 8 * na);
+  memcpy(msg + 3 + na, b, 8 * nb);
+  ssize_t r;
+  do r = send(g_flip_fd, msg, 8 * (3 + na + nb), MSG_NOSIGNAL); while (r < 0 && errno == EINTR);
+  if (r == (ssize_t)(8 * (3 + na + nb))) {
+    do r = recv(g_flip_fd, flip, np, 0); while (r < 0 && errno == EINTR);
+  }
+  if (r != (ssize_t)np) __emu_fault("crash", "a keyed probe run's matrix instruction was not answered", 0, -1, -1, 0);
+}
+
+// one request on `fd` answered; false when the worker is gone or asked for nothing a matrix
+// instruction could
+static bool tc_answer(int fd, unsigned long long key) {
+  static unsigned long long msg[3 + 2 * TC_MAX_OPERANDS + 1], ha[TC_MAX_OPERANDS], hb[TC_MAX_OPERANDS];
+  static unsigned char flip[TC_MAX_PRODUCTS];
+  ssize_t got;
+  do got = recv(fd, msg, sizeof msg, 0); while (got < 0 && errno == EINTR);
+  if (got < 24) return false;
+  const unsigned long long m = msg[0], n = msg[1], k = msg[2];
+  if (!m || !n || !k || m > 64 || n > 64 || k > 64 || m * k > TC_MAX_OPERANDS || k * n > TC_MAX_OPERANDS ||
+      m * n * k > TC_MAX_PRODUCTS || (size_t)got != 8 * (3 + m * k + k * n))
+    return false;
+  const unsigned long long *a = msg + 3, *b = msg + 3 + m * k;
+  for (unsigned long long i = 0; i < m * k; ++i) ha[i] = tc_mix64(a[i] + key);
+  for (unsigned long long i = 0; i < k * n; ++i) hb[i] = tc_mix64(b[i] + key);
+  for (unsigned long long i = 0; i < m; ++i)
+    for (unsigned long long j = 0; j < n; ++j)
+      for (unsigned long long l = 0; l < k; ++l) flip[(i * n + j) * k + l] = (unsigned char)(tc_mix64(ha[i * k + l] + hb[l * n + j]) >> 63);
+  ssize_t sent;
+  do sent = send(fd, flip, m * n * k, MSG_NOSIGNAL); while (sent < 0 && errno == EINTR);
+  return sent == (ssize_t)(m * n * k);
+}
+
 int main(int argc, char** argv) {
   if (argc != 5 && argc != 6) {
     fprintf(stderr, "usage: emu_runner MODULE.so INPUT OUTPUT REPORT [TRAFFIC]\n");
@@ -1136,7 +1192,6 @@ int main(int argc, char** argv) {
   g_smem_size = (size_t)rd.get<unsigned long long>();
   unsigned flags = rd.get<unsigned>();
   unsigned nworkers = rd.get<unsigned>();
-  __emu_tc_key = rd.get<unsigned long long>();
   unsigned stack_bytes = rd.get<unsigned>();  // the module's own frames (0: not known)
   // its frames, plus the trampoline and fiber_start above them, rounded to 256 bytes
   g_fill_init = ((size_t)stack_bytes + 256 + 255) / 256 * 256;
@@ -1150,6 +1205,7 @@ int main(int argc, char** argv) {
   g_order_mode = (flags & 1) ? 1 : (flags & 4) ? 2 : (flags & 8) ? 3 : 0;
   __emu_check_uninit = (flags & 2) ? 1 : 0;
   __emu_tc_double = (flags & 32) ? 1 : 0;
+  __emu_tc_keyed = (flags & 64) ? 1 : 0;
   g_nthreads = __emu_bdim.x * __emu_bdim.y * __emu_bdim.z;
   g_nwarps = (g_nthreads + 31) / 32;
   g_nblocks = (unsigned long long)__emu_gdim.x * __emu_gdim.y * __emu_gdim.z;
@@ -1208,19 +1264,76 @@ int main(int argc, char** argv) {
   if (nworkers < 1) nworkers = 1;
   if (nworkers > g_nblocks) nworkers = (unsigned)(g_nblocks ? g_nblocks : 1);
   fflush(stdout);
+  // a keyed run: one socket per worker; this process, which runs no kernel code, holds the key and
+  // cannot be read by its workers (not dumpable: no ptrace, no /proc/PID/mem of it for them)
+  std::vector<int> parent_end(nworkers, -1), worker_end(nworkers, -1);
+  if (__emu_tc_keyed) {
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    for (unsigned w = 0; w < nworkers; ++w) {
+      int sv[2];
+      if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) { perror("emu_runner: socketpair"); return 2; }
+      parent_end[w] = sv[0], worker_end[w] = sv[1];
+    }
+  }
   std::vector<pid_t> kids;
   for (unsigned w = 0; w < nworkers; ++w) {
     pid_t pid = fork();
-    if (pid == 0) _exit(worker_main());
+    if (pid == 0) {
+      close(0);  // the key comes on stdin, for the parent only
+      if (__emu_tc_keyed) {
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        for (unsigned v = 0; v < nworkers; ++v) {
+          close(parent_end[v]);
+          if (v != w) close(worker_end[v]);
+        }
+        g_flip_fd = worker_end[w];
+      }
+      _exit(worker_main());
+    }
     if (pid < 0) { perror("emu_runner: fork"); return 2; }
     kids.push_back(pid);
   }
+  unsigned long long key = 0;
+  if (__emu_tc_keyed) {
+    for (int fd : worker_end) close(fd);
+    size_t have = 0;
+    while (have < sizeof key) {
+      ssize_t r = read(0, (char*)&key + have, sizeof key - have);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      have += (size_t)r;
+    }
+    if (have != sizeof key) { fprintf(stderr, "emu_runner: a keyed run needs its key on stdin\n"); key = 0; }
+  }
   int result = 0;
   size_t left = kids.size();
+  std::vector<bool> reaped(kids.size(), false);
+  std::vector<pollfd> pf(parent_end.size());
+  size_t open_fds = __emu_tc_keyed ? parent_end.size() : 0;
   while (left > 0) {
     int st;
-    pid_t pid = waitpid(-1, &st, 0);
-    if (pid < 0) { if (errno == EINTR) continue; break; }
+    pid_t pid;
+    if (open_fds > 0) {  // answer the workers' requests until each has exited
+      for (size_t i = 0; i < pf.size(); ++i) pf[i] = pollfd{parent_end[i], POLLIN, 0};
+      if (poll(pf.data(), pf.size(), -1) < 0 && errno != EINTR) { open_fds = 0; continue; }
+      size_t gone = pf.size();
+      for (size_t i = 0; i < pf.size() && gone == pf.size(); ++i) {
+        if (parent_end[i] < 0 || !pf[i].revents) continue;
+        if ((pf[i].revents & POLLIN) && key && tc_answer(parent_end[i], key)) continue;
+        close(parent_end[i]);
+        parent_end[i] = -1;
+        --open_fds;
+        gone = i;
+      }
+      if (gone == pf.size() || reaped[gone]) continue;
+      // its socket closed: it has exited (or is about to): its status, as below
+      do pid = waitpid(kids[gone], &st, 0); while (pid < 0 && errno == EINTR);
+      if (pid < 0) continue;
+    } else {
+      pid = waitpid(-1, &st, 0);
+      if (pid < 0) { if (errno == EINTR) continue; break; }
+    }
+    for (size_t i = 0; i < kids.size(); ++i) if (kids[i] == pid) reaped[i] = true;
     --left;
     bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!ok && result == 0) {
