@@ -68,6 +68,17 @@ def term(tmp_path_factory):
     out["idle"], _ = run(course, "autograde", A, "--force", "--student", "ada")
     out["after_idle"] = cell(course, "ada")
 
+    # ben graded by hand again, then a new hand-in that grades the same (a comment added to his
+    # kernel's cell): what was graded by hand is not what is graded now, so the manual score goes
+    formgrader(course, "grade", CELL, A, "ben", "1.9", "ben")
+    nb = book(A, course)
+    kernel = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-kernel")
+    kernel.source += "\n# tidied up"
+    hand_in(course, "ben", A, nb, "2026-11-21 09:00:00 UTC")
+    timing(course, ben=0.58)
+    out["ben_again"], _ = run(course, "autograde", A, "--force", "--student", "ben")
+    out["after_ben_again"] = cell(course, "ben")
+
     timing(course, ada=0.45)  # a GPU again, but ada's kernel is now the release's stub: its check fails
     hand_in(course, "ada", A, book(A, course, ("transpose-kernel",)), "2026-11-21 10:00:00 UTC")
     out["edited"], _ = run(course, "autograde", A, "--force", "--student", "ada")
@@ -112,3 +123,12 @@ def test_an_edited_hand_in_whose_check_fails_clears_the_manual_grade(term):
     assert auto == 0.0 and manual is None, term["edited"][-3000:]
     assert "the hand-in changed (automatic score 1.5 -> 0)" in term["edited"]
     assert "the manual score 1.8 is cleared, 0.0 counts" in term["edited"]
+
+
+def test_a_new_hand_in_with_the_same_automatic_score_clears_the_manual_grade(term):
+    """A raise or a penalty given by hand graded the hand-in the instructor read (found by h-red2:
+    a student's new, worse hand-in that scored the same kept a hand-given raise)."""
+    auto, manual = term["after_ben_again"]
+    assert auto == pytest.approx(term["after_noise"]["ben"][0]) and manual is None, term["ben_again"][-3000:]
+    assert "ben 01-memory-layout transpose-test: the hand-in changed" in term["ben_again"]
+    assert "the manual score 1.9 is cleared" in term["ben_again"]
