@@ -206,13 +206,22 @@ def test_missing_sandbox_names_the_package(monkeypatch):
 
 @needs_bwrap
 def test_emulated_native_code_cannot_write_outside_under_grading(tmp_path, monkeypatch):
-    """Native code of an emulated kernel (here a constructor that opens a file) writes nothing
-    when the grader sandboxes the runner."""
+    """Native code of an emulated kernel (here a function the kernel calls that opens a file; as a
+    constructor it is refused before it runs) writes nothing when the grader sandboxes the runner."""
     from grader.emu import compile_module
 
+    from grader.runtime.errors import CompileError
+
     target = tmp_path / "written-by-the-kernel"
-    src = (Path(__file__).with_name("test_cheats.py").read_text().split("EVIL_KERNEL = r'''")[1].split("'''")[0]
-           .replace("TARGET_GRADEBOOK", str(target)).replace("TARGET_GRADER", str(target)))
+    evil = (Path(__file__).with_name("test_cheats.py").read_text().split("EVIL_KERNEL = r'''")[1].split("'''")[0]
+            .replace("TARGET_GRADEBOOK", str(target)).replace("TARGET_GRADER", str(target)))
+    # code that runs on load is refused before anything runs (grader.emu.load_time) ...
+    with pytest.raises(CompileError, match="loaded or unloaded"):
+        compile_module(evil)
+    # ... so the same native code runs when the kernel calls it: the sandbox must hold that
+    src = (evil.replace("__attribute__((constructor)) ", "")
+           .replace("wmma::fill_fragment(c, 1.0f);", "tc_evil();\n    wmma::fill_fragment(c, 1.0f);"))
+    assert "tc_evil();" in src and "constructor" not in src
 
     # launched straight on the emulator: check() refuses this kernel before it runs (it calls
     # functions no kernel source defines), and the sandbox must hold whatever gets that far
