@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grader.problems import gemm_launch, numerics
-from grader.problems.conv import im2col_launch, out_size, transpose_launch
+from grader.problems.conv import im2col_launch, im2col_nhwc, out_size, transpose_launch, weights_as_b
 
 # Poison (what outputs hold before launch) per dtype: NaNs with a recognisable payload, so
 # "never written" can be told apart from "computed NaN". Integers get an unlikely value.
@@ -302,14 +302,9 @@ class Conv2dWmma(Problem):
         from grader.problems.signed_products import signed_sum
 
         x, w = case.args[0], case.args[1]
-        N, H, W, C = x.shape
-        K, R, S = w.shape[0], w.shape[1], w.shape[2]
-        pad = case.args[10]
-        P, Q = out_size(H, R, pad), out_size(W, S, pad)
-        xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-        col = np.stack([xp[:, r:r + P, s:s + Q, :] for r in range(R) for s in range(S)], axis=3)
-        col = col.reshape(N * P * Q, R * S * C)
-        wt = np.ascontiguousarray(w.reshape(K, R * S * C).T)
+        _, R, S, C = w.shape
+        col = im2col_nhwc(x, R, S, case.args[10])
+        wt = np.ascontiguousarray(weights_as_b(w))
         ref = signed_sum(key, col, col, wt, wt)
         abs_ref = np.abs(col.astype(np.float64)) @ np.abs(wt.astype(np.float64))
         return {2: (ref, numerics.gemm_bound(abs_ref, R * S * C))}
