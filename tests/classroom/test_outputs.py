@@ -410,6 +410,7 @@ def test_as_an_ordinary_user_outputs_are_data_too(tmp_path_factory):
     from pathlib import Path
 
     from redteam import require_sandbox, trim, trimmed_solution, write_submission
+    import other_user
     from test_machine_safety import _other_user
 
     from grader.classroom import workflow as classroom
@@ -432,7 +433,7 @@ def test_as_an_ordinary_user_outputs_are_data_too(tmp_path_factory):
         subprocess.run(["chown", "-R", f"{uid}:{uid}", str(base)], check=True)
         env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
                "HOME": str(base), "TC_SOURCE_DIR": (course / ".source").read_text()}
-        run = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-m", "nbgrader"]
+        run = [*other_user.prefix(uid), sys.executable, "-m", "nbgrader"]
         for args in (["autograde", ASSIGNMENT, "--create"], ["generate_feedback", ASSIGNMENT]):
             r = subprocess.run(run + args, cwd=course, env=env, capture_output=True, text=True, timeout=1800)
             assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
