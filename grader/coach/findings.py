@@ -14,6 +14,7 @@ from grader.coach.static import Static
 SECTIONS = {
     "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
            "coalesced-tile": "8. Do: a coalesced transpose through shared memory (2 points)"},
+    "02": {"precision": "8. Why tensor cores take fp16 and accumulate in fp32"},
     "03": {"tiling": "5. Shared-memory tiling: see the tiles", "regblock": "7. The ladder onward: register blocking"},
     "06": {"smem": "2. Rung 1: stage tiles in shared memory", "warp": "3. Rung 2: warp tiles",
            "banks": "4. Bank conflicts and padded rows", "async": "5. Asynchronous copies, stages, and `BLOCK_K`",
@@ -32,9 +33,11 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
            # global-low where the kernel already stages its tiles in shared memory: larger tiles
            "global-reuse": ("06", "warp"),
            # no notebook teaches divergence; 01's section 7 shows a warp's 32 threads issuing together
-           "divergence": ("01", "coalescing")}
+           "divergence": ("01", "coalescing"),
+           # float math promoted to double: notebook 02 on what each precision costs and why fp32 accumulates
+           "fp64": ("02", "precision")}
 
-NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
+NOTEBOOK = {"01": "01 · Memory layout", "02": "02 · Precision", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
 # What the static model cannot see, said where it finds no bottleneck (a slow kernel may be slow for these)
 UNSEEN = ("Not in the model: barriers more often than needed, a grid too small to fill the GPU, and lanes idle "
@@ -44,7 +47,8 @@ UNSEEN = ("Not in the model: barriers more often than needed, a grid too small t
 
 @dataclass
 class Finding:
-    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence | none
+    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence |
+    # fp64 | none
     gain: float  # the model's speed-up for the fix
     sentence: str
     next_step: str
@@ -152,6 +156,10 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            "give every lane the same work in the main loop (one output each, not some lanes computing "
                            "for idle neighbours): branch on the data, not on threadIdx.x",
                            section(sections, "divergence")))
+    if g.get("fp64", 1) >= BOTTLENECK:
+        out.append(Finding("fp64", g["fp64"], _fp64_sentence(st, res), "keep the main loop in float: a float "
+                           "accumulator (several float partial sums where accuracy matters), literals with an f "
+                           "(0.5f, not 0.5), float functions (expf, sqrtf, fabsf)", section(sections, "fp64")))
     if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
         what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
         out.append(Finding("shared", g["shared"],
@@ -170,11 +178,33 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
     return out
 
 
+def _fp64_sentence(st: Static, res: Result) -> str:
+    """What double precision costs in the main loop, and the source lines where SASS says it is."""
+    loop, terms = st.loop, res.terms
+    n = loop.fp64_pipes
+    where = _worst_lines(st, "fp64")
+    return (f"Double precision in a float kernel's main loop: per warp per iteration {n.get('fp64', 0)} fp64 "
+            f"instructions and {n.get('convert', 0)} conversions to or from double{where}. An H100 converts 16 "
+            f"values per clock per SM (an eighth of its fp32 rate) and does fp64 at half of it (most other GPUs at "
+            f"1/64): its {res.busiest_pipe} pipe is busy {terms['pipes']:.0f} cycles per iteration against "
+            f"{terms['math']:.0f} of float math.")
+
+
+def _worst_lines(st: Static, key: str, most: int = 2) -> str:
+    """' (line 12: `text`; line 14: ...)' for the source lines holding most of the main loop's `key`
+    instructions (SASS line info), or '' where there is none."""
+    at = (st.loop.lines or {}).get(key) or {}
+    top = sorted(at, key=lambda ln: -at[ln])[:most]
+    quotes = [f"line {ln}: {st.quotes.get(ln, '')}" if st.quotes.get(ln) else f"line {ln}" for ln in top]
+    return f" ({'; '.join(quotes)})" if quotes else ""
+
+
 def _minor(g: dict, tr: dict) -> str:
     """What the model sees but does not call a bottleneck (a fix worth 2-15%), so a student is not left
     guessing whether a defect they know of matters here."""
     worst = {"coalescing": (tr.get("uncoalesced") or [{}])[0], "conflicts": tr.get("worst_shared") or {}}
-    names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills"}
+    names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills",
+             "fp64": "double precision in the loop"}
     minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%"
              + (f" (worst: line {worst[k]['line']})" if worst.get(k, {}).get("line") else "")
              for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
