@@ -42,7 +42,8 @@ EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "reg
           "sgemm_coalesced_global_only.cu": "global-low", "huge_shared_request.cu": "occupancy",
           "tiny_block_tile.cu": "global-low", "transpose_two_way_tile.cu": "none", "epilogue_column_stores.cu": "none",
           "sgemm_tiled_strided_b.cu": "coalescing", "sgemm_tiled_half_lanes.cu": "divergence",
-          "mma_unswizzled.cu": "conflicts"}
+          "mma_unswizzled.cu": "conflicts", "sgemm_tiled_double_acc.cu": "fp64",
+          "sgemm_tiled_transposed_bs.cu": "conflicts", "sgemm_tiled_row_in_registers.cu": "occupancy"}
 TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
 
 

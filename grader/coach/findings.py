@@ -75,6 +75,8 @@ def section(sections: dict | None, key: str) -> str:
 
 def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[Finding]:
     """The findings, the main bottleneck first (empty when there is too little evidence)."""
+    if st.occupancy is not None and not st.occupancy.blocks:  # no speed to model: the GPU refuses the launch
+        return [_no_launch(st, sections)] + _without_model(st, sections)
     if res is not None and res.stream:
         return _rank_stream(st, res, sections)
     if res is None or st.evidence is None:
@@ -224,6 +226,24 @@ def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:
                 section(sections, "global-reuse"))
     return ("stage block tiles of A and B in shared memory and let each warp reuse them for several accumulator "
             "tiles", section(sections, "global-low"))
+
+
+def _no_launch(st: Static, sections: dict | None) -> Finding:
+    """A block that fits no SM: the emulator runs it, a GPU refuses the launch."""
+    occ, r = st.occupancy, st.resources or {}
+    if "registers x" in occ.why_none:  # threads x registers over the SM's register file
+        most = 65536 // max(st.threads, 1)
+        step = (f"tell ptxas the block size: __launch_bounds__({st.threads}) before the kernel keeps it at "
+                f"{min(most, 255)} registers per thread or fewer (it uses {r.get('registers', 0)} now, spilling the "
+                "rest if it must), or launch fewer threads per block")
+    elif "shared" in occ.why_none:
+        step = "use less shared memory per block (fewer or smaller stages or tiles)"
+    else:
+        step = "launch fewer threads per block"
+    return Finding("occupancy", 1.0,
+                   f"This block fits no SM, so a GPU refuses the launch ('too many resources requested for launch'); "
+                   f"the emulator runs it, which is why the check on this machine passes: {occ.why_none}.",
+                   step, section(sections, "occupancy"))
 
 
 def _occupancy_step(st: Static) -> str:

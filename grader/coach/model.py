@@ -12,9 +12,9 @@ bytes and W shared-memory wavefronts per iteration):
               `shared + L1` is what that path is busy
     L2        B*S / (L2 bytes per clock per SM)
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
-    pipes     B*warps*n / rate for each narrow pipe (fp64 math, conversions, special functions) and for
-              issue (every instruction, 4 per clock per SM): the busiest of them; a float kernel whose
-              loop converts to double and back is held here, not by `math`
+    pipes     B*warps*n / rate for each narrow pipe (fp64 math, conversions, special functions): the
+              busiest of them; a float kernel whose loop converts to double and back is held here, not
+              by `math`
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
     the pipe fed, Rates.tensor_warps)
     (a divergent warp, `lanes` of its 32 lanes active in its requests: math and shared are what its
@@ -62,8 +62,8 @@ class Evidence:
     # as issued, and a divergent warp does only `lanes` of that work (global_per_flop and
     # global_excess_per_flop are per FLOP done, as the emulator counts them)
     lanes: float = 1.0
-    # warp instructions per warp per iteration on each narrow pipe and in all (SASS; Rates.pipe_per_clk):
-    # "fp64", "convert", "mufu", "issue"; and of those, the ones there only because a value is double
+    # warp instructions per warp per iteration on each narrow pipe (SASS; Rates.pipe_per_clk): "fp64",
+    # "convert", "mufu"; and of those, the ones there only because a value is double
     pipes: dict = field(default_factory=dict)
     fp64_pipes: dict = field(default_factory=dict)
 
@@ -97,7 +97,7 @@ def _per_scheduler(ev: Evidence, blocks: int) -> float:
 
 
 def _pipes(ev: Evidence, r: Rates, B: int, fp64: bool = True) -> tuple[float, str]:
-    """Clocks per SM per iteration of the busiest narrow pipe (or of issue), and its name; without the
+    """Clocks per SM per iteration of the busiest narrow pipe, and its name; without the
     instructions that are there only because a value is double where `fp64` is False."""
     best, name = 0.0, ""
     for pipe, rate in r.pipe_per_clk:

@@ -373,9 +373,8 @@ class Mix:
     tensor_flops: int = 0  # FLOPs they do, per warp
     tensor_ops: dict = field(default_factory=dict)  # full opcode -> count
     fp_flops: int = 0  # FLOPs the CUDA-core floating-point instructions do, per warp
-    instructions: int = 0  # all of them (a warp issues one per clock on its scheduler)
     pipes: dict = field(default_factory=dict)  # PIPES name -> instructions per warp
-    fp64_pipes: dict = field(default_factory=dict)  # of `pipes` (and "issue"), those there because a value is double
+    fp64_pipes: dict = field(default_factory=dict)  # of `pipes`, those there because a value is double
     lines: dict = field(default_factory=dict)  # "fp64" | "BAR" | "LDL" | "STL" -> {source line: instructions}
     wait_depth: int | None = None  # the least N of the DEPBAR.LE SB0, N waits (cp.async groups left in flight)
     overlapped: bool = False  # loads of a later iteration are issued before this iteration's math
@@ -405,7 +404,6 @@ def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
     body = [i for i in instrs if span[0] <= i.pc <= span[1]]
     for i in body:
         mx.counts[i.op] = mx.counts.get(i.op, 0) + 1
-        mx.instructions += 1
         mx.fp_flops += fp_flops(i)
         for pipe, ops in PIPES.items():
             if i.op in ops:
@@ -413,8 +411,8 @@ def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
         for key, hit in (("fp64", on_fp64(i)), ("BAR", i.op == "BAR"), ("LDL", i.op == "LDL"), ("STL", i.op == "STL")):
             if hit:
                 if key == "fp64":
-                    for pipe in ("fp64" if i.op in PIPES["fp64"] else "convert", "issue"):
-                        mx.fp64_pipes[pipe] = mx.fp64_pipes.get(pipe, 0) + 1
+                    pipe = "fp64" if i.op in PIPES["fp64"] else "convert"
+                    mx.fp64_pipes[pipe] = mx.fp64_pipes.get(pipe, 0) + 1
                 if i.line is not None:
                     at = mx.lines.setdefault(key, {})
                     at[i.line] = at.get(i.line, 0) + 1

@@ -150,7 +150,7 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
 
 def _evidence(st: Static, problem) -> Evidence | None:
     loop, tr, occ = st.loop, st.traffic, st.occupancy
-    if not loop or not tr or not occ or not tr["flops"]:
+    if not loop or not tr or not occ or not tr["flops"] or not occ.blocks:  # (0 blocks: it does not launch)
         return None
     warps = -(-st.threads // 32)
     per_warp = loop.tensor_flops or loop.fp_flops
@@ -178,4 +178,4 @@ def _evidence(st: Static, problem) -> Evidence | None:
                     shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
                     overlapped=loop.overlapped, depth=depth, math=_math(loop),
                     good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"],
-                    lanes=lanes, pipes=dict(loop.pipes, issue=loop.instructions), fp64_pipes=dict(loop.fp64_pipes))
+                    lanes=lanes, pipes=dict(loop.pipes), fp64_pipes=dict(loop.fp64_pipes))
