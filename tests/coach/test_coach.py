@@ -517,7 +517,7 @@ FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.c
                     ("transpose_strided_stores.cu", "coalescing"), ("transpose_unpadded_tile.cu", "conflicts"),
                     ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
                     # the new kinds where sectors per request say something (each ~10 s under ncu: .ci/gpu-coach
-                    # gives this file 180 s): 4-byte loads a row apart, and a transpose that is fine as it is
+                    # gives this file 220 s): 4-byte loads a row apart, and a transpose that is fine as it is
                     ("sgemm_tiled_strided_b.cu", "coalescing"), ("transpose_two_way_tile.cu", "none"),
                     # held out, round 3: coalesced kernels whose first finding is not about memory at all
                     ("sgemm_tiled_double_acc.cu", "fp64"), ("sgemm_tiled_transposed_bs.cu", "conflicts")]
