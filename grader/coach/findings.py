@@ -35,7 +35,9 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
            # no notebook teaches divergence; 01's section 7 shows a warp's 32 threads issuing together
            "divergence": ("01", "coalescing"),
            # float math promoted to double: notebook 02 on what each precision costs and why fp32 accumulates
-           "fp64": ("02", "precision")}
+           "fp64": ("02", "precision"),
+           # barriers beyond the two a tile loop needs: where notebook 03 places them and says why
+           "barriers": ("03", "tiling")}
 
 NOTEBOOK = {"01": "01 · Memory layout", "02": "02 · Precision", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
@@ -48,7 +50,7 @@ UNSEEN = ("Not in the model: barriers more often than needed, a grid too small t
 @dataclass
 class Finding:
     key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence |
-    # fp64 | none
+    # fp64 | barriers (not ranked: said after the rest) | none
     gain: float  # the model's speed-up for the fix
     sentence: str
     next_step: str
@@ -177,7 +179,23 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s"
                            f"{_minor(g, tr)}. {UNSEEN}",
                            "past this, Hopper's wgmma + TMA", section(sections, "none")))
-    return out
+    return out + _barriers(st, sections)
+
+
+def _barriers(st: Static, sections: dict | None) -> list[Finding]:
+    """More barriers in the main loop than a loop over shared tiles needs (two: after a tile is stored, before
+    it is overwritten), with their lines. The model charges no barrier's wait, so this is said, never ranked."""
+    loop = st.loop
+    n = loop.n("BAR") if loop is not None and loop.in_loop else 0
+    if n <= 2:
+        return []
+    return [Finding("barriers", 1.0,
+                    f"{n} barriers (__syncthreads) per main-loop iteration{_worst_lines(st, 'BAR', 3)}, where a loop "
+                    "over shared tiles needs two (one after a tile is stored, one before it is overwritten). The "
+                    "model does not charge a barrier's wait, nor the loads a barrier keeps from being merged or "
+                    "issued early, so this is not ranked: if the measured speed is far under the bound, look here.",
+                    "keep a __syncthreads() only between a shared-memory store and another thread's read of it "
+                    "(or the store that overwrites what others still read)", section(sections, "barriers"))]
 
 
 def _fp64_sentence(st: Static, res: Result) -> str:
