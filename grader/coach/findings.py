@@ -125,7 +125,7 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            f"Register spills: ptxas spilled {r.get('spill_stores', 0)} bytes (stores) / "
                            f"{r.get('spill_loads', 0)} bytes (loads) per thread at {r.get('registers', 0)} registers; "
                            f"the main loop moves {ev.spill_bytes_iter / max(ev.warps, 1):.0f} bytes of local memory "
-                           "per warp per iteration.",
+                           f"per warp per iteration{_spill_lines(st)}.",
                            "hold fewer accumulators per warp (a smaller warp tile) or ask for fewer blocks per SM "
                            "in __launch_bounds__, so everything fits in 255 registers", section(sections, "spills")))
     if g.get("pipeline", 1) >= BOTTLENECK:
@@ -208,6 +208,18 @@ def _fp64_sentence(st: Static, res: Result) -> str:
             f"values per clock per SM (an eighth of its fp32 rate) and does fp64 at half of it (most other GPUs at "
             f"1/64): its {res.busiest_pipe} pipe is busy {terms['pipes']:.0f} cycles per iteration against "
             f"{terms['math']:.0f} of float math.")
+
+
+def _spill_lines(st: Static) -> str:
+    """Where the main loop's local loads and stores sit (SASS line info): the lines whose values ptxas keeps in
+    local memory and reloads, which are not always the ones that made registers short."""
+    at: dict = {}
+    for key in ("LDL", "STL"):
+        for ln, n in ((st.loop.lines or {}).get(key) or {}).items():
+            at[ln] = at.get(ln, 0) + n
+    top = sorted(at, key=lambda ln: -at[ln])[:2]
+    quotes = [f"line {ln}: {st.quotes[ln]}" if st.quotes.get(ln) else f"line {ln}" for ln in top]
+    return f" (reloaded most at {'; '.join(quotes)})" if quotes else ""
 
 
 def _worst_lines(st: Static, key: str, most: int = 2) -> str:

@@ -340,6 +340,18 @@ def test_a_block_that_fits_no_sm_is_said_before_any_speed():
 
 
 @needs_sass
+def test_the_spills_finding_says_where_local_memory_is_reloaded():
+    """SASS line info puts the main loop's local loads and stores on source lines: the spills finding quotes the
+    line with the most (in register_spills.cu, the copies' addresses that ptxas keeps in local memory)."""
+    fixture = "register_spills.cu"
+    p = _fixture_panel(fixture)
+    assert p.first.key == "spills", p.text()
+    m = re.search(r"\(reloaded most at line (\d+): ([^;)]{10,40})", p.first.sentence)
+    assert m, p.first.sentence
+    assert m.group(2).strip() in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+
+
+@needs_sass
 def test_more_barriers_than_a_tile_loop_needs_are_said_not_ranked():
     """A __syncthreads() inside the inner loop over k: 34 barriers per tile where 2 do. The model charges no
     barrier's wait (what it costs on a GPU is not measured here), so the coach says them after its ranked
