@@ -42,7 +42,8 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
 NOTEBOOK = {"01": "01 · Memory layout", "02": "02 · Precision", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
 # What the static model cannot see, said where it finds no bottleneck (a slow kernel may be slow for these)
-UNSEEN = ("Not in the model: barriers more often than needed, a grid too small to fill the GPU, and lanes idle "
+UNSEEN = ("Not in the model: a barrier's wait (a main loop's barriers beyond two are listed, not ranked), a grid "
+          "too small to fill the GPU, and lanes idle "
           "where they touch no memory (the emulator sees divergence only in loads and stores); if the measured "
           "speed is far under this bound, look there (on a GPU, --explain adds Nsight Compute's stall reasons).")
 
