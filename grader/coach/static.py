@@ -53,8 +53,11 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
     loaded = sum(v[1] for v in t.buffers.values())
     stored = sum(v[2] for v in t.buffers.values())
     scale = 1.0
-    if getattr(problem, "sums_over_k", False) and perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
-        scale = dims["K"] / perf_dims["K"]  # output stores per FLOP shrink as K grows
+    summed = getattr(problem, "summed", None)
+    if summed is not None and perf_dims:
+        n, timed = summed(dims), summed(perf_dims)
+        if n and timed:
+            scale = n / timed  # output stores per FLOP shrink as the sum each output takes grows
     sh = [a for a in t.accesses if a.space == "shared"]
     st_bytes = sum(a.bytes for a in sh if a.write)
     gl = [a for a in t.accesses if a.space == "global"]

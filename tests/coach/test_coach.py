@@ -473,6 +473,20 @@ def test_the_reference_has_no_false_alarm():
     assert p.model["tflops"] < p.model["peak_tflops"]
 
 
+def test_the_convolutions_epilogue_is_scaled_to_its_timed_sum():
+    """The convolution's reference stores y once per output, after a sum over R*S*C products (288 at the CPU
+    size, 2304 at the timed TVM layer): its stores per FLOP shrink by that ratio, as a GEMM's do by K (its
+    dims["K"] is the output channels). Unscaled, its WMMA epilogue (8 sectors per store request) was called an
+    uncoalesced bottleneck, ~1.25x."""
+    from grader.checking.check import check
+
+    ex = exercises.get("conv2d-wmma")
+    assert ex.problem.summed(ex.perf_size) == 3 * 3 * 256 and ex.problem.summed(ex.cpu_sizes[0]) == 3 * 3 * 32
+    v = check(ex.id, (ROOT / "kernels" / f"{ex.reference}.cu").read_text(), backend="emu")
+    assert v.correct and v.coach is not None
+    assert all(f.key != "coalescing" for f in v.coach.findings), v.coach.text()
+
+
 # ---------------------------------------------------------------- the panel in every speed verdict
 
 SPEED_GRADED = [e for e in exercises.EXERCISES.values() if e.target is not None]
