@@ -44,7 +44,8 @@ EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "reg
           "sgemm_tiled_strided_b.cu": "coalescing", "sgemm_tiled_half_lanes.cu": "divergence",
           "mma_unswizzled.cu": "conflicts", "sgemm_tiled_double_acc.cu": "fp64",
           "sgemm_tiled_transposed_bs.cu": "conflicts", "sgemm_tiled_row_in_registers.cu": "occupancy",
-          "transpose_tile_rows_on_x.cu": "coalescing", "conv2d_unpadded_rows.cu": "conflicts"}
+          "transpose_tile_rows_on_x.cu": "coalescing", "conv2d_unpadded_rows.cu": "conflicts",
+          "sgemm_tiled_transposed_as_store.cu": "conflicts"}
 TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
 
 

@@ -119,7 +119,10 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            _conflict_sentence(tr) + f"; shared memory is busy {terms['shared']:.0f} cycles per "
                            f"iteration against {terms['math']:.0f} of math.",
                            "pad each shared row (e.g. +8 halves) or swizzle the 16-byte chunks so the rows one "
-                           "ldmatrix/fragment load reads fall in different banks", section(sections, "conflicts")))
+                           "ldmatrix/fragment load reads fall in different banks" if ev.math != "fp32" else
+                           "pad each shared row by one element (a [TILE][TILE + 1] float tile: row r starts r banks "
+                           "further on), so lanes that walk down a column of the tile hit 32 different banks",
+                           section(sections, "conflicts")))
     if g.get("spills", 1) >= BOTTLENECK:
         r = st.resources or {}
         out.append(Finding("spills", g["spills"],

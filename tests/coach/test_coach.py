@@ -233,6 +233,7 @@ def _fixture_panel(fixture: str):
     ("sgemm_tiled_transposed_bs.cu", "conflicts"),  # (p) B tile stored and read down columns: 32-way both ways
     ("transpose_tile_rows_on_x.cu", "coalescing"),  # (q) the tiled transpose reading with lanes down the rows
     ("conv2d_unpadded_rows.cu", "conflicts"),  # (r) the implicit-GEMM convolution without row padding: 4-way
+    ("sgemm_tiled_transposed_as_store.cu", "conflicts"),  # (s) A tile stored down a column: 32-way, stores only
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -337,6 +338,23 @@ def test_a_block_that_fits_no_sm_is_said_before_any_speed():
     p = _fixture_panel("sgemm_tiled_row_in_registers.cu")
     assert p.first.key == "occupancy" and "refuses the launch" in p.first.sentence, p.text()
     assert "__launch_bounds__(1024)" in p.first.next_step and p.model is None, p.text()
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, line_has, fix_has", [
+    ("sgemm_tiled_transposed_as_store.cu", "As[tx][ty] = ", "[TILE][TILE + 1] float tile"),  # stores only
+    ("sgemm_tiled_transposed_bs.cu", "Bs[tx]", "[TILE][TILE + 1] float tile"),
+    ("conv2d_unpadded_rows.cu", "wmma::load_matrix_sync(", "+8 halves"),
+])
+def test_the_conflicts_finding_names_the_line_and_a_fix_for_its_kind(fixture, line_has, fix_has):
+    """The worst conflicted line (loads or stores), and padding as the kernel's data asks: one float per row of
+    a CUDA-core SGEMM's tile, 16 bytes (8 halves) or a swizzle where fragment loads read 16-byte rows."""
+    p = _fixture_panel(fixture)
+    f = p.first
+    assert f.key == "conflicts", p.text()
+    m = re.search(r"worst: line (\d+), (\d+)-way", f.sentence)
+    assert m and line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1], f.sentence
+    assert fix_has in f.next_step, f.next_step
 
 
 @needs_sass
