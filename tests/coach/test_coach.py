@@ -390,6 +390,39 @@ def test_more_barriers_than_a_tile_loop_needs_are_said_not_ranked():
     assert ref.findings and all(f.key != "barriers" for f in ref.findings), ref.text()
 
 
+DGEMM_CUDA_CORES = r"""
+extern "C" __global__ void dmma_gemm(const double* A, const double* B, double* C, int M, int N, int K)
+{
+    int row = blockIdx.x * 8 + threadIdx.x / 4, col = blockIdx.y * 8 + (threadIdx.x % 4) * 2;
+    double acc0 = 0.0, acc1 = 0.0;  // fp64 on the CUDA cores: the exercise's own precision
+    for (int k = 0; k < K; ++k) {
+        double a = A[(size_t)row * K + k];
+        acc0 += a * B[(size_t)k * N + col];
+        acc1 += a * B[(size_t)k * N + col + 1];
+    }
+    C[(size_t)row * N + col] = acc0;
+    C[(size_t)row * N + col + 1] = acc1;
+}
+"""
+
+
+@needs_sass
+def test_an_fp64_exercise_is_not_told_to_drop_double():
+    """The DMMA exercise computes in double by design: its CUDA-core DFMAs are the work, never 'double precision
+    in a float kernel'."""
+    from grader.emu.traffic import measure
+
+    ex = exercises.get("dmma-gemm")
+    dims = dict(M=64, N=64, K=32)
+    case = ex.problem.make(dims, np.random.default_rng(0), {}, reference=False)
+    tr = measure(DGEMM_CUDA_CORES, ex.kernel, case.grid, case.block, case.args)
+    st = static.collect(DGEMM_CUDA_CORES, ex.kernel, arch=90, threads=32, traffic=tr, traffic_dims=dims,
+                        perf_dims=ex.perf_size, problem=ex.problem)
+    assert st.loop.fp64_pipes.get("fp64") and st.evidence is not None, st.loop  # DFMA in the loop, seen
+    assert st.evidence.fp64_pipes == {}  # ... and not counted as a float kernel's double
+    assert "fp64" not in run(st.evidence).gains
+
+
 def test_the_fp64_gain_is_the_models_not_a_rule():
     """The conversions and fp64 math a double value adds rank by the model's speed-up for removing them: first
     where their pipes hold the iteration, not a bottleneck where the float math or memory does."""
