@@ -209,7 +209,7 @@ def _fp64_sentence(st: Static, res: Result) -> str:
     where = _worst_lines(st, "fp64")
     return (f"Double precision in a float kernel's main loop: per warp per iteration {n.get('fp64', 0)} fp64 "
             f"instructions and {n.get('convert', 0)} conversions to or from double{where}. An H100 converts 16 "
-            f"values per clock per SM (an eighth of its fp32 rate) and does fp64 at half of it (most other GPUs at "
+            f"values per clock per SM (an eighth of its fp32 rate) and does fp64 at half of it (GeForce GPUs at "
             f"1/64): its {res.busiest_pipe} pipe is busy {terms['pipes']:.0f} cycles per iteration against "
             f"{terms['math']:.0f} of float math.")
 
@@ -265,12 +265,12 @@ def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:
 def _no_launch(st: Static, sections: dict | None) -> Finding:
     """A block that fits no SM: the emulator runs it, a GPU refuses the launch."""
     occ, r = st.occupancy, st.resources or {}
-    if "registers x" in occ.why_none:  # threads x registers over the SM's register file
+    if occ.limiter == "registers":  # threads x registers over the SM's register file
         most = 65536 // max(st.threads, 1)
         step = (f"tell ptxas the block size: __launch_bounds__({st.threads}) before the kernel keeps it at "
                 f"{min(most, 255)} registers per thread or fewer (it uses {r.get('registers', 0)} now, spilling the "
                 "rest if it must), or launch fewer threads per block")
-    elif "shared" in occ.why_none:
+    elif occ.limiter == "shared memory":
         step = "use less shared memory per block (fewer or smaller stages or tiles)"
     else:
         step = "launch fewer threads per block"

@@ -116,7 +116,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
     if loop is not None and any(op in sass.KINDS or op in sass.TENSOR_OPS for op in loop.counts):
         where = "main loop" if loop.in_loop else "whole kernel (no loop found)"
         mix = [f"{n} {op}" for op, n in sorted(loop.counts.items(), key=lambda x: -x[1])
-               if op in sass.KINDS or op in sass.TENSOR_OPS or op in ("FFMA", "DFMA", "DADD", "DMUL")
+               if op in sass.KINDS or op in sass.TENSOR_OPS or op in ("FFMA", "DFMA")
                or any(op in ops for ops in sass.PIPES.values())]
         tc = loop.tensor or 0
         ratios = []
