@@ -174,7 +174,10 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            f"Shared-memory bandwidth: {terms['shared']:.0f} cycles of shared traffic per iteration "
                            f"against {terms['math']:.0f} of math, without conflicts: each {what}.",
                            "a larger warp tile (more accumulator tiles per warp) reuses each loaded fragment "
-                           "more often", section(sections, "shared")))
+                           "more often" if ev.math != "fp32" else
+                           "more outputs per thread (register blocking: e.g. a 4x4 or 8x8 block of C held in "
+                           "registers), so each value loaded from shared memory feeds several FMAs",
+                           section(sections, "shared")))
     out.sort(key=lambda f: -f.gain)
     if not out:
         top = max(terms, key=terms.get)

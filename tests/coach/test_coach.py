@@ -358,6 +358,20 @@ def test_the_conflicts_finding_names_the_line_and_a_fix_for_its_kind(fixture, li
 
 
 @needs_sass
+def test_a_cuda_core_kernel_is_told_to_block_registers_not_warp_tiles():
+    """The tiled SGEMM's shared-memory bandwidth (one FMA per value loaded): the next step is notebook 03's
+    register blocking in its own words (outputs per thread), not the WMMA ladder's warp tiles and fragments."""
+    ex = exercises.get("sgemm-tiled")
+    from grader.bench import coach as bench_coach
+
+    p = bench_coach.static_panel(ex, (ROOT / "kernels" / f"{ex.reference}.cu").read_text(), dict(ex.launch_defaults),
+                                 list(ex.problem.options(ex.launch_defaults)))
+    f = next(f for f in p.findings if f.key == "shared")
+    assert "register blocking" in f.next_step and "fragment" not in f.next_step, f.next_step
+    assert "register blocking" in f.section
+
+
+@needs_sass
 def test_the_spills_finding_says_where_local_memory_is_reloaded():
     """SASS line info puts the main loop's local loads and stores on source lines: the spills finding quotes the
     line with the most (in register_spills.cu, the copies' addresses that ptxas keeps in local memory)."""
