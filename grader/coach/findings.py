@@ -266,7 +266,7 @@ def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:
 
 
 def _no_launch(st: Static, sections: dict | None) -> Finding:
-    """A block that fits no SM: the emulator runs it, a GPU refuses the launch."""
+    """A block that fits no SM: a GPU refuses the launch (and the emulator, for registers, as it does)."""
     occ, r = st.occupancy, st.resources or {}
     if occ.limiter == "registers":  # threads x registers over the SM's register file
         most = 65536 // max(st.threads, 1)
@@ -278,8 +278,8 @@ def _no_launch(st: Static, sections: dict | None) -> Finding:
     else:
         step = "launch fewer threads per block"
     return Finding("occupancy", 1.0,
-                   f"This block fits no SM, so a GPU refuses the launch ('too many resources requested for launch'); "
-                   f"the emulator runs it, which is why the check on this machine passes: {occ.why_none}.",
+                   f"This block fits no SM, so a GPU refuses the launch ('too many resources requested for launch'): "
+                   f"{occ.why_none}.",
                    step, section(sections, "occupancy"))
 
 

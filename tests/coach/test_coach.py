@@ -333,7 +333,7 @@ def test_the_fp64_finding_names_the_line_and_keeps_the_loop_in_float():
 @needs_sass
 def test_a_block_that_fits_no_sm_is_said_before_any_speed():
     """A 32x32 block whose row copy keeps 32 floats per thread in registers: 1024 threads x its registers exceed
-    the SM's register file. The emulator runs it (the check passes on a CPU); a GPU refuses the launch. The coach
+    the SM's register file. A GPU refuses the launch, and so does the emulator (test_emu_launch_registers). The coach
     says so first and models no speed (before: 'loads not overlapped', a bound from 0 blocks per SM)."""
     p = _fixture_panel("sgemm_tiled_row_in_registers.cu")
     assert p.first.key == "occupancy" and "refuses the launch" in p.first.sentence, p.text()
