@@ -19,9 +19,18 @@ ada answers everything; ben only the fp16 decoder; cy hands in the untouched rel
 page released without any flag the guide does not give. dan's untouched notebook came by e-mail:
 put in submitted/ by hand, graded with the rest; release_feedback names it and releases everyone
 else's.
+
+Anyone can write the exchange's inbound folder (nbgrader makes it so), and `collect` runs with the
+instructor's rights: zed puts a link there, named as his hand-in, to the answer key (through
+/proc/self/cwd, collect's own folder: no path to guess); ada's hand-in carries a link to a file of
+the instructor's, ben's a FIFO. None of it is collected, and everyone else is. eli empties the
+`submission_secret.txt` beside his hand-in: his page is not released, everyone else's is. As root, where this
+machine has the accounts, `daemon` is a student who is a user of the machine (as on a Hub of system
+users) and `bin` hands in under daemon's name, later: daemon's own hand-in is the one collected.
 """
 import csv
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -41,6 +50,21 @@ COURSE_ID = "tensor-cores"  # course/nbgrader_config.py
 ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy": ("decode-fp16", "predictions")}
 FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": ()}  # cy's first hand-in: untouched
 CELLS = ("decode-fp16", "predictions")
+
+
+def _accounts(*names):
+    try:
+        return {n: pwd.getpwnam(n).pw_uid for n in names}
+    except KeyError:
+        return None
+
+
+# a student who is an account of this machine, and the account that hands in under their name
+# (owners can only be given as root)
+ACCOUNTS = _accounts("daemon", "bin") if os.geteuid() == 0 else None
+if ACCOUNTS:
+    ANSWERS["daemon"] = FIRST["daemon"] = ("decode-fp16",)
+SECRET = "INSTRUCTOR-ONLY-8d3f"  # in a file of the instructor's, which ada's hand-in links to
 
 
 def points(answered) -> dict[str, float]:
@@ -125,6 +149,29 @@ def term(tmp_path_factory):
         answer(h, FIRST[s])
         logs[f"submit1-{s}"] = nbg(h, env, "submit", A)
     fetched = {s: nbformat.read(h / A / f"{A}.ipynb", as_version=4) for s, h in homes.items()}
+    inbound = exchange / COURSE_ID / "inbound"
+    # zed's "hand-in" is a link to the answer key, by collect's own working folder (the course)
+    os.symlink(f"/proc/self/cwd/{os.path.relpath(classroom.SOLUTIONS / A, course)}",
+               inbound / f"zed+{A}+2026-11-27 10:00:00.000000 UTC+abc")
+    secret = home / "instructor-only.txt"
+    secret.write_text(SECRET)
+    os.symlink(secret, next(inbound.glob(f"ada+{A}+*")) / "leak.txt")
+    os.mkfifo(next(inbound.glob(f"ben+{A}+*")) / "pipe")
+    if ACCOUNTS:  # daemon's own hand-in is daemon's; bin's, under daemon's name and later, is not
+        own = next(inbound.glob(f"daemon+{A}+*"))
+        subprocess.run(["chown", "-R", f"{ACCOUNTS['daemon']}", str(own)], check=True)
+        forged = inbound / f"daemon+{A}+2099-01-01 00:00:00.000000 UTC+forged"
+        forged.mkdir()
+        nbformat.write(nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4), forged / f"{A}.ipynb")
+        (forged / "timestamp.txt").write_text("2099-01-01 00:00:00.000000 UTC")
+        subprocess.run(["chown", "-R", f"{ACCOUNTS['bin']}", str(forged)], check=True)
+    # eli hands in the release, then empties the secret `nbgrader submit` wrote beside it (his folder)
+    eli = home / "students" / "eli"
+    eli.mkdir(parents=True)
+    (eli / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "eli"))
+    logs["fetch-eli"] = nbg(eli, env, "fetch_assignment", A)
+    logs["submit1-eli"] = nbg(eli, env, "submit", A)
+    (next(inbound.glob(f"eli+{A}+*")) / "submission_secret.txt").write_text("")
     # dan e-mailed his notebook: the instructor puts it in submitted/ by hand, beside the exchange's
     by_hand = course / "submitted" / "dan" / A
     by_hand.mkdir(parents=True)
@@ -181,6 +228,37 @@ def test_collect_takes_every_hand_in_and_the_resubmission(term):
     assert (course / "submitted" / "cy" / A / "timestamp.txt").read_text().strip() == newest.strip()
 
 
+def test_collect_takes_what_a_hand_in_holds_never_what_it_points_at(term):
+    """Before: zed was graded as the answer key (4 of 4), ada's hand-in held the instructor's file
+    (her notebook could print it onto her feedback page), and ben's FIFO stopped `collect` for
+    everyone after him."""
+    course, log = term["course"], term["logs"]["collect1"]
+    assert not (course / "submitted" / "zed").exists(), "a link to the answer key was collected as zed's hand-in"
+    said = [ln for ln in log.splitlines() if "not collected: zed+" in ln]
+    assert said and "a link" in said[0], log[-3000:]
+    assert not (course / "submitted" / "ada" / A / "leak.txt").exists()
+    assert "leak.txt (a symbolic link)" in log and "pipe (not a regular file" in log, log[-3000:]
+    for top in ("submitted", "autograded", "feedback"):
+        for p in (course / top).rglob("*"):
+            assert not p.is_file() or SECRET.encode() not in p.read_bytes(), p
+    assert {p.name for p in (course / "submitted").iterdir()} == set(ANSWERS) | {"dan", "eli"}
+
+
+@pytest.mark.skipif(not ACCOUNTS, reason="needs root and the accounts daemon and bin (owners are given as root)")
+def test_collect_takes_a_students_own_hand_in_not_one_under_their_name(term):
+    """bin handed in under daemon's name, with a later time: nbgrader warned ("cheating attempt?")
+    and collected it over daemon's own. daemon's own is collected (and graded: the tests above),
+    the other is named in the log, and autograde never counts it as a hand-in waiting."""
+    course, logs = term["course"], term["logs"]
+    for tag in ("1", "2"):
+        said = [ln for ln in logs[f"collect{tag}"].splitlines() if "not collected: daemon+" in ln]
+        assert said and "belongs to bin, not to daemon" in said[0], logs[f"collect{tag}"][-3000:]
+    stamp = (course / "submitted" / "daemon" / A / "timestamp.txt").read_text()
+    assert not stamp.startswith("2099"), stamp
+    own = next(p for p in (term["exchange"] / COURSE_ID / "inbound").glob(f"daemon+{A}+*") if "forged" not in p.name)
+    assert stamp.strip() == own.name.split("+")[2].strip()
+
+
 def test_autograde_names_a_hand_in_not_yet_collected(term):
     logs = term["logs"]
     said = [ln for ln in logs["autograde-before-collect"].splitlines() if "handed in" in ln]
@@ -210,6 +288,9 @@ def test_release_feedback_releases_every_page(term):
             assert f"Releasing feedback for student '{s}'" in log, (s, log[-3000:])
         # dan's hand-in came by hand: named, skipped, and the rest released all the same
         assert "not released: dan's hand-in" in log and "student 'dan'" not in log, log[-3000:]
+        # eli emptied his secret: nbgrader stopped there (AssertionError), releasing none after him
+        said = [ln for ln in log.splitlines() if "not released: eli's hand-in" in ln]
+        assert said and "empty or not text" in said[0] and "student 'eli'" not in log, log[-3000:]
     assert (term["course"] / "feedback" / "dan" / A / f"{A}.html").is_file()
     released = list((term["exchange"] / COURSE_ID / "feedback").glob("*.html"))
     assert len(released) == len(ANSWERS) + 1  # cy's first page, under its own hand-in's secret, stays
