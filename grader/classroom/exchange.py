@@ -27,6 +27,11 @@ one hand-in stopped the collection of every hand-in after it. A hand-in folder t
 folder is not collected; inside one, only plain files and folders are copied (a link, FIFO, socket,
 device or hard-linked file is left out, each named in the log).
 
+The inbound folder is made sticky (`chmod +t`, by `release_assignment` and `collect`, where the
+instructor owns it): nbgrader makes it writable by everyone, not sticky, so any student could
+rename or remove anyone's hand-in there (rename a classmate's to another assignment's name: it is
+never collected; to their own name: theirs). Sticky, each student can only add their own.
+
 `nbgrader release_feedback` releases every page it can: one whose hand-in came by hand (put in
 submitted/, so no `submission_secret.txt` to name the released page by), or whose secret is empty or
 not text (a student can edit it in the exchange), is named and skipped, where nbgrader would stop at
@@ -117,6 +122,23 @@ def plain_entries(src: str) -> tuple[dict[str, list[str]], list[str]]:
         dirnames[:] = [d for d in dirnames if d not in out]
         leave[os.path.abspath(dirpath)] = out
     return leave, said
+
+
+def make_sticky(path: str, log=None) -> None:
+    """The exchange's inbound folder with its sticky bit (each student can rename or remove only what
+    they wrote there), where the instructor owns it; said once when it was not."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode) or st.st_mode & stat.S_ISVTX or st.st_uid != os.geteuid():
+        return
+    os.chmod(path, stat.S_IMODE(st.st_mode) | stat.S_ISVTX)
+    if log is not None:
+        log.warning("made the exchange's inbound folder %s sticky (chmod +t): without it, any student could rename "
+                    "or remove another student's hand-in", path)
 
 
 def _newest(collector, records: list[dict]) -> list[dict]:
@@ -246,6 +268,7 @@ def install() -> None:
 
     def init_src_own_only(self):
         plain_init_src(self)
+        make_sticky(self.inbound_path, self.log)
         who = self.coursedir.student_id or "*"
         pattern = os.path.join(glob.escape(self.inbound_path), f"{who}+{self.coursedir.assignment_id}+*")
         own, refused = _own_records(self, [self._path_to_record(f) for f in glob.glob(pattern)])
@@ -256,6 +279,16 @@ def install() -> None:
             self.src_records = _newest(self, own)
 
     ExchangeCollect.init_src = init_src_own_only
+
+    from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
+
+    plain_init_dest = ExchangeReleaseAssignment.init_dest
+
+    def init_dest_sticky(self):
+        plain_init_dest(self)
+        make_sticky(self.inbound_path)  # made here, when nbgrader makes the folder: nothing to say
+
+    ExchangeReleaseAssignment.init_dest = init_dest_sticky
 
     plain_copy = ExchangeCollect.do_copy
 

@@ -26,14 +26,17 @@ instructor's rights: zed puts a link there, named as his hand-in, to the answer 
 the instructor's, ben's a FIFO. None of it is collected, and everyone else is. eli empties the
 `submission_secret.txt` beside his hand-in: his page is not released, everyone else's is. As root, where this
 machine has the accounts, `daemon` is a student who is a user of the machine (as on a Hub of system
-users) and `bin` hands in under daemon's name, later: daemon's own hand-in is the one collected.
+users) and `bin` hands in under daemon's name, later, and tries to rename daemon's own hand-in away:
+daemon's own hand-in is the one collected.
 """
 import csv
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -64,6 +67,12 @@ def _accounts(*names):
 ACCOUNTS = _accounts("daemon", "bin") if os.geteuid() == 0 else None
 if ACCOUNTS:
     ANSWERS["daemon"] = FIRST["daemon"] = ("decode-fp16",)
+def as_account(name: str, *cmd: str) -> subprocess.CompletedProcess:
+    uid = ACCOUNTS[name]
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd],
+                          capture_output=True, text=True)
+
+
 SECRET = "INSTRUCTOR-ONLY-8d3f"  # in a file of the instructor's, which ada's hand-in links to
 
 
@@ -123,10 +132,12 @@ def fetched_pages(home: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def term(tmp_path_factory):
+def term(tmp_path_factory, request):
     home = tmp_path_factory.mktemp("exchange-term")
-    exchange = home / "exchange"
-    exchange.mkdir()
+    # the exchange where every user can reach it, as on a Hub (pytest's own folders are root's alone)
+    exchange = Path(tempfile.mkdtemp(prefix="tc-exchange-"))
+    request.addfinalizer(lambda: shutil.rmtree(exchange, ignore_errors=True))
+    exchange.chmod(0o755)
     hub = home / "hub-config"  # /etc/jupyter/nbgrader_config.py on a Hub
     hub.mkdir()
     (hub / "nbgrader_config.py").write_text(f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\n")
@@ -165,6 +176,13 @@ def term(tmp_path_factory):
         nbformat.write(nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4), forged / f"{A}.ipynb")
         (forged / "timestamp.txt").write_text("2099-01-01 00:00:00.000000 UTC")
         subprocess.run(["chown", "-R", f"{ACCOUNTS['bin']}", str(forged)], check=True)
+        # bin can add to the inbound folder (as every student can), but not rename daemon's hand-in
+        # away (to another assignment's name: never collected); nbgrader leaves the folder unsticky
+        probe = inbound / "probe-by-bin"
+        logs["bin-adds"] = as_account("bin", "mkdir", str(probe))
+        away = inbound / f"daemon+00-setup+{own.name.split('+')[2]}+x"
+        logs["bin-renames"] = as_account("bin", "mv", str(own), str(away))
+        as_account("bin", "rmdir", str(probe))
     # eli hands in the release, then empties the secret `nbgrader submit` wrote beside it (his folder)
     eli = home / "students" / "eli"
     eli.mkdir(parents=True)
@@ -247,12 +265,16 @@ def test_collect_takes_what_a_hand_in_holds_never_what_it_points_at(term):
 @pytest.mark.skipif(not ACCOUNTS, reason="needs root and the accounts daemon and bin (owners are given as root)")
 def test_collect_takes_a_students_own_hand_in_not_one_under_their_name(term):
     """bin handed in under daemon's name, with a later time: nbgrader warned ("cheating attempt?")
-    and collected it over daemon's own. daemon's own is collected (and graded: the tests above),
+    and collected it over daemon's own; bin could also rename daemon's own hand-in away (nbgrader
+    makes the inbound folder writable by all, not sticky). daemon's own is collected (and graded: the tests above),
     the other is named in the log, and autograde never counts it as a hand-in waiting."""
     course, logs = term["course"], term["logs"]
     for tag in ("1", "2"):
         said = [ln for ln in logs[f"collect{tag}"].splitlines() if "not collected: daemon+" in ln]
         assert said and "belongs to bin, not to daemon" in said[0], logs[f"collect{tag}"][-3000:]
+    assert logs["bin-adds"].returncode == 0, logs["bin-adds"]  # the exchange is open to bin, as to all
+    assert logs["bin-renames"].returncode != 0, "bin renamed daemon's hand-in in the exchange (its folder is not sticky)"
+    assert os.stat(term["exchange"] / COURSE_ID / "inbound").st_mode & 0o1000
     stamp = (course / "submitted" / "daemon" / A / "timestamp.txt").read_text()
     assert not stamp.startswith("2099"), stamp
     own = next(p for p in (term["exchange"] / COURSE_ID / "inbound").glob(f"daemon+{A}+*") if "forged" not in p.name)
