@@ -25,7 +25,9 @@ classmate's hand-in) or a link inside it (to the gradebook, a key) brought the i
 into submitted/, where the student's notebook could print them onto its feedback page; a FIFO in
 one hand-in stopped the collection of every hand-in after it. A hand-in folder that is not a real
 folder is not collected; inside one, only plain files and folders are copied (a link, FIFO, socket,
-device or hard-linked file is left out, each named in the log).
+device or hard-linked file is left out, each named in the log). A hand-in whose timestamp.txt was
+taken out (never late, then) gets the time its exchange folder is named by, which `nbgrader submit`
+wrote beside it (`restore_time`), with a warning.
 
 The inbound folder is made sticky (`chmod +t`, by `release_assignment` and `collect`, where the
 instructor owns it): nbgrader makes it writable by everyone, not sticky, so any student could
@@ -141,6 +143,27 @@ def make_sticky(path: str, log=None) -> None:
                     "or remove another student's hand-in", path)
 
 
+def restore_time(src: str, dest: str, log=None) -> None:
+    """A collected hand-in without its timestamp.txt gets the time its exchange folder is named by:
+    `nbgrader submit` writes the same time in both, and without one the hand-in is never late (and
+    nbgrader collects it again on every `collect`). Said in the log."""
+    from grader.classroom.handin_time import parse_time
+
+    stamp = os.path.join(dest, "timestamp.txt")
+    if os.path.lexists(stamp):
+        return
+    parts = os.path.basename(src).rsplit("+", 3)
+    try:
+        parse_time(parts[2])
+    except (IndexError, ValueError):
+        return
+    with open(stamp, "w") as f:
+        f.write(parts[2])
+    if log is not None:
+        log.warning("%s had no timestamp.txt (`nbgrader submit` writes one: taken out?); written from the time its "
+                    "folder in the exchange is named by, %s", dest, parts[2])
+
+
 def _newest(collector, records: list[dict]) -> list[dict]:
     """nbgrader's choice among each student's hand-ins (ExchangeCollect.init_src): the newest, or with
     --before-duedate the newest before the due date (else the newest)."""
@@ -220,8 +243,12 @@ def unreleasable(pattern: str) -> list[tuple[str, str]]:
         if not glob.glob(os.path.join(glob.escape(folder), "*.html")):
             continue
         student = os.path.basename(os.path.dirname(folder))
-        if not all(os.path.isfile(os.path.join(folder, n)) for n in EXCHANGE_FILES):
+        missing = [n for n in EXCHANGE_FILES if not os.path.isfile(os.path.join(folder, n))]
+        if "submission_secret.txt" in missing:
             out.append((student, "did not come through the exchange (no submission_secret.txt)"))
+            continue
+        if missing:
+            out.append((student, f"has no {missing[0]} (`nbgrader submit` writes one: removed in the exchange?)"))
             continue
         try:
             with open(os.path.join(folder, "submission_secret.txt"), encoding="utf-8") as f:
@@ -310,9 +337,10 @@ def install() -> None:
 
         shutil.copytree = without_them  # nbgrader's own copy (its size limits, ignore globs), minus those
         try:
-            return plain_copy(self, src, dest, log)
+            plain_copy(self, src, dest, log)
         finally:
             shutil.copytree = copytree
+        restore_time(src, dest, self.log)
 
     ExchangeCollect.do_copy = copy_what_it_holds
 

@@ -24,7 +24,8 @@ Anyone can write the exchange's inbound folder (nbgrader makes it so), and `coll
 instructor's rights: zed puts a link there, named as his hand-in, to the answer key (through
 /proc/self/cwd, collect's own folder: no path to guess); ada's hand-in carries a link to a file of
 the instructor's, ben's a FIFO. None of it is collected, and everyone else is. eli empties the
-`submission_secret.txt` beside his hand-in: his page is not released, everyone else's is. As root, where this
+`submission_secret.txt` beside his hand-in: his page is not released, everyone else's is. fay takes
+the timestamp.txt out of hers. As root, where this
 machine has the accounts, `daemon` is a student who is a user of the machine (as on a Hub of system
 users) and `bin` hands in under daemon's name, later, and tries to rename daemon's own hand-in away:
 daemon's own hand-in is the one collected.
@@ -190,6 +191,14 @@ def term(tmp_path_factory, request):
     logs["fetch-eli"] = nbg(eli, env, "fetch_assignment", A)
     logs["submit1-eli"] = nbg(eli, env, "submit", A)
     (next(inbound.glob(f"eli+{A}+*")) / "submission_secret.txt").write_text("")
+    # fay hands in every answer, then takes the timestamp.txt out of her folder: never late?
+    fay = home / "students" / "fay"
+    fay.mkdir(parents=True)
+    (fay / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "fay"))
+    logs["fetch-fay"] = nbg(fay, env, "fetch_assignment", A)
+    answer(fay, CELLS)
+    logs["submit1-fay"] = nbg(fay, env, "submit", A)
+    (next(inbound.glob(f"fay+{A}+*")) / "timestamp.txt").unlink()
     # dan e-mailed his notebook: the instructor puts it in submitted/ by hand, beside the exchange's
     by_hand = course / "submitted" / "dan" / A
     by_hand.mkdir(parents=True)
@@ -259,7 +268,21 @@ def test_collect_takes_what_a_hand_in_holds_never_what_it_points_at(term):
     for top in ("submitted", "autograded", "feedback"):
         for p in (course / top).rglob("*"):
             assert not p.is_file() or SECRET.encode() not in p.read_bytes(), p
-    assert {p.name for p in (course / "submitted").iterdir()} == set(ANSWERS) | {"dan", "eli"}
+    assert {p.name for p in (course / "submitted").iterdir()} == set(ANSWERS) | {"dan", "eli", "fay"}
+
+
+def test_a_hand_in_whose_time_was_taken_out_gets_the_time_it_was_handed_in_with(term):
+    """fay took timestamp.txt out of her hand-in in the exchange: nbgrader collected it without one,
+    so it was never late (and collected again on every `collect`). It gets the time `nbgrader submit`
+    named its folder with, and the log says so."""
+    course, logs = term["course"], term["logs"]
+    own = next((term["exchange"] / COURSE_ID / "inbound").glob(f"fay+{A}+*"))
+    assert (course / "submitted" / "fay" / A / "timestamp.txt").read_text() == own.name.split("+")[2]
+    said = [ln for ln in logs["collect1"].splitlines() if "had no timestamp.txt" in ln]
+    assert len(said) == 1 and "/fay/" in said[0], logs["collect1"][-3000:]
+    assert "Updating submission: fay" not in logs["collect2"], logs["collect2"][-3000:]
+    row = _rows(term, "2")["fay"]
+    assert row["timestamp"] and row["status"] == "graded" and float(row["score"]) == 4.0, row
 
 
 @pytest.mark.skipif(not ACCOUNTS, reason="needs root and the accounts daemon and bin (owners are given as root)")
@@ -315,7 +338,8 @@ def test_release_feedback_releases_every_page(term):
         assert said and "empty or not text" in said[0] and "student 'eli'" not in log, log[-3000:]
     assert (term["course"] / "feedback" / "dan" / A / f"{A}.html").is_file()
     released = list((term["exchange"] / COURSE_ID / "feedback").glob("*.html"))
-    assert len(released) == len(ANSWERS) + 1  # cy's first page, under its own hand-in's secret, stays
+    # cy's first page, under its own hand-in's secret, stays; and fay's page
+    assert len(released) == len(ANSWERS) + 2
 
 
 def test_every_student_fetches_their_own_verdicts_and_score(term):
