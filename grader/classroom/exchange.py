@@ -23,9 +23,10 @@ copytree, run with the instructor's rights) follows links, so a hand-in's folder
 (to `/proc/self/cwd/../solutions/A`: the answer key, graded as the student's own; to a
 classmate's hand-in) or a link inside it (to the gradebook, a key) brought the instructor's files
 into submitted/, where the student's notebook could print them onto its feedback page; a FIFO in
-one hand-in stopped the collection of every hand-in after it. A hand-in folder that is not a real
-folder is not collected; inside one, only plain files and folders are copied (a link, FIFO, socket,
-device or hard-linked file is left out, each named in the log). A hand-in whose timestamp.txt was
+one hand-in (or, collecting as an ordinary user, a file of it you cannot read) stopped the
+collection of every hand-in after it. A hand-in folder that is not a real folder is not collected;
+inside one, only plain files and folders you can read are copied (a link, FIFO, socket, device,
+hard-linked or unreadable file is left out, each named in the log). A hand-in whose timestamp.txt was
 taken out (never late, then) gets the time its exchange folder is named by, which `nbgrader submit`
 wrote beside it (`restore_time`), with a warning.
 
@@ -115,9 +116,12 @@ def plain_entries(src: str) -> tuple[dict[str, list[str]], list[str]]:
             except OSError:
                 out.append(name)
                 continue
-            why = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else None if stat.S_ISDIR(st.st_mode) else
+            why = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else
+                   "a folder you cannot read" if stat.S_ISDIR(st.st_mode) and not os.access(p, os.R_OK | os.X_OK) else
+                   None if stat.S_ISDIR(st.st_mode) else
                    "not a regular file (FIFO, socket or device)" if not stat.S_ISREG(st.st_mode) else
-                   "a hard link to a file elsewhere" if st.st_nlink > 1 else None)
+                   "a hard link to a file elsewhere" if st.st_nlink > 1 else
+                   "a file you cannot read" if not os.access(p, os.R_OK) else None)
             if why:
                 out.append(name)
                 said.append(f"{p} ({why})")
