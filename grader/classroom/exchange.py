@@ -28,7 +28,10 @@ collection of every hand-in after it. A hand-in folder that is not a real folder
 inside one, only plain files and folders you can read are copied (a link, FIFO, socket, device,
 hard-linked or unreadable file is left out, each named in the log). A hand-in whose timestamp.txt was
 taken out (never late, then) gets the time its exchange folder is named by, which `nbgrader submit`
-wrote beside it (`restore_time`), with a warning.
+wrote beside it (`restore_time`), with a warning. The collected timestamp.txt's file time is when the
+hand-in last changed in the exchange (`keep_arrival`: its latest status change, which no student can
+set back), so a hand-in renamed to an earlier time, its timestamp.txt and file times rewritten to
+match, is flagged in export's check column, not taken as on time.
 
 The inbound folder is made sticky (`chmod +t`, by `release_assignment` and `collect`, where the
 instructor owns it): nbgrader makes it writable by everyone, not sticky, so any student could
@@ -166,6 +169,50 @@ def restore_time(src: str, dest: str, log=None) -> None:
     if log is not None:
         log.warning("%s had no timestamp.txt (`nbgrader submit` writes one: taken out?); written from the time its "
                     "folder in the exchange is named by, %s", dest, parts[2])
+
+
+def last_change(src: str) -> float:
+    """When the exchange folder `src` or anything in it last changed (the latest st_ctime, links not
+    followed): a rename, an edited timestamp.txt or a `touch -d` all set it to the time they ran, and
+    no student can set it back."""
+    latest = os.lstat(src).st_ctime
+    for dirpath, dirnames, filenames in os.walk(src):
+        for name in dirnames + filenames:
+            try:
+                latest = max(latest, os.lstat(os.path.join(dirpath, name)).st_ctime)
+            except OSError:
+                pass
+    return latest
+
+
+def keep_arrival(src: str, dest: str, log=None) -> None:
+    """The collected timestamp.txt's file time is when the hand-in last changed in the exchange, if
+    later than the time it was copied with: the file time is the collection's own record of when
+    the files arrived (grader.classroom.handin_time), and a copy keeps the times a student gave
+    them. A student who handed in late, then renamed the folder to an earlier time, wrote that time
+    into timestamp.txt and `touch -d`-ed the files, was on time with an empty check column; now the
+    days late by the time named and by the files differ, and export's check column says so. The
+    log names a hand-in whose time is earlier than its last change by more than the tolerance."""
+    from datetime import datetime
+
+    from grader.classroom.handin_time import TOLERANCE, parse_time, read_stamp, show
+
+    stamp = os.path.join(dest, "timestamp.txt")
+    try:
+        latest, st = last_change(src), os.lstat(stamp)
+    except OSError:
+        return
+    if latest > st.st_mtime:
+        os.utime(stamp, (latest, latest), follow_symlinks=False)
+    try:
+        claim = parse_time(read_stamp(stamp) or "")
+    except ValueError:
+        return
+    changed = datetime.utcfromtimestamp(latest)
+    if changed - claim > TOLERANCE and log is not None:
+        log.warning("%s names %s, but it last changed in the exchange at %s (renamed, or its files edited, after "
+                    "handing in?): its timestamp.txt keeps %s as its file time, and export's check column flags it "
+                    "where the days late differ", os.path.basename(src), show(claim), show(changed), show(changed))
 
 
 def _newest(collector, records: list[dict]) -> list[dict]:
@@ -345,6 +392,7 @@ def install() -> None:
         finally:
             shutil.copytree = copytree
         restore_time(src, dest, self.log)
+        keep_arrival(src, dest, self.log)
 
     ExchangeCollect.do_copy = copy_what_it_holds
 

@@ -25,7 +25,7 @@ instructor's rights: zed puts a link there, named as his hand-in, to the answer 
 /proc/self/cwd, collect's own folder: no path to guess); ada's hand-in carries a link to a file of
 the instructor's, ben's a FIFO. None of it is collected, and everyone else is. eli empties the
 `submission_secret.txt` beside his hand-in: his page is not released, everyone else's is. fay takes
-the timestamp.txt out of hers. As root, where this
+the timestamp.txt out of hers; gil renames his folder to a week earlier and rewrites its times. As root, where this
 machine has the accounts, `daemon` is a student who is a user of the machine (as on a Hub of system
 users) and `bin` hands in under daemon's name, later, and tries to rename daemon's own hand-in away:
 daemon's own hand-in is the one collected.
@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -54,6 +55,7 @@ COURSE_ID = "tensor-cores"  # course/nbgrader_config.py
 ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy": ("decode-fp16", "predictions")}
 FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": ()}  # cy's first hand-in: untouched
 CELLS = ("decode-fp16", "predictions")
+BACKDATED = "2026-11-20 10:00:00.000000 UTC"  # gil's hand-in, renamed to a week before it was made
 
 
 def _accounts(*names):
@@ -199,6 +201,21 @@ def term(tmp_path_factory, request):
     answer(fay, CELLS)
     logs["submit1-fay"] = nbg(fay, env, "submit", A)
     (next(inbound.glob(f"fay+{A}+*")) / "timestamp.txt").unlink()
+    # gil hands in, then back-dates it: his folder renamed to an earlier time, timestamp.txt and the
+    # files' times rewritten to match (a student can do all of it to their own folder)
+    gil = home / "students" / "gil"
+    gil.mkdir(parents=True)
+    (gil / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "gil"))
+    logs["fetch-gil"] = nbg(gil, env, "fetch_assignment", A)
+    answer(gil, CELLS)
+    logs["submit1-gil"] = nbg(gil, env, "submit", A)
+    real = next(inbound.glob(f"gil+{A}+*"))
+    back = inbound / f"gil+{A}+{BACKDATED}+{real.name.rsplit('+', 1)[1]}"
+    real.rename(back)
+    (back / "timestamp.txt").write_text(BACKDATED)
+    then = datetime.strptime(BACKDATED, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc).timestamp()
+    for p in [back, *back.rglob("*")]:
+        os.utime(p, (then, then))
     # dan e-mailed his notebook: the instructor puts it in submitted/ by hand, beside the exchange's
     by_hand = course / "submitted" / "dan" / A
     by_hand.mkdir(parents=True)
@@ -268,7 +285,7 @@ def test_collect_takes_what_a_hand_in_holds_never_what_it_points_at(term):
     for top in ("submitted", "autograded", "feedback"):
         for p in (course / top).rglob("*"):
             assert not p.is_file() or SECRET.encode() not in p.read_bytes(), p
-    assert {p.name for p in (course / "submitted").iterdir()} == set(ANSWERS) | {"dan", "eli", "fay"}
+    assert {p.name for p in (course / "submitted").iterdir()} == set(ANSWERS) | {"dan", "eli", "fay", "gil"}
 
 
 def test_a_hand_in_whose_time_was_taken_out_gets_the_time_it_was_handed_in_with(term):
@@ -283,6 +300,30 @@ def test_a_hand_in_whose_time_was_taken_out_gets_the_time_it_was_handed_in_with(
     assert "Updating submission: fay" not in logs["collect2"], logs["collect2"][-3000:]
     row = _rows(term, "2")["fay"]
     assert row["timestamp"] and row["status"] == "graded" and float(row["score"]) == 4.0, row
+
+
+def test_a_hand_in_back_dated_in_the_exchange_is_flagged(term):
+    """gil handed in, then renamed his folder in the exchange to an earlier time and rewrote
+    timestamp.txt and every file time to match: collected as it was, it was on time with nothing
+    flagged. The collected timestamp.txt keeps when the folder last changed (its status change
+    time, which no one can set back): collect's log names it, and with a due date between the two
+    times the course's reading of the hand-in's time (export's check column) flags it."""
+    from grader.classroom import handin_time
+
+    course, logs = term["course"], term["logs"]
+    folder = course / "submitted" / "gil" / A
+    assert (folder / "timestamp.txt").read_text() == BACKDATED  # the time he named is what is read...
+    said = [ln for ln in logs["collect1"].splitlines() if f"gil+{A}+{BACKDATED}" in ln and "last changed" in ln]
+    assert len(said) == 1, logs["collect1"][-3000:]
+    arrived = datetime.utcfromtimestamp((folder / "timestamp.txt").stat().st_mtime)
+    named = handin_time.parse_time(BACKDATED)
+    assert arrived - named > timedelta(days=1), (arrived, named)  # ...but not when the files arrived
+    due = named + timedelta(hours=1)  # on time by the name, days late by the files
+    got = handin_time.of_handin(folder, "gil", A, due=due)
+    assert got.at == named and any("back-dated" in f for f in got.flags), got
+    # an honest hand-in of the same collection is not flagged at a due date after it
+    ada = handin_time.of_handin(course / "submitted" / "ada" / A, "ada", A, due=arrived + timedelta(days=1))
+    assert not ada.flags, ada
 
 
 @pytest.mark.skipif(not ACCOUNTS, reason="needs root and the accounts daemon and bin (owners are given as root)")
@@ -338,8 +379,8 @@ def test_release_feedback_releases_every_page(term):
         assert said and "empty or not text" in said[0] and "student 'eli'" not in log, log[-3000:]
     assert (term["course"] / "feedback" / "dan" / A / f"{A}.html").is_file()
     released = list((term["exchange"] / COURSE_ID / "feedback").glob("*.html"))
-    # cy's first page, under its own hand-in's secret, stays; and fay's page
-    assert len(released) == len(ANSWERS) + 2
+    # cy's first page, under its own hand-in's secret, stays; and fay's and gil's pages
+    assert len(released) == len(ANSWERS) + 3
 
 
 def test_every_student_fetches_their_own_verdicts_and_score(term):
