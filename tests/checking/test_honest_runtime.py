@@ -363,6 +363,80 @@ def test_a_kernel_that_reads_the_probe_key_scores_zero(name, src):
         assert "loaded or unloaded" in v.text() and "grab" in v.text()
 
 
+# The keyed probe's flips asked of the emulator itself (session 14; the hole the emulator's README left
+# open): the module calls the runner's keyed service, so the kernel finds that function as the loader
+# did, by name in its own ELF image (a dynamic relocation of its GOT), starting from the address of one
+# of its own variables, with plain reads and no function it would have to declare. A CUDA-core GEMM
+# then asks for the flips of exactly its own products, in a keyed run (the runner's flag, found the
+# same way), and sums them on CUDA cores beside mma_sync on zero fragments for the count.
+_IMPORTED = r"""
+__device__ unsigned long long anchor_var;
+__device__ const void* imported(const char* want) {
+    const unsigned char* base = (const unsigned char*)((unsigned long long)&anchor_var & ~4095ull);
+    while (*(const unsigned*)base != 0x464c457fu) base -= 4096;  // the module's ELF header
+    const unsigned long long phoff = *(const unsigned long long*)(base + 32);
+    const unsigned short phnum = *(const unsigned short*)(base + 56);
+    const unsigned long long* dyn = 0;
+    for (int i = 0; i < phnum; ++i)  // PT_DYNAMIC
+        if (*(const unsigned*)(base + phoff + 56 * i) == 2)
+            dyn = (const unsigned long long*)(base + *(const unsigned long long*)(base + phoff + 56 * i + 16));
+    unsigned long long symtab = 0, strtab = 0, rel[2] = {0, 0}, size[2] = {0, 0};
+    for (; dyn && dyn[0]; dyn += 2) {
+        if (dyn[0] == 6) symtab = dyn[1];
+        if (dyn[0] == 5) strtab = dyn[1];
+        if (dyn[0] == 23) rel[0] = dyn[1];
+        if (dyn[0] == 2) size[0] = dyn[1];
+        if (dyn[0] == 7) rel[1] = dyn[1];
+        if (dyn[0] == 8) size[1] = dyn[1];
+    }
+    const unsigned long long b = (unsigned long long)base;
+    if (symtab < b) symtab += b;
+    if (strtab < b) strtab += b;
+    for (int t = 0; t < 2; ++t) {
+        if (rel[t] && rel[t] < b) rel[t] += b;
+        for (unsigned long long r = 0; r < size[t]; r += 24) {
+            const unsigned long long* e = (const unsigned long long*)(rel[t] + r);
+            const char* name = (const char*)strtab + *(const unsigned*)(symtab + 24 * (e[1] >> 32));
+            int k = 0;
+            while (want[k] && name[k] == want[k]) ++k;
+            if (!want[k] && !name[k]) return *(const void* const*)(b + e[0]);
+        }
+    }
+    return 0;
+}
+"""
+FLIPS_THROUGH_THE_GOT = (_HEAD + _IMPORTED + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("0.0") + r"""
+    typedef void (*flips_fn)(unsigned, unsigned, unsigned, const unsigned long long*, const unsigned long long*,
+                             unsigned char*);
+    const flips_fn flips = (flips_fn)imported("__emu_tc_flips");
+    const int* keyed = (const int*)imported("__emu_tc_keyed");
+    for (int e = threadIdx.x; e < 256; e += 32) {
+        int i = blockIdx.x * 16 + e / 16, j = blockIdx.y * 16 + e % 16;
+        float s = 0.f;
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            unsigned long long ha[16], hb[16];
+            unsigned char f[16] = {0};
+            for (int k = 0; k < 16; ++k) {
+                ha[k] = __half_as_ushort(A[i * K + k0 + k]) & 0x7fffull;
+                hb[k] = __half_as_ushort(B[(k0 + k) * N + j]) & 0x7fffull;
+            }
+            if (flips && keyed && *keyed) flips(1, 1, 16, ha, hb, f);
+            for (int k = 0; k < 16; ++k) {
+                float p = __half2float(A[i * K + k0 + k]) * __half2float(B[(k0 + k) * N + j]);
+                s += f[k] ? -p : p;
+            }
+        }
+        C[i * N + j] = s;
+    }
+}
+""")
+
+
+def test_a_kernel_that_asks_for_its_own_flips_scores_zero():
+    v = check("wmma-gemm", FLIPS_THROUGH_THE_GOT, backend="emu")
+    assert v.score == 0, v.text()
+
+
 # honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
 # both read col_major, the accumulator stored col_major), and both fragments negated ((-A)(-B) = AB)
 SWAPPED = (_HEAD + 'extern "C" __global__' + _SIG + r"""{
