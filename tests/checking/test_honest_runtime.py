@@ -405,26 +405,32 @@ __device__ const void* imported(const char* want) {
     return 0;
 }
 """
-FLIPS_THROUGH_THE_GOT = (_HEAD + _IMPORTED + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("0.0") + r"""
-    typedef void (*flips_fn)(unsigned, unsigned, unsigned, const unsigned long long*, const unsigned long long*,
-                             unsigned char*);
-    const flips_fn flips = (flips_fn)imported("__emu_tc_flips");
+def _asks_the_emulator(ask: str) -> str:
+    """A CUDA-core GEMM beside mma_sync on zero fragments (the count) that, in a keyed run only, puts
+    `ask` to the emulator for every 16 products of an output element: it declares float f[16] (their
+    signs to apply, all +1 unless `ask` says otherwise) or sets `float dot` (their keyed sum itself)."""
+    return (_HEAD + _IMPORTED + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("0.0") + r"""
     const int* keyed = (const int*)imported("__emu_tc_keyed");
     for (int e = threadIdx.x; e < 256; e += 32) {
         int i = blockIdx.x * 16 + e / 16, j = blockIdx.y * 16 + e % 16;
         float s = 0.f;
         for (int k0 = 0; k0 < K; k0 += 16) {
             unsigned long long ha[16], hb[16];
-            unsigned char f[16] = {0};
+            float a[16], b[16], f[16], dot = 0.f;
+            bool have_dot = false;
             for (int k = 0; k < 16; ++k) {
                 ha[k] = __half_as_ushort(A[i * K + k0 + k]) & 0x7fffull;
                 hb[k] = __half_as_ushort(B[(k0 + k) * N + j]) & 0x7fffull;
+                a[k] = __half2float(A[i * K + k0 + k]);
+                b[k] = __half2float(B[(k0 + k) * N + j]);
+                f[k] = 1.f;
             }
-            if (flips && keyed && *keyed) flips(1, 1, 16, ha, hb, f);
-            for (int k = 0; k < 16; ++k) {
-                float p = __half2float(A[i * K + k0 + k]) * __half2float(B[(k0 + k) * N + j]);
-                s += f[k] ? -p : p;
+            if (keyed && *keyed) {
+""" + ask + r"""
             }
+            if (have_dot) s += dot;
+            else
+                for (int k = 0; k < 16; ++k) s += f[k] * a[k] * b[k];
         }
         C[i * N + j] = s;
     }
@@ -432,9 +438,33 @@ FLIPS_THROUGH_THE_GOT = (_HEAD + _IMPORTED + 'extern "C" __global__' + _SIG + "{
 """)
 
 
-def test_a_kernel_that_asks_for_its_own_flips_scores_zero():
-    v = check("wmma-gemm", FLIPS_THROUGH_THE_GOT, backend="emu")
+# the flips asked of the emulator's flips service (what the runner's parent answered until session 14,
+# operands of the kernel's choosing: 1/1)
+FLIPS_THROUGH_THE_GOT = _asks_the_emulator(r"""
+                typedef void (*flips_fn)(unsigned, unsigned, unsigned, const unsigned long long*,
+                                         const unsigned long long*, unsigned char*);
+                const flips_fn flips = (flips_fn)imported("__emu_tc_flips");
+                unsigned char g[16] = {0};
+                if (flips) flips(1, 1, 16, ha, hb, g);
+                for (int k = 0; k < 16; ++k) f[k] = g[k] ? -1.f : 1.f;""")
+# the keyed sum of 16 products asked of the emulator's matrix-instruction entry as an instruction of
+# shape 1 x 1 x 16 (a dot product: no tensor core has it)
+DOT_THROUGH_THE_GOT = _asks_the_emulator(r"""
+                struct instr { unsigned m, n, k, f64; const void *a, *b; const unsigned long long *abits, *bbits;
+                               void* c; };
+                typedef void (*mma_fn)(instr*);
+                const mma_fn mma = (mma_fn)imported("__emu_tc_mma");
+                instr in = {1, 1, 16, 0, a, b, ha, hb, &dot};
+                if (mma) { mma(&in); have_dot = true; }""")
+
+
+@pytest.mark.parametrize("name,src", [("flips-through-the-got", FLIPS_THROUGH_THE_GOT),
+                                      ("dot-through-the-got", DOT_THROUGH_THE_GOT)])
+def test_a_kernel_that_asks_for_its_own_flips_scores_zero(name, src):
+    v = check("wmma-gemm", src, backend="emu")
     assert v.score == 0, v.text()
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "fail", v.text()
 
 
 # honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
