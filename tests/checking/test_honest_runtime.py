@@ -467,6 +467,24 @@ def test_a_kernel_that_asks_for_its_own_flips_scores_zero(name, src):
     assert tc.status == "fail", v.text()
 
 
+def test_the_probe_runs_own_count_must_hold_too():
+    """A keyed probe run's instructions are executed and counted by the emulator runner's parent, out of
+    the kernel's reach (tests/emu/test_emu_tensor_probe.py); the plain run's count is the kernel's own
+    process's. A probe run that executed fewer multiply-adds than the size needs fails, however the
+    plain run counted and its outputs followed."""
+    from grader.checking import exercises
+
+    ex = exercises.get("wmma-gemm")
+    dims = ex.cpu_sizes[0]
+    full = {(16, 16, 16): tensor_work.required_macs(ex, dims) // 4096}
+    followed = dict(tc_unfollowed=0, tc_outputs=dims["M"] * dims["N"])
+    ok = tensor_work.item(ex, [("case", dims, full, dict(followed, tc_probe_ops=full))])
+    assert ok.status == "pass", ok.message
+    short = tensor_work.item(ex, [("case", dims, full, dict(followed, tc_probe_ops={(16, 16, 16): 1}))])
+    assert short.status == "fail" and short.kind == "no-tensor-cores", short.message
+    assert "the probe run" in short.message and "4 096 multiply-adds" in short.message
+
+
 # honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
 # both read col_major, the accumulator stored col_major), and both fragments negated ((-A)(-B) = AB)
 SWAPPED = (_HEAD + 'extern "C" __global__' + _SIG + r"""{
