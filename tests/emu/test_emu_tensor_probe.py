@@ -121,15 +121,15 @@ def test_the_probe_key_is_nowhere_a_kernel_can_read():
 # What a kernel can put to the runner's parent, which holds the key, by calling its entry itself (a
 # kernel runs natively: it can find any function its module imports): a whole matrix instruction of a
 # shape the hardware has, which the parent executes and counts, so asking is executing. Here a kernel
-# with no mma_sync asks for one m16n8k16 per block of its own operands, and forges the workers' count
-# (which a keyed run does not report: the parent's count is the run's).
+# with no mma_sync asks for m16n8k16s of its own operands (every 4th thread one), and forges the
+# workers' count (which a keyed run does not report: the parent's count is the run's).
 ASK = r'''
 extern "C" __global__ void ask(const float* A, const float* B, const unsigned long long* abits,
                                const unsigned long long* bbits, float* C, int forge) {
-    if (threadIdx.x) return;
+    if (threadIdx.x % 4) return;
     if (forge) __emu_tensor_op(16, 16, 16);
     if (!__emu_tc_keyed) return;
-    __emu_tc_instr in{16, 8, 16, 0, A, B, abits, bbits, C + 128 * blockIdx.x};
+    __emu_tc_instr in{16, 8, 16, 0, A, B, abits, bbits, C + 128 * (blockIdx.x * blockDim.x / 4 + threadIdx.x / 4)};
     __emu_tc_mma(&in);
     if (forge) __emu_tensor_op(16, 16, 16);
 }
@@ -145,15 +145,16 @@ def test_asking_the_runners_parent_is_executing_a_counted_instruction():
     A, B = rng.integers(-3, 4, (16, 16)).astype(np.float32), rng.integers(-3, 4, (16, 8)).astype(np.float32)
     bits = [signed_products.magnitude_bits(x).reshape(-1) for x in (A, B)]
     key = 0x0DDBA11CAFEF00D5
-    C = rng.integers(-3, 4, (3, 16, 8)).astype(np.float32)
+    # 3 blocks of 1024 threads, every 4th asks: 256 instructions of a block wait at once, 4 batches
+    C = rng.integers(-3, 4, (768, 16, 8)).astype(np.float32)
     start = C.copy()
-    res = mod.launch("ask", (3, 1, 1), (32, 1, 1), [A, B, *bits, C, 1], tc_key=key)
-    assert res.tensor_ops == {(16, 8, 16): 3}, res.tensor_ops  # the forged count is not the run's
+    res = mod.launch("ask", (3, 1, 1), (1024, 1, 1), [A, B, *bits, C, 1], tc_key=key)
+    assert res.tensor_ops == {(16, 8, 16): 768}, res.tensor_ops  # the forged count is not the run's
     want = signed_products.signed_sum(key, A, A, B, B)
-    for b in range(3):
-        assert np.array_equal(C[b].astype(np.float64), start[b] + want), b
-    plain = mod.launch("ask", (3, 1, 1), (32, 1, 1), [A, B, *bits, start.copy(), 1])
-    assert plain.tensor_ops == {(16, 16, 16): 3}  # a plain run: the workers' count, forgeable
+    for i in range(768):
+        assert np.array_equal(C[i].astype(np.float64), start[i] + want), i
+    plain = mod.launch("ask", (3, 1, 1), (1024, 1, 1), [A, B, *bits, start.copy(), 1])
+    assert plain.tensor_ops == {(16, 16, 16): 768}  # a plain run: the workers' count, forgeable
     # a shape no tensor core has (a dot product of 16) is refused
     dot = compile_module(ASK.replace("{16, 8, 16,", "{1, 1, 16,"))
     with pytest.raises(Exception, match="shape no tensor core has"):
