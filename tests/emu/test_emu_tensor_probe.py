@@ -159,3 +159,38 @@ def test_asking_the_runners_parent_is_executing_a_counted_instruction():
     dot = compile_module(ASK.replace("{16, 8, 16,", "{1, 1, 16,"))
     with pytest.raises(Exception, match="shape no tensor core has"):
         dot.launch("ask", (1, 1, 1), (32, 1, 1), [A, B, *bits, C, 0], tc_key=key)
+
+
+# What a kernel can write to the parent's socket itself (it can find the descriptor): a batch the parent
+# cannot read as whole instructions closes the socket, and the kernel's next instruction faults.
+GARBAGE = r'''
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+extern "C" long write(int, const void*, unsigned long);
+extern "C" __global__ void garbage(const half* A, const half* B, float* C) {
+    if (threadIdx.x == 0) {
+        unsigned char junk[16];
+        for (int i = 0; i < 16; ++i) junk[i] = 0xFF;
+        for (int fd = 3; fd < 32; ++fd) write(fd, junk, 16);
+    }
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    wmma::load_matrix_sync(a, A, 16);
+    wmma::load_matrix_sync(b, B, 16);
+    wmma::mma_sync(c, a, b, c);
+    wmma::store_matrix_sync(C, c, 16, wmma::mem_row_major);
+}
+'''
+
+
+def test_a_kernel_that_writes_to_the_parents_socket_faults_itself():
+    from grader.emu import compile_module
+    from grader.runtime.errors import KernelFault
+
+    mod = compile_module(GARBAGE)
+    A, B, C = np.ones((16, 16), np.float16), np.ones((16, 16), np.float16), np.zeros((16, 16), np.float32)
+    with pytest.raises(KernelFault, match="not answered"):
+        mod.launch("garbage", (1, 1, 1), (32, 1, 1), [A, B, C], tc_key=0x1234567890ABCDEF, timeout=30)
