@@ -248,7 +248,9 @@ def test_output_sent_around_the_budget_stays_within_it(floods):
             size = (floods["root"] / d / student / A / name).stat().st_size
             if size > 22 << 20:
                 over.append(f"{student}: its {d} file holds {size / 2 ** 20:.0f} MB (a notebook keeps 20 MB)")
-    # nbgrader holds a few hundred MB grading alice alone; the floods would leave FLOOD_MB more in it
-    if floods["peak"] > 700:
+    # nbgrader holds a few hundred MB grading alice alone; the floods would leave FLOOD_MB (1200) more in
+    # it. Messages queue while nbgrader reads them: on a busy 2-core machine (CI at 2bf8d90, helpers
+    # beside it) the peak reached 762 MB with nothing kept, so the line is drawn at 1000
+    if floods["peak"] > 1000:
         over.append(f"nbgrader's own memory peaked at {floods['peak']} MB")
     assert not over, over
