@@ -202,6 +202,33 @@ def _stale_maximum(coursedir, submission) -> str | None:
     return None
 
 
+def behind(coursedir, submission) -> str | None:
+    """Why the gradebook does not hold the grading its autograded notebooks record, or None: each
+    graded cell carries the automatic score its grading wrote (scores.GRADED), and the gradebook's
+    differs (a gradebook restored from a backup, or copied from another course folder). Left alone,
+    the export and the feedback pages would show one hand-in's scores beside another's verdicts,
+    and autograde would skip it as done."""
+    from grader.classroom.scores import GRADED
+
+    folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
+    for nb in submission.notebooks:
+        try:
+            cells = json.loads((folder / f"{nb.name}.ipynb").read_text()).get("cells", [])
+        except (OSError, ValueError):
+            continue
+        stamps = {c["metadata"].get("nbgrader", {}).get("grade_id"): c["metadata"][GRADED] for c in cells
+                  if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and GRADED in c["metadata"]}
+        for g in nb.grades:
+            if g.name not in stamps:
+                continue  # graded before the stamp existed: nothing to compare
+            then, now = stamps[g.name], g.auto_score
+            if (then is None) != (now is None) or (then is not None and abs(float(then) - float(now)) > 1e-9):
+                show = lambda v: "nothing" if v is None else f"{float(v):g}"  # noqa: E731
+                return (f"its autograded notebook scored {g.name} {show(then)}, the gradebook holds {show(now)}; "
+                        f"a gradebook restored from a backup?")
+    return None
+
+
 def graded_with(notebook: dict) -> dict[str, str]:
     """grade id -> text of each locked code cell (tests, given code) of a notebook as read (JSON):
     autograde puts the gradebook's text there, so an autograded notebook holds what it was graded with."""
@@ -276,6 +303,9 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     if there and _resubmitted(coursedir, student_id, assignment.name):
         st.status = (f"pending: handed in again after grading; these are the earlier hand-in's scores "
                      f"(run `nbgrader autograde {assignment.name}`)")
+    elif there and not regrading and (gone := behind(coursedir, sub)):
+        st.status = (f"pending: the gradebook does not hold its latest grading ({gone}); these are the gradebook's "
+                     f"scores (run `nbgrader autograde {assignment.name}`)")
     if regrading:
         st.status = (f"pending: being autograded again (or its regrade was stopped); these are the gradebook's "
                      f"scores now (export again once `nbgrader autograde {assignment.name}` has ended)")
