@@ -205,6 +205,10 @@ def not_done(coursedir, assignment: str, student: str) -> str | None:
     half = sorted(p.name for p in dest.glob("*.ipynb") if unfinished(p))
     if half:
         return f"{', '.join(half)} is not a finished grading (an autograde killed half-way?)"
+    from grader.classroom.standing import behind, handin_replaced
+
+    if handin_replaced(coursedir, student, assignment):
+        return "its notebook in submitted/ is not the one graded (replaced, with a timestamp.txt no newer)"
     url = coursedir.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         return None
@@ -213,8 +217,6 @@ def not_done(coursedir, assignment: str, student: str) -> str | None:
             sub = gb.find_submission(assignment, student)
         except MissingEntry:
             return "the gradebook holds no grades for it (the student removed and added back?)"
-        from grader.classroom.standing import behind
-
         gone = behind(coursedir, sub)
         if gone:
             return f"the gradebook does not hold its latest grading: {gone}"
@@ -251,13 +253,21 @@ def install() -> None:
         if not go and kept.exists():
             shutil.rmtree(kept)  # skipped: the folder was not touched
         self._course_current = kept if go else None
+        self._course_graded = (assignment_id, student_id) if go else None
         return go
 
     def finished(self):
+        from grader.classroom.standing import HANDIN_DIGEST, handin_digest
+
         kept = getattr(self, "_course_current", None)
         if kept is not None and kept.exists():
             shutil.rmtree(kept)  # graded: the new result replaces the old one
         self._course_current = None
+        graded = getattr(self, "_course_graded", None)
+        if graded is not None:  # what was graded (after the hand-in check's repairs), for handin_replaced
+            src = Path(self._format_source(*graded))
+            Path(self._format_dest(*graded), HANDIN_DIGEST).write_text(handin_digest(src) + "\n")
+        self._course_graded = None
         return post_hook(self)
 
     def safe_convert_notebooks(self):

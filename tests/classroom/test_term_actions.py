@@ -13,6 +13,14 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   assignment's due date moves; moved past the extension, the assignment's date counts for them too.
 - a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
   lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
+- the gradebook restored from a backup older than a grading: that hand-in is not shown as graded
+  with the backup's scores beside the newer grading's verdicts; the export asks for `nbgrader
+  autograde`, which grades it again (nobody else), and feedback waits for it.
+- a hand-in's notebook put over by hand (the right file e-mailed), its timestamp.txt kept: nbgrader's
+  rule (regrade a newer hand-in) would skip it for ever; the export and autograde see it was replaced.
+- a due date set with nbgrader's own `nbgrader db assignment add A [--duedate=...]`: without a date it
+  does not erase A's (and every penalty with it), a day-first date is refused as the course refuses
+  it everywhere, and a date it reads moves the penalties as `term schedule` does, saying so.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named. Copied out of
   the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
@@ -130,6 +138,34 @@ def term(tmp_path_factory):
     logs["extend_earlier"] = (p.returncode, p.stdout + p.stderr)
     run(moved, "export", "--to", "grades-past-extension.csv")
 
+    # the gradebook restored from a backup taken before ben's new hand-in was graded (a disk lost, a
+    # colleague's copy put back): the autograded folder holds the new grading, the gradebook the old
+    shutil.copy(moved / "gradebook.db", home / "gradebook-backup.db")
+    hand_in(moved, "ben", A, book(A, moved), "2026-11-30 09:00:00 UTC")  # every answer now
+    logs["ben_new"], _ = run(moved, "autograde", A)
+    run(moved, "generate_feedback", A, "--student", "ben")
+    page = moved / "feedback" / "ben" / A / f"{A}.html"
+    logs["ben_page"] = page.read_bytes()
+    shutil.copy(home / "gradebook-backup.db", moved / "gradebook.db")
+    # cy handed in the wrong file and e-mails the right one, which is put over it by hand, her
+    # timestamp.txt kept (she handed in on time): nbgrader's rule (a newer timestamp) would never grade it
+    nbformat.write(book(A, moved), moved / "submitted" / "cy" / A / f"{A}.ipynb")
+    run(moved, "export", "--to", "grades-restored.csv")
+    logs["feedback_restored"] = run(moved, "generate_feedback", A, "--student", "ben", check=False)[0], \
+        page.read_bytes() == logs["ben_page"]
+    logs["after_restore"], _ = run(moved, "autograde", A)  # what the export's status line says to run
+    run(moved, "export", "--to", "grades-restored-regraded.csv")
+
+    # nbgrader's own command for due dates, as its documentation gives it: without --duedate (to make
+    # sure the assignment is there), with a date written day first, then with one the course reads
+    run(moved, "export", "--to", "grades-before-db.csv")
+    logs["db_add"], _ = run(moved, "db", "assignment", "add", A)
+    run(moved, "export", "--to", "grades-db-add.csv")
+    logs["db_dayfirst"] = run(moved, "db", "assignment", "add", A, "--duedate=01/12/2026 12:00", check=False)
+    run(moved, "export", "--to", "grades-db-dayfirst.csv")
+    logs["db_date"], _ = run(moved, "db", "assignment", "add", A, "--duedate=2026-12-01 12:00")
+    run(moved, "export", "--to", "grades-db-date.csv")
+
     # the course folder copied alone to another machine's path (no solutions/ beside it)
     alone = home / "grading-server" / "course"
     shutil.copytree(moved, alone, symlinks=True)
@@ -231,3 +267,47 @@ def test_a_course_folder_copied_out_of_the_repository_says_where_its_sources_are
     assert rc != 0 and "the instructor's sources are not at" in out and "TC_SOURCE_DIR=" in out, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     assert kept
+
+
+def test_a_gradebook_restored_from_a_backup_is_graded_again_not_mixed_with_the_newer_grading(term):
+    course, logs = term["course"], term["logs"]
+    restored = rows(course, "grades-restored.csv")
+    ben = restored["ben"]
+    assert ben["status"].startswith("pending: the gradebook does not hold its latest grading"), ben
+    assert f"nbgrader autograde {A}" in ben["status"], ben
+    assert all(r["status"] == "graded" for s, r in restored.items() if s not in ("ben", "cy")), restored
+    out, page_kept = logs["feedback_restored"]
+    assert "ben 02-precision: the gradebook does not hold its latest grading" in out, out[-3000:]
+    assert page_kept  # the page of the newer grading stays until that grading is in the gradebook again
+    assert "ben 02-precision: autograded before, but the gradebook does not hold its latest grading" in \
+        logs["after_restore"], logs["after_restore"][-3000:]
+    assert logs["after_restore"].count("autograded before, but") == 2, logs["after_restore"][-3000:]  # and cy
+    again = rows(course, "grades-restored-regraded.csv")
+    assert (again["ben"]["status"], float(again["ben"]["score"])) == ("graded", 4.0), again["ben"]
+    assert {s: r["score"] for s, r in again.items() if s not in ("ben", "cy")} == \
+        {s: r["score"] for s, r in restored.items() if s not in ("ben", "cy")}
+
+
+def test_a_hand_in_replaced_by_hand_without_a_newer_time_is_graded_not_skipped(term):
+    course, logs = term["course"], term["logs"]
+    cy = rows(course, "grades-restored.csv")["cy"]
+    assert cy["status"].startswith("pending: its notebook in submitted/ was replaced after grading"), cy
+    assert f"nbgrader autograde {A}" in cy["status"], cy
+    assert "cy 02-precision: autograded before, but its notebook in submitted/ is not the one graded" in \
+        logs["after_restore"], logs["after_restore"][-3000:]
+    cy = rows(course, "grades-restored-regraded.csv")["cy"]
+    assert (cy["status"], float(cy["score"]), cy["timestamp"][:16]) == ("graded", 4.0, "2026-11-29 12:00"), cy
+
+
+def test_nbgrader_db_assignment_add_reads_due_dates_as_the_course_does(term):
+    course, logs = term["course"], term["logs"]
+    before = rows(course, "grades-before-db.csv")
+    assert rows(course, "grades-db-add.csv") == before, logs["db_add"][-2000:]  # nothing erased
+    assert "keeps its due date 2026-12-03 12:00:00 UTC" in logs["db_add"], logs["db_add"][-2000:]
+    out, _ = logs["db_dayfirst"]
+    assert "day and month could be either way round" in out and "nothing was changed" in out, out[-2000:]
+    assert rows(course, "grades-db-dayfirst.csv") == before
+    eve = rows(course, "grades-db-date.csv")["eve"]  # 6 h past her extension, which now counts
+    assert (eve["status"], eve["duedate"][:16], float(eve["late_submission_penalty"])) == \
+        ("late", "2026-12-02 12:00", 0.3), eve
+    assert "eve 02-precision: late penalty 0 -> 0.3" in logs["db_date"], logs["db_date"][-2000:]
