@@ -70,6 +70,24 @@ def rows(gradebook, coursedir, assignments=(), students=(), log=None) -> list[di
     return out
 
 
+def unmatched_records(gradebook, coursedir) -> list[str]:
+    """Lines of handin-times.csv that match no hand-in (an LMS's own spelling of an id or an assignment):
+    they count for nothing, so the hand-in's own timestamp.txt counts instead; each, with what was meant."""
+    names = sorted(a.name for a in gradebook.assignments)
+    out = []
+    for (student, assignment), when in sorted(handin_time.record(coursedir.root).items()):
+        if assignment not in names:
+            like = [n for n in names if n.startswith(assignment) or assignment.casefold() in n.casefold()]
+            out.append(f"{student},{assignment},{when}: no assignment '{assignment}'"
+                       + (f" (did you mean {', '.join(like)}?)" if like else f" (the assignments: {', '.join(names)})"))
+        elif not standing.handed_in(coursedir, student, assignment):
+            like = [s for s in standing.everyone(gradebook, coursedir)
+                    if s.casefold() == student.casefold() and standing.handed_in(coursedir, s, assignment)]
+            out.append(f"{student},{assignment},{when}: no hand-in of {assignment} by '{student}'"
+                       + (f" (did you mean {', '.join(like)}?)" if like else ""))
+    return out
+
+
 class CourseCsvExport(CsvExportPlugin):
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
@@ -86,6 +104,9 @@ class CourseCsvExport(CsvExportPlugin):
             w.writeheader()
             w.writerows(out)
         self.log.info("Exported %d rows to %s", len(out), dest)
+        for line in unmatched_records(gradebook, coursedir):
+            self.log.warning("%s: %s; this line counts for nothing (student_id and assignment as in submitted/)",
+                             handin_time.RECORD, line)
         for r in out:
             if r["status"].startswith(("NOT GRADED", "pending")):
                 self.log.warning("%s %s: %s", r["assignment"], r["student_id"], r["status"])

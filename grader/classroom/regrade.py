@@ -259,15 +259,15 @@ def install() -> None:
     def finished(self):
         from grader.classroom.standing import HANDIN_DIGEST, handin_digest
 
+        graded = getattr(self, "_course_graded", None)
+        if graded is not None:  # what was graded (after the hand-in check's repairs), for handin_replaced;
+            src = Path(self._format_source(*graded))  # first: a disk full here still puts the earlier one back
+            Path(self._format_dest(*graded), HANDIN_DIGEST).write_text(handin_digest(src) + "\n")
+        self._course_graded = None
         kept = getattr(self, "_course_current", None)
         if kept is not None and kept.exists():
             shutil.rmtree(kept)  # graded: the new result replaces the old one
         self._course_current = None
-        graded = getattr(self, "_course_graded", None)
-        if graded is not None:  # what was graded (after the hand-in check's repairs), for handin_replaced
-            src = Path(self._format_source(*graded))
-            Path(self._format_dest(*graded), HANDIN_DIGEST).write_text(handin_digest(src) + "\n")
-        self._course_graded = None
         return post_hook(self)
 
     def safe_convert_notebooks(self):

@@ -114,10 +114,15 @@ def extend(course, name: str, student: str, date: str) -> list[str]:
 def refresh_all(course) -> list[str]:
     from nbgrader.api import Gradebook
 
+    from grader.classroom.export import unmatched_records
+
     out = []
     with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
         for a in gb.assignments:
             out += standing.refresh_assignment(gb, course.coursedir, a.name)
+        for line in unmatched_records(gb, course.coursedir):
+            print(f"handin-times.csv: {line}; this line counts for nothing (student_id and assignment as in "
+                  "submitted/)", file=sys.stderr)
     return out
 
 

@@ -21,6 +21,8 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
 - a due date set with nbgrader's own `nbgrader db assignment add A [--duedate=...]`: without a date it
   does not erase A's (and every penalty with it), a day-first date is refused as the course refuses
   it everywhere, and a date it reads moves the penalties as `term schedule` does, saying so.
+- the instructor's record of hand-in times (handin-times.csv, an LMS export) with lines in the LMS's own
+  spelling of an id or an assignment: they count for nothing, and the export names each.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named. Copied out of
   the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
@@ -129,14 +131,16 @@ def term(tmp_path_factory):
     run(moved, "export", "--to", "grades-moved.csv")
 
     # A's due date moves past eve's extension, and her hand-in's time (the instructor's record) is between
-    (moved / "handin-times.csv").write_text("student_id,assignment,time\neve,02-precision,2026-12-02 18:00 UTC\n")
+    # (the LMS's export also spells two lines its own way: they match no hand-in, and must be named)
+    (moved / "handin-times.csv").write_text("student_id,assignment,time\neve,02-precision,2026-12-02 18:00 UTC\n"
+                                            "Ada,02-precision,2026-11-29 10:00 UTC\nben,02,2026-11-29 11:00 UTC\n")
     p = subprocess.run([*term_cmd, "schedule", f"{A}=2026-12-03 12:00", "--course", str(moved)], capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stderr
     p = subprocess.run([*term_cmd, "extend", A, "ada", "2026-12-01 12:00", "--course", str(moved)],
                        capture_output=True, text=True)
     logs["extend_earlier"] = (p.returncode, p.stdout + p.stderr)
-    run(moved, "export", "--to", "grades-past-extension.csv")
+    logs["export_records"], _ = run(moved, "export", "--to", "grades-past-extension.csv")
 
     # the gradebook restored from a backup taken before ben's new hand-in was graded (a disk lost, a
     # colleague's copy put back): the autograded folder holds the new grading, the gradebook the old
@@ -311,3 +315,11 @@ def test_nbgrader_db_assignment_add_reads_due_dates_as_the_course_does(term):
     assert (eve["status"], eve["duedate"][:16], float(eve["late_submission_penalty"])) == \
         ("late", "2026-12-02 12:00", 0.3), eve
     assert "eve 02-precision: late penalty 0 -> 0.3" in logs["db_date"], logs["db_date"][-2000:]
+
+
+def test_lines_of_the_hand_in_record_that_match_no_hand_in_are_named(term):
+    out = term["logs"]["export_records"]
+    assert "handin-times.csv: Ada,02-precision,2026-11-29 10:00 UTC: no hand-in of 02-precision by 'Ada' " \
+           "(did you mean ada?)" in out, out[-3000:]
+    assert "handin-times.csv: ben,02,2026-11-29 11:00 UTC: no assignment '02' (did you mean 02-precision?)" in out
+    assert "handin-times.csv: eve," not in out  # the line that matches counts, and is not named
