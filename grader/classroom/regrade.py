@@ -260,9 +260,10 @@ def install() -> None:
         from grader.classroom.standing import HANDIN_DIGEST, handin_digest
 
         graded = getattr(self, "_course_graded", None)
-        if graded is not None:  # what was graded (after the hand-in check's repairs), for handin_replaced;
-            src = Path(self._format_source(*graded))  # first: a disk full here still puts the earlier one back
-            Path(self._format_dest(*graded), HANDIN_DIGEST).write_text(handin_digest(src) + "\n")
+        dest = Path(self._format_dest(*graded)) if graded is not None else None
+        if dest is not None and dest.is_dir():  # what was graded (after the hand-in check's repairs), for
+            # handin_replaced; first: a disk full here still puts the earlier result back
+            (dest / HANDIN_DIGEST).write_text(handin_digest(Path(self._format_source(*graded))) + "\n")
         self._course_graded = None
         kept = getattr(self, "_course_current", None)
         if kept is not None and kept.exists():
@@ -327,10 +328,15 @@ def install() -> None:
             except MissingEntry:
                 sub = None
             gone = standing.behind(self.coursedir, sub) if sub is not None else None
-            if gone:
+            # graded out of another maximum (points changed, CPU-only switched): the page would show
+            # a score out of the new maximum that was earned out of the old one (4 / 3)
+            other = standing.stale_maximum(self.coursedir, sub) if sub is not None and not gone else None
+            if gone or other:
                 msg = (f"{student_id} {assignment_id}: the gradebook does not hold its latest grading ({gone}): no "
                        f"feedback made, the earlier page (if any) kept. Run `nbgrader autograde {assignment_id}` "
-                       f"(it grades it again), then generate_feedback again")
+                       f"(it grades it again), then generate_feedback again") if gone else (
+                       f"{student_id} {assignment_id}: {other}, then generate_feedback again: no feedback made "
+                       f"until then, the earlier page (if any) kept")
                 self.log.error(msg)
                 self._course_refused = getattr(self, "_course_refused", []) + [msg]
                 return False

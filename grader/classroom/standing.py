@@ -213,7 +213,7 @@ def handin_replaced(coursedir, student: str, assignment: str) -> bool:
     return then != handin_digest(_folder(coursedir, "submitted_directory", student, assignment))
 
 
-def _stale_maximum(coursedir, submission) -> str | None:
+def stale_maximum(coursedir, submission) -> str | None:
     """The maximum changed (CPU-only grading switched, a new release) since this hand-in was graded."""
     folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
     for nb in submission.notebooks:
@@ -340,7 +340,7 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     if regrading:
         st.status = (f"pending: being autograded again (or its regrade was stopped); these are the gradebook's "
                      f"scores now (export again once `nbgrader autograde {assignment.name}` has ended)")
-    for stale in (_stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
+    for stale in (stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
         if stale:
             st.checks.append(stale)
     return st

@@ -23,6 +23,8 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   it everywhere, and a date it reads moves the penalties as `term schedule` does, saying so.
 - the instructor's record of hand-in times (handin-times.csv, an LMS export) with lines in the LMS's own
   spelling of an id or an assignment: they count for nothing, and the export names each.
+- a test cell's points changed and the assignment released again: until `autograde --force`, the
+  export flags the hand-ins graded out of the earlier maximum and no feedback page shows 4 of 3.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named. Copied out of
   the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
@@ -169,6 +171,20 @@ def term(tmp_path_factory):
     run(moved, "export", "--to", "grades-db-dayfirst.csv")
     logs["db_date"], _ = run(moved, "db", "assignment", "add", A, "--duedate=2026-12-01 12:00")
     run(moved, "export", "--to", "grades-db-date.csv")
+
+    # the points of a test cell changed in the source (decode-fp16-test 2 -> 1) and A released again: the
+    # hand-ins graded out of 4 need `autograde --force`; until then no feedback page shows a score out of 3
+    path = home / "elsewhere" / "solutions" / A / f"{A}.ipynb"
+    nb = json.loads(path.read_text())
+    next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "decode-fp16-test")[
+        "metadata"]["nbgrader"]["points"] = 1
+    path.write_text(json.dumps(nb, indent=1))
+    logs["repointed"], _ = run(moved, "generate_assignment", A, "--force")
+    page = moved / "feedback" / "eve" / A / f"{A}.html"
+    kept = page.read_bytes()
+    logs["feedback_repointed"] = run(moved, "generate_feedback", A, "--student", "eve", check=False)[0], \
+        page.read_bytes() == kept
+    run(moved, "export", "--to", "grades-repointed.csv")
 
     # the course folder copied alone to another machine's path (no solutions/ beside it)
     alone = home / "grading-server" / "course"
@@ -323,3 +339,14 @@ def test_lines_of_the_hand_in_record_that_match_no_hand_in_are_named(term):
            "(did you mean ada?)" in out, out[-3000:]
     assert "handin-times.csv: ben,02,2026-11-29 11:00 UTC: no assignment '02' (did you mean 02-precision?)" in out
     assert "handin-times.csv: eve," not in out  # the line that matches counts, and is not named
+
+
+def test_points_changed_on_a_release_hold_back_feedback_until_the_regrade(term):
+    logs = term["logs"]
+    assert "its maximum changed from 4 to 3" in logs["repointed"], logs["repointed"][-2000:]
+    out, page_kept = logs["feedback_repointed"]
+    assert "eve 02-precision: graded out of 4, the maximum is now 3: run `nbgrader autograde 02-precision --force`" \
+        in out and "no feedback made" in out, out[-3000:]
+    assert page_kept
+    eve = rows(term["course"], "grades-repointed.csv")["eve"]
+    assert float(eve["max_score"]) == 3.0 and "graded out of 4" in eve["check"], eve
