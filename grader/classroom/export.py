@@ -9,8 +9,9 @@ nbgrader's: `manual_score` (points given by hand, when any), `status` and `check
 
     graded           the trusted grader's scores (and any manual ones) count
     late             graded, handed in after the due date: late_submission_penalty taken from score
-    pending: ...     collected, not autograded yet (scores EMPTY), or handed in again since its
-                     grading (the earlier scores, until autograde grades the new one)
+    pending: ...     collected, not autograded yet (scores EMPTY), or handed in again (or its notebook
+                     replaced by hand) since its grading, or graded since the gradebook's backup (the
+                     gradebook's scores, until autograde grades it)
     NOT GRADED: ...  handed in, but no autograded notebook exists (a hand-in refused before
                      grading says why, grader/classroom/handin_check.py; or a graded cell has no
                      score): raw_score and score are left EMPTY, never 0; what to do is said
