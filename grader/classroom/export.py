@@ -99,6 +99,11 @@ class CourseCsvExport(CsvExportPlugin):
             self.log.error("export: no assignment %s in the gradebook (the assignments: %s); nothing written",
                            ", ".join(typo), ", ".join(sorted(known)) or "none yet")
             raise SystemExit(2)
+        try:  # without it every extension and opening date would silently not count
+            standing.term(coursedir.root, strict=True)
+        except ValueError as e:
+            self.log.error("export refused: %s; %s not written", e, dest)
+            raise SystemExit(2)
         out = rows(gradebook, coursedir, [str(a) for a in self.assignment], [str(s) for s in self.student], self.log)
         with open(dest, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=KEYS, lineterminator="\n")

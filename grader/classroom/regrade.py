@@ -355,6 +355,11 @@ def install() -> None:
         from nbgrader.converters.base import NbGraderException
 
         self._course_refused = []
+        try:  # a page's late penalty would ignore every extension
+            standing.term(self.coursedir.root, strict=True)
+        except ValueError as e:
+            self.log.error("generate_feedback refused: %s", e)
+            raise NbGraderException(str(e)) from None
         fb_convert(self)
         if self._course_refused:
             raise NbGraderException("feedback refused for %d hand-in(s):\n%s" % (

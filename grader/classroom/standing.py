@@ -21,6 +21,7 @@ never leaves an old penalty behind.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,15 +53,32 @@ def grade_score(g) -> float:
 
 
 # ------------------------------------------------------------------ the term's own record
-def term(course_root) -> dict:
+def term(course_root, strict: bool = False) -> dict:
+    """The term's record ({} where there is none). One that cannot be read (a write cut short, a typo
+    made by hand) reads as {} here, but `strict` (whoever writes it, and export) raises ValueError:
+    written over, every extension in it would be lost; exported, none would count."""
+    path = Path(course_root) / TERM_FILE
     try:
-        return json.loads((Path(course_root) / TERM_FILE).read_text())
-    except (OSError, ValueError):
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        if strict:
+            raise ValueError(f"the term's record {path} cannot be read ({type(e).__name__}: {str(e)[:120]}): its "
+                             f"extensions and opening dates would not count; restore it from a backup or fix it by "
+                             f"hand (nothing was changed)") from None
         return {}
 
 
 def save_term(course_root, data: dict) -> None:
-    (Path(course_root) / TERM_FILE).write_text(json.dumps(data, indent=1, sort_keys=True))
+    """Whole or not at all: a full disk or a crash mid-write leaves the earlier record."""
+    path = Path(course_root) / TERM_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
 
 
 def opens(course_root, assignment: str) -> datetime | None:

@@ -25,6 +25,8 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   spelling of an id or an assignment: they count for nothing, and the export names each.
 - a test cell's points changed and the assignment released again: until `autograde --force`, the
   export flags the hand-ins graded out of the earlier maximum and no feedback page shows 4 of 3.
+- the term's record of extensions (.term.json) cut short by a full disk: export, feedback and `term
+  extend` refuse, saying what to restore, rather than drop every extension or write over the rest.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named. Copied out of
   the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
@@ -49,6 +51,12 @@ pytestmark = pytest.mark.slow
 
 A = "02-precision"
 DUE = "2026-11-30 12:00:00 UTC"
+
+
+def term_cli(course: Path, *args: str) -> tuple[int, str]:
+    p = subprocess.run([sys.executable, "-m", "grader.classroom.term", *args, "--course", str(course)],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
 
 
 def rows(course: Path, name: str) -> dict[str, dict]:
@@ -186,6 +194,18 @@ def term(tmp_path_factory):
     logs["feedback_repointed"] = run(moved, "generate_feedback", A, "--student", "eve", check=False)[0], \
         page.read_bytes() == kept
     run(moved, "export", "--to", "grades-repointed.csv")
+
+    # the term's record (.term.json: the extensions) cut short, as a full disk or a crash mid-write leaves
+    # it: nothing may carry on as if there were no extension, nor write over what is left of it
+    record = moved / ".term.json"
+    whole = record.read_bytes()
+    record.write_bytes(whole[: len(whole) // 2])
+    logs["cut_export"] = run(moved, "export", "--to", "grades-cut.csv", check=False)[0], \
+        (moved / "grades-cut.csv").exists()
+    logs["cut_feedback"] = run(moved, "generate_feedback", A, "--student", "ada", check=False)[0]
+    logs["cut_extend"] = term_cli(moved, "extend", A, "ben", "2026-12-04 12:00")
+    logs["cut_left"] = record.read_bytes() == whole[: len(whole) // 2]
+    record.write_bytes(whole)  # restored from a backup
 
     # the course folder copied alone to another machine's path (no solutions/ beside it)
     alone = home / "grading-server" / "course"
@@ -350,3 +370,13 @@ def test_points_changed_on_a_release_hold_back_feedback_until_the_regrade(term):
     assert page_kept
     eve = rows(term["course"], "grades-repointed.csv")["eve"]
     assert float(eve["max_score"]) == 3.0 and "graded out of 4" in eve["check"], eve
+
+
+def test_a_term_record_cut_short_is_refused_not_read_as_no_extension(term):
+    logs = term["logs"]
+    out, written = logs["cut_export"]
+    assert "export refused: the term's record" in out and "cannot be read" in out and not written, out[-2000:]
+    assert "generate_feedback refused: the term's record" in logs["cut_feedback"], logs["cut_feedback"][-2000:]
+    rc, out = logs["cut_extend"]
+    assert rc == 2 and "cannot be read" in out and "nothing was changed" in out, out
+    assert logs["cut_left"]  # what was left of it, untouched
