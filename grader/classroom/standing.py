@@ -361,6 +361,11 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     for stale in (stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
         if stale:
             st.checks.append(stale)
+    if not there:  # graded, but the hand-in it rests on is gone: its folder moved, or renamed to the
+        # student's new id (whose hand-in is then graded again under that id: one person, two rows)
+        st.checks.append(f"its hand-in is no longer in submitted/{student_id}/{assignment.name} (moved, or the "
+                         f"student's id renamed?): these grades stand until `nbgrader db student remove "
+                         f"{student_id} --force`")
     return st
 
 

@@ -27,6 +27,8 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   export flags the hand-ins graded out of the earlier maximum and no feedback page shows 4 of 3.
 - the term's record of extensions (.term.json) cut short by a full disk: export, feedback and `term
   extend` refuse, saying what to restore, rather than drop every extension or write over the rest.
+- a student's id renamed (an LMS's new id), their hand-in's folder renamed with it: the grades kept
+  under the old id are flagged, the hand-in under the new one is pending.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named. Copied out of
   the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
@@ -207,6 +209,10 @@ def term(tmp_path_factory):
     logs["cut_left"] = record.read_bytes() == whole[: len(whole) // 2]
     record.write_bytes(whole)  # restored from a backup
 
+    # the LMS renames cy's id (cy.young): her hand-in's folder is renamed to it; her grades stay under cy
+    (moved / "submitted" / "cy").rename(moved / "submitted" / "cy.young")
+    logs["renamed"], _ = run(moved, "export", "--to", "grades-renamed.csv")
+
     # the course folder copied alone to another machine's path (no solutions/ beside it)
     alone = home / "grading-server" / "course"
     shutil.copytree(moved, alone, symlinks=True)
@@ -380,3 +386,12 @@ def test_a_term_record_cut_short_is_refused_not_read_as_no_extension(term):
     rc, out = logs["cut_extend"]
     assert rc == 2 and "cannot be read" in out and "nothing was changed" in out, out
     assert logs["cut_left"]  # what was left of it, untouched
+
+
+def test_a_hand_in_moved_away_from_its_grades_is_flagged(term):
+    renamed = rows(term["course"], "grades-renamed.csv")
+    cy = renamed["cy"]
+    assert cy["status"] == "graded" and "its hand-in is no longer in submitted/cy/02-precision" in cy["check"], cy
+    assert renamed["cy.young"]["status"].startswith("pending: collected, not autograded yet"), renamed["cy.young"]
+    assert "CHECK its hand-in is no longer in submitted/cy/" in term["logs"]["renamed"]
+    assert all("no longer in submitted" not in r["check"] for s, r in renamed.items() if s != "cy"), renamed
