@@ -393,5 +393,6 @@ def test_a_hand_in_moved_away_from_its_grades_is_flagged(term):
     cy = renamed["cy"]
     assert cy["status"] == "graded" and "its hand-in is no longer in submitted/cy/02-precision" in cy["check"], cy
     assert renamed["cy.young"]["status"].startswith("pending: collected, not autograded yet"), renamed["cy.young"]
-    assert "CHECK its hand-in is no longer in submitted/cy/" in term["logs"]["renamed"]
+    assert "02-precision cy: CHECK " in term["logs"]["renamed"] and \
+        "its hand-in is no longer in submitted/cy/02-precision" in term["logs"]["renamed"]
     assert all("no longer in submitted" not in r["check"] for s, r in renamed.items() if s != "cy"), renamed
