@@ -29,7 +29,8 @@
  *    MN-major 128B layout ((8,8,m),(8,k)):((1,8,LBO),(64,SBO)) of 9.7.15.5.1.2.1.3.
  * 5. The accumulators (BLOCK_N / 2 floats per thread, row 16w + g (+8), columns 8q + 2t (+1))
  *    are stored to C from registers, as in the mma.sync rungs.
- * Measured: not yet (python -m grader.bench.mma on an H100/H200). Aim: >= 90% of cuBLAS fp16
+ * Measured (H100, 2026-11-24 07:44 UTC, kernels/RESULTS-mma.md, paired with cuBLAS in one run):
+ * 97.6% / 104.2% of cuBLAS fp16 at 4096^3 / 8192^3 (680.2 / 659.7 TFLOP/s); the aim was >= 90%
  * at 8192^3 (issue #16). Left out on purpose, for later rungs: thread-block clusters with TMA
  * multicast, a persistent tile scheduler, a TMA store epilogue.
  *

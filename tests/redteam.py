@@ -166,7 +166,9 @@ def build_course(tmp_path_factory) -> dict:
         del nb.cells[i]
     subs.append(("cheat-honest-no-tests", cheats.KERNELS_NB, nb))
     for student, a, nb in subs:
-        classroom.submit(root, student, a, [write_submission(work / a, student, a, nb)])
+        folder = classroom.submit(root, student, a, [write_submission(work / a, student, a, nb)])
+        for name, data in (outputs.FILES_BESIDE.get(student[4:], {}) if student.startswith("out-") else {}).items():
+            (folder / name).write_bytes(data)  # what the formgrader serves from autograded/ (issue 32)
     # what a hand-in carries besides its answers (test_handin_guards): metadata, unreadable files
     for student, (a, make) in guards.handins().items():
         nb, solution = release_nb(a), trimmed_solution(a)

@@ -42,7 +42,10 @@ EXPECT = {"global_only.cu": "global-low", "bank_conflicts.cu": "conflicts", "reg
           "sgemm_coalesced_global_only.cu": "global-low", "huge_shared_request.cu": "occupancy",
           "tiny_block_tile.cu": "global-low", "transpose_two_way_tile.cu": "none", "epilogue_column_stores.cu": "none",
           "sgemm_tiled_strided_b.cu": "coalescing", "sgemm_tiled_half_lanes.cu": "divergence",
-          "mma_unswizzled.cu": "conflicts"}
+          "mma_unswizzled.cu": "conflicts", "sgemm_tiled_double_acc.cu": "fp64",
+          "sgemm_tiled_transposed_bs.cu": "conflicts", "sgemm_tiled_row_in_registers.cu": "occupancy",
+          "transpose_tile_rows_on_x.cu": "coalescing", "conv2d_unpadded_rows.cu": "conflicts",
+          "sgemm_tiled_transposed_as_store.cu": "conflicts"}
 TRAFFIC = dict(M=128, N=256, K=320)  # the CPU size check() observes for wmma-gemm-fast
 
 
@@ -92,6 +95,15 @@ def subjects(only=()):
 def traffic_dims(ex) -> dict:
     """The size the emulator observes a subject at: TRAFFIC for a GEMM, else the exercise's largest CPU size."""
     return dict(TRAFFIC) if "M" in ex.cpu_sizes[0] else dict(ex.cpu_sizes[-1])
+
+
+def measure_dims(ex, n: int) -> tuple[dict, float]:
+    """The size a subject that is not a GEMM is profiled at, and its FLOPs: a transpose 2n x 2n floats (no
+    FLOPs), anything else (a convolution) the exercise's timed size."""
+    if "rows" in ex.cpu_sizes[0]:
+        return dict(rows=2 * n, cols=2 * n), 0.0
+    dims = dict(ex.perf_size)
+    return dims, ex.problem.flops(dims) if hasattr(ex.problem, "flops") else 0.0
 
 
 def static_panel(ex, src, launch, opts, dims=None):
@@ -229,8 +241,8 @@ def main(argv=None) -> int:
         opts = [*ex.problem.options(launch), *extra]
         entry = dict(name=name, exercise=ex_id, launch=launch, options=opts)
         ts = time.time()
-        gemm = hasattr(ex.problem, "geometry")  # else a transpose fixture: 2n x 2n floats, no FLOPs
-        dims_x, flops_x = (dims, flops) if gemm else (dict(rows=2 * n, cols=2 * n), 0.0)
+        gemm = hasattr(ex.problem, "geometry")  # else a transpose (2n x 2n floats, no FLOPs) or a convolution
+        dims_x, flops_x = (dims, flops) if gemm else measure_dims(ex, n)
         got = (dict(ok=False, why="not measured (--no-measure)") if a.no_measure else
                measured.measure(src, ex.kernel, opts, ex.problem, dims_x, launch, flops=flops_x or None))
         entry["measured"] = {k: v for k, v in got.items() if k not in ("csv", "command")}

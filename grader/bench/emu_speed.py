@@ -1,9 +1,11 @@
 """Time the CPU emulator on the course's two speed targets (256^3, each under 2 s a launch):
 
-    python -m grader.bench.emu_speed [--size 256] [--repeat 3]
+    python -m grader.bench.emu_speed [--size 256] [--repeat 3] [--probe]
 
 1. naive WMMA GEMM: one warp per 16x16 tile of C, block (32,1,1), grid (M/16, N/16);
-2. 32x32 shared-memory tiled SGEMM: block (32,32), two __syncthreads per K tile.
+2. 32x32 shared-memory tiled SGEMM: block (32,32), two __syncthreads per K tile;
+--probe: the tensor-core probe's cost instead: mma-gemm's reference at size x size x size/2, a plain
+launch beside a keyed one (every matrix instruction executed by the runner's parent), interleaved.
 The first compile is excluded (and reported separately); each launch includes the child
 process, argument transfer and write-back, i.e. what a grader call costs.
 """
@@ -49,12 +51,41 @@ def bench(size: int = 256, repeat: int = 3) -> dict[str, float]:
     return results
 
 
+def probe(size: int = 256, repeat: int = 9) -> dict[str, float]:
+    """Median launch time of mma-gemm's reference, plain and keyed (grader.checking.tensor_work's
+    probe run), at size x size x size/2, launches interleaved so both see the same machine."""
+    import statistics
+
+    from grader.checking import exercises
+    from grader.runtime import backend, kernels
+
+    ex = exercises.get("mma-gemm")
+    case = ex.problem.make(dict(M=size, N=size, K=size // 2), np.random.default_rng(0), ex.launch_defaults)
+    module = backend.load(kernels.source(ex.reference), "emu", ex.problem.options(ex.launch_defaults))
+    times: dict[str, list[float]] = {"plain": [], "keyed": []}
+    for i in range(repeat + 1):  # the first round warms the caches
+        for label, key in (("plain", 0), ("keyed", 0x9E3779B97F4A7C15)):
+            args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+            t0 = time.perf_counter()
+            module.launch(ex.kernel, case.grid, case.block, args, case.shared_mem, tc_key=key)
+            if i:
+                times[label].append(time.perf_counter() - t0)
+    res = {label: statistics.median(t) for label, t in times.items()}
+    print(f"mma-gemm reference {size}x{size}x{size // 2}: plain launch {res['plain']:.3f} s, keyed (probe) "
+          f"launch {res['keyed']:.3f} s (medians of {repeat})")
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--probe", action="store_true", help="time the tensor-core probe run instead")
     a = ap.parse_args(argv)
     print(f"CPU emulator benchmark on {os.cpu_count()} cores")
+    if a.probe:
+        probe(a.size, max(a.repeat, 3))
+        return 0
     res = bench(a.size, a.repeat)
     return 0 if all(t < 2.0 for t in res.values()) else 1
 

@@ -101,8 +101,11 @@ def _run_case_emu(module, kernel, case, race_check, timeout, probe=False, key=0)
                nondeterministic=[], stdout=getattr(result, "stdout", ""), tensor_ops=ops)
     if probe and key:  # the same launch with products' signs flipped by `key`: the parent judges it
         again = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
-        module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout, tc_key=key)
+        probed = module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout,
+                               tc_key=key)
         res["tc_probe_outputs"] = {i: again[i] for i in case["outputs"]}
+        # counted by the runner's parent, which executed them (a worker's own count could be forged)
+        res["tc_probe_ops"] = [[m, n, k, c] for (m, n, k), c in getattr(probed, "tensor_ops", {}).items()]
     elif probe:  # the same launch with every matrix instruction's products doubled
         again = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
         module.launch(kernel, case["grid"], case["block"], again, case["shared_mem"], timeout=timeout, tc_double=True)

@@ -71,7 +71,7 @@ def probe_result(ex, case, res: dict, key: int) -> dict | None:
             out = np.asarray(res["tc_probe_outputs"][pos]).reshape(np.shape(ref))
             bad += numerics.compare(out, ref, bound).n_bad
             total += out.size
-        return dict(tc_unfollowed=bad, tc_outputs=total)
+        return dict(tc_unfollowed=bad, tc_outputs=total, tc_probe_ops=from_result(res.get("tc_probe_ops")))
     return res if "tc_unchanged" in res else None
 
 
@@ -112,7 +112,18 @@ def item(ex, counted: list[tuple], *, where: str = "on the CPU emulator") -> Ite
                                    ops={f"m{m}n{n}k{k}": c for (m, n, k), c in ops.items()}))
         lines.append(said)
     probed = [(c[0], c[3]) for c in counted if len(c) > 3 and c[3] is not None]
+    needs = {c[0]: required_macs(ex, c[1]) for c in counted}
     for label, probe in probed:
+        # a keyed run's instructions are executed and counted by the emulator runner's parent, out of the
+        # kernel's reach: that count must hold too (the plain run's is the kernel's own process's)
+        ops = {s: c for s, c in probe.get("tc_probe_ops", {}).items() if not shapes or s in shapes}
+        macs = sum(m * n * k * c for (m, n, k), c in ops.items())
+        if "tc_probe_ops" in probe and macs < needs[label]:
+            return Item("tensor cores", FAIL, f"counted {where}: {label}: the probe run (the same launch, its "
+                        f"matrix instructions executed by the emulator's runner) executed {_ops_text(ops)} = "
+                        f"{_num(macs)} multiply-adds; the size needs M*N*K = {_num(needs[label])}",
+                        kind="no-tensor-cores", hint=HINT,
+                        where=dict(case=label, executed=macs, needed=needs[label]))
         if probe.get("tc_unfollowed"):
             n, total = probe["tc_unfollowed"], probe["tc_outputs"]
             return Item("tensor cores", FAIL, f"counted {where}: {label}: {n} of {total} output elements "

@@ -14,6 +14,7 @@ from grader.coach.static import Static
 SECTIONS = {
     "01": {"coalescing": "7. Coalescing: why the layout decides the speed",
            "coalesced-tile": "8. Do: a coalesced transpose through shared memory (2 points)"},
+    "02": {"precision": "8. Why tensor cores take fp16 and accumulate in fp32"},
     "03": {"tiling": "5. Shared-memory tiling: see the tiles", "regblock": "7. The ladder onward: register blocking"},
     "06": {"smem": "2. Rung 1: stage tiles in shared memory", "warp": "3. Rung 2: warp tiles",
            "banks": "4. Bank conflicts and padded rows", "async": "5. Asynchronous copies, stages, and `BLOCK_K`",
@@ -32,19 +33,25 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
            # global-low where the kernel already stages its tiles in shared memory: larger tiles
            "global-reuse": ("06", "warp"),
            # no notebook teaches divergence; 01's section 7 shows a warp's 32 threads issuing together
-           "divergence": ("01", "coalescing")}
+           "divergence": ("01", "coalescing"),
+           # float math promoted to double: notebook 02 on what each precision costs and why fp32 accumulates
+           "fp64": ("02", "precision"),
+           # barriers beyond the two a tile loop needs: where notebook 03 places them and says why
+           "barriers": ("03", "tiling")}
 
-NOTEBOOK = {"01": "01 · Memory layout", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
+NOTEBOOK = {"01": "01 · Memory layout", "02": "02 · Precision", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
 # What the static model cannot see, said where it finds no bottleneck (a slow kernel may be slow for these)
-UNSEEN = ("Not in the model: barriers more often than needed, a grid too small to fill the GPU, and lanes idle "
+UNSEEN = ("Not in the model: a barrier's wait (a main loop's barriers beyond two are listed, not ranked), a grid "
+          "too small to fill the GPU, and lanes idle "
           "where they touch no memory (the emulator sees divergence only in loads and stores); if the measured "
           "speed is far under this bound, look there (on a GPU, --explain adds Nsight Compute's stall reasons).")
 
 
 @dataclass
 class Finding:
-    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence | none
+    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence |
+    # fp64 | barriers (not ranked: said after the rest) | none
     gain: float  # the model's speed-up for the fix
     sentence: str
     next_step: str
@@ -71,6 +78,8 @@ def section(sections: dict | None, key: str) -> str:
 
 def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[Finding]:
     """The findings, the main bottleneck first (empty when there is too little evidence)."""
+    if st.occupancy is not None and not st.occupancy.blocks:  # no speed to model: the GPU refuses the launch
+        return [_no_launch(st, sections)] + _without_model(st, sections)
     if res is not None and res.stream:
         return _rank_stream(st, res, sections)
     if res is None or st.evidence is None:
@@ -110,14 +119,17 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            _conflict_sentence(tr) + f"; shared memory is busy {terms['shared']:.0f} cycles per "
                            f"iteration against {terms['math']:.0f} of math.",
                            "pad each shared row (e.g. +8 halves) or swizzle the 16-byte chunks so the rows one "
-                           "ldmatrix/fragment load reads fall in different banks", section(sections, "conflicts")))
+                           "ldmatrix/fragment load reads fall in different banks" if ev.math != "fp32" else
+                           "pad each shared row by one element (a [TILE][TILE + 1] float tile: row r starts r banks "
+                           "further on), so lanes that walk down a column of the tile hit 32 different banks",
+                           section(sections, "conflicts")))
     if g.get("spills", 1) >= BOTTLENECK:
         r = st.resources or {}
         out.append(Finding("spills", g["spills"],
                            f"Register spills: ptxas spilled {r.get('spill_stores', 0)} bytes (stores) / "
                            f"{r.get('spill_loads', 0)} bytes (loads) per thread at {r.get('registers', 0)} registers; "
                            f"the main loop moves {ev.spill_bytes_iter / max(ev.warps, 1):.0f} bytes of local memory "
-                           "per warp per iteration.",
+                           f"per warp per iteration{_spill_lines(st)}.",
                            "hold fewer accumulators per warp (a smaller warp tile) or ask for fewer blocks per SM "
                            "in __launch_bounds__, so everything fits in 255 registers", section(sections, "spills")))
     if g.get("pipeline", 1) >= BOTTLENECK:
@@ -152,13 +164,20 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            "give every lane the same work in the main loop (one output each, not some lanes computing "
                            "for idle neighbours): branch on the data, not on threadIdx.x",
                            section(sections, "divergence")))
+    if g.get("fp64", 1) >= BOTTLENECK:
+        out.append(Finding("fp64", g["fp64"], _fp64_sentence(st, res), "keep the main loop in float: a float "
+                           "accumulator (several float partial sums where accuracy matters), literals with an f "
+                           "(0.5f, not 0.5), float functions (expf, sqrtf, fabsf)", section(sections, "fp64")))
     if g.get("shared", 1) >= BOTTLENECK and not any(f.key == "conflicts" for f in out):
         what = "fragment loaded feeds too few mma" if ev.math != "fp32" else "value loaded feeds too few FMAs"
         out.append(Finding("shared", g["shared"],
                            f"Shared-memory bandwidth: {terms['shared']:.0f} cycles of shared traffic per iteration "
                            f"against {terms['math']:.0f} of math, without conflicts: each {what}.",
                            "a larger warp tile (more accumulator tiles per warp) reuses each loaded fragment "
-                           "more often", section(sections, "shared")))
+                           "more often" if ev.math != "fp32" else
+                           "more outputs per thread (register blocking: e.g. a 4x4 or 8x8 block of C held in "
+                           "registers), so each value loaded from shared memory feeds several FMAs",
+                           section(sections, "shared")))
     out.sort(key=lambda f: -f.gain)
     if not out:
         top = max(terms, key=terms.get)
@@ -167,14 +186,64 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            f"iteration), the kernel's bound is ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s"
                            f"{_minor(g, tr)}. {UNSEEN}",
                            "past this, Hopper's wgmma + TMA", section(sections, "none")))
-    return out
+    return out + _barriers(st, sections)
+
+
+def _barriers(st: Static, sections: dict | None) -> list[Finding]:
+    """More barriers in the main loop than a loop over shared tiles needs (two: after a tile is stored, before
+    it is overwritten), with their lines. The model charges no barrier's wait, so this is said, never ranked."""
+    loop = st.loop
+    n = loop.n("BAR") if loop is not None and loop.in_loop else 0
+    if n <= 2:
+        return []
+    return [Finding("barriers", 1.0,
+                    f"{n} barriers (__syncthreads) per main-loop iteration{_worst_lines(st, 'BAR', 3)}, where a loop "
+                    "over shared tiles needs two (one after a tile is stored, one before it is overwritten). The "
+                    "model does not charge a barrier's wait, nor the loads a barrier keeps from being merged or "
+                    "issued early, so this is not ranked: if the measured speed is far under the bound, look here.",
+                    "keep a __syncthreads() only between a shared-memory store and another thread's read of it "
+                    "(or the store that overwrites what others still read)", section(sections, "barriers"))]
+
+
+def _fp64_sentence(st: Static, res: Result) -> str:
+    """What double precision costs in the main loop, and the source lines where SASS says it is."""
+    loop, terms = st.loop, res.terms
+    n = loop.fp64_pipes
+    where = _worst_lines(st, "fp64")
+    return (f"Double precision in a float kernel's main loop: per warp per iteration {n.get('fp64', 0)} fp64 "
+            f"instructions and {n.get('convert', 0)} conversions to or from double{where}. An H100 converts 16 "
+            f"values per clock per SM (an eighth of its fp32 rate) and does fp64 at half of it (GeForce GPUs at "
+            f"1/64): its {res.busiest_pipe} pipe is busy {terms['pipes']:.0f} cycles per iteration against "
+            f"{terms['math']:.0f} of float math.")
+
+
+def _spill_lines(st: Static) -> str:
+    """Where the main loop's local loads and stores sit (SASS line info): the lines whose values ptxas keeps in
+    local memory and reloads, which are not always the ones that made registers short."""
+    at: dict = {}
+    for key in ("LDL", "STL"):
+        for ln, n in ((st.loop.lines or {}).get(key) or {}).items():
+            at[ln] = at.get(ln, 0) + n
+    top = sorted(at, key=lambda ln: -at[ln])[:2]
+    quotes = [f"line {ln}: {st.quotes[ln]}" if st.quotes.get(ln) else f"line {ln}" for ln in top]
+    return f" (reloaded most at {'; '.join(quotes)})" if quotes else ""
+
+
+def _worst_lines(st: Static, key: str, most: int = 2) -> str:
+    """' (line 12: `text`; line 14: ...)' for the source lines holding most of the main loop's `key`
+    instructions (SASS line info), or '' where there is none."""
+    at = (st.loop.lines or {}).get(key) or {}
+    top = sorted(at, key=lambda ln: -at[ln])[:most]
+    quotes = [f"line {ln}: {st.quotes.get(ln, '')}" if st.quotes.get(ln) else f"line {ln}" for ln in top]
+    return f" ({'; '.join(quotes)})" if quotes else ""
 
 
 def _minor(g: dict, tr: dict) -> str:
     """What the model sees but does not call a bottleneck (a fix worth 2-15%), so a student is not left
     guessing whether a defect they know of matters here."""
     worst = {"coalescing": (tr.get("uncoalesced") or [{}])[0], "conflicts": tr.get("worst_shared") or {}}
-    names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills"}
+    names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills",
+             "fp64": "double precision in the loop"}
     minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%"
              + (f" (worst: line {worst[k]['line']})" if worst.get(k, {}).get("line") else "")
              for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
@@ -194,6 +263,24 @@ def _reuse_step(tr: dict, sections: dict | None) -> tuple[str, str]:
                 section(sections, "global-reuse"))
     return ("stage block tiles of A and B in shared memory and let each warp reuse them for several accumulator "
             "tiles", section(sections, "global-low"))
+
+
+def _no_launch(st: Static, sections: dict | None) -> Finding:
+    """A block that fits no SM: a GPU refuses the launch (and the emulator, for registers, as it does)."""
+    occ, r = st.occupancy, st.resources or {}
+    if occ.limiter == "registers":  # threads x registers over the SM's register file
+        most = 65536 // max(st.threads, 1)
+        step = (f"tell ptxas the block size: __launch_bounds__({st.threads}) before the kernel keeps it at "
+                f"{min(most, 255)} registers per thread or fewer (it uses {r.get('registers', 0)} now, spilling the "
+                "rest if it must), or launch fewer threads per block")
+    elif occ.limiter == "shared memory":
+        step = "use less shared memory per block (fewer or smaller stages or tiles)"
+    else:
+        step = "launch fewer threads per block"
+    return Finding("occupancy", 1.0,
+                   f"This block fits no SM, so a GPU refuses the launch ('too many resources requested for launch'): "
+                   f"{occ.why_none}.",
+                   step, section(sections, "occupancy"))
 
 
 def _occupancy_step(st: Static) -> str:

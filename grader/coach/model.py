@@ -12,14 +12,17 @@ bytes and W shared-memory wavefronts per iteration):
               `shared + L1` is what that path is busy
     L2        B*S / (L2 bytes per clock per SM)
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
+    pipes     B*warps*n / rate for each narrow pipe (fp64 math, conversions, special functions): the
+              busiest of them; a float kernel whose loop converts to double and back is held here, not
+              by `math`
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
     the pipe fed, Rates.tensor_warps)
     (a divergent warp, `lanes` of its 32 lanes active in its requests: math and shared are what its
     instructions issue, L2 and L1 what its active lanes move, and the bound counts B*F*lanes FLOPs)
 Loads overlapped with math (cp.async with groups left in flight, or register prefetch):
-    t = max(math, shared + L1, L2, latency)
+    t = max(math, pipes, shared + L1, L2, latency)
 Not overlapped (load, wait, compute, in one stage):
-    t = L + L2 + max(math, shared + L1)
+    t = L + L2 + max(math, pipes, shared + L1)
 L2 counts the bytes requested (L1 is assumed to catch a sector's other bytes when a later
 request of the same warp uses them); an uncoalesced kernel pays in L1's sectors instead.
 bound = B*F / t. A fix is scored by how much it shortens t; the largest speed-up is the first finding.
@@ -59,6 +62,10 @@ class Evidence:
     # as issued, and a divergent warp does only `lanes` of that work (global_per_flop and
     # global_excess_per_flop are per FLOP done, as the emulator counts them)
     lanes: float = 1.0
+    # warp instructions per warp per iteration on each narrow pipe (SASS; Rates.pipe_per_clk): "fp64",
+    # "convert", "mufu"; and of those, the ones there only because a value is double
+    pipes: dict = field(default_factory=dict)
+    fp64_pipes: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +80,7 @@ class Result:
     gains: dict = field(default_factory=dict)  # fix -> speed-up factor
     warps_per_scheduler: float = 0.0  # set where too few to feed the tensor pipe
     rates: str = ""
+    busiest_pipe: str = ""  # which of Rates.pipe_per_clk sets terms["pipes"]
     stream: bool = False  # a data-movement kernel (stream()): terms DRAM, L2, shared, L1; no math
     bandwidth: float = 0.0  # stream(): the bytes per second (of unique data) the model allows
 
@@ -88,8 +96,20 @@ def _per_scheduler(ev: Evidence, blocks: int) -> float:
     return blocks * max(ev.warps, 1) / 4
 
 
+def _pipes(ev: Evidence, r: Rates, B: int, fp64: bool = True) -> tuple[float, str]:
+    """Clocks per SM per iteration of the busiest narrow pipe, and its name; without the
+    instructions that are there only because a value is double where `fp64` is False."""
+    best, name = 0.0, ""
+    for pipe, rate in r.pipe_per_clk:
+        n = ev.pipes.get(pipe, 0) - (0 if fp64 else ev.fp64_pipes.get(pipe, 0))
+        c = B * max(ev.warps, 1) * n / rate
+        if c > best:
+            best, name = c, pipe
+    return best, name
+
+
 def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None,
-          fed=None, excess=None, lanes=None):
+          fed=None, excess=None, lanes=None, fp64=True):
     B = ev.blocks if blocks is None else blocks
     x = ev.global_excess_per_flop if excess is None else excess
     if g is not None and ev.global_per_flop:  # fewer bytes requested: fewer wasted sectors too
@@ -111,12 +131,14 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
         "L2": B * done * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
         "L1": B * done * x / 32 / r.scattered_sectors_per_clk,
+        "pipes": _pipes(ev, r, B, fp64)[0],
     }
     pipe = terms["shared"] + terms["L1"]  # shared memory and L1 share one data path
+    compute = max(terms["math"], terms["pipes"])
     if ov:
-        t = max(terms["math"], pipe, terms["L2"], terms["latency"])
+        t = max(compute, pipe, terms["L2"], terms["latency"])
     else:
-        t = terms["latency"] + terms["L2"] + max(terms["math"], pipe)
+        t = terms["latency"] + terms["L2"] + max(compute, pipe)
     return t, terms
 
 
@@ -126,7 +148,8 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     fpc = B * F * ev.lanes / t if t else 0.0
     res = Result(terms=terms, serial=not ev.overlapped, cycles=t, flop_per_clk=fpc, tflops=r.tflops(fpc),
                  peak_tflops=r.tflops(_peak(ev, r)),
-                 intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name)
+                 intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name,
+                 busiest_pipe=_pipes(ev, r, B)[1])
 
     def gain(**kw):
         t2, _ = _time(ev, r, **kw)
@@ -154,6 +177,9 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     if next_blocks and next_blocks > ev.blocks:
         t2, _ = _time(ev, r, blocks=next_blocks)
         res.gains["occupancy"] = (next_blocks * F * ev.lanes / t2) / fpc if fpc and t2 else 1.0
+    # the loop in float: no fp64 math, no conversions to or from double
+    if any(ev.fp64_pipes.values()):
+        res.gains["fp64"] = gain(fp64=False)
     # every lane busy: the same instructions do 1/lanes times the work (and move that much more data)
     if 0 < ev.lanes < 1.0:
         t2, _ = _time(ev, r, lanes=1.0)

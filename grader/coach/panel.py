@@ -116,7 +116,8 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
     if loop is not None and any(op in sass.KINDS or op in sass.TENSOR_OPS for op in loop.counts):
         where = "main loop" if loop.in_loop else "whole kernel (no loop found)"
         mix = [f"{n} {op}" for op, n in sorted(loop.counts.items(), key=lambda x: -x[1])
-               if op in sass.KINDS or op in sass.TENSOR_OPS or op in ("FFMA", "DFMA")]
+               if op in sass.KINDS or op in sass.TENSOR_OPS or op in ("FFMA", "DFMA")
+               or any(op in ops for ops in sass.PIPES.values())]
         tc = loop.tensor or 0
         ratios = []
         ldg = loop.n("LDG", "LDGSTS")
@@ -128,7 +129,7 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         ov = ("loads overlapped with math" + (f" ({loop.wait_depth} cp.async group(s) left in flight at the wait)"
                                                if loop.n("LDGSTS") and loop.wait_depth else "")) \
             if loop.overlapped else "loads NOT overlapped with math"
-        math = loop.tensor + loop.n("FFMA", "DFMA", "HFMA2")
+        math = loop.tensor + loop.fp_flops
         p.lines.append(f"SASS, {where}, per warp: {', '.join(mix[:9])}" + (f"; {'; '.join(ratios)}" if ratios else "")
                        + (f"; {ov}" if math else ""))
     tr = st.traffic
@@ -160,7 +161,9 @@ def build(*, exercise: str, source: str, kernel: str, options, arch: int, thread
         t = res.terms
         p.lines.append(f"model, cycles per main-loop iteration per SM: math {t['math']:.0f}, shared {t['shared']:.0f}, "
                        f"L2 {t['L2']:.0f}, load latency {t['latency']:.0f}"
-                       + (f", L1 for uncoalesced sectors {t['L1']:.0f}" if t.get("L1") else "") + " ("
+                       + (f", L1 for uncoalesced sectors {t['L1']:.0f}" if t.get("L1") else "")
+                       + (f", {res.busiest_pipe} pipe {t['pipes']:.0f}" if t.get("pipes", 0) > t["math"] else "")
+                       + " ("
                        + ("overlapped: the largest sets the pace" if not res.serial else "not overlapped: they add up")
                        + f") -> at most ~{res.tflops:.0f} of {res.peak_tflops:.0f} TFLOP/s")
         p.point = dict(intensity=res.intensity, tflops=res.tflops,

@@ -83,7 +83,7 @@ def _cached(key: str, make) -> dict:
 # ---------------------------------------------------------------- compile + disassemble
 
 
-_KEY = 2  # bump when what build() returns changes: the disk cache then misses old entries
+_KEY = 3  # bump when what build() returns changes: the disk cache then misses old entries
 
 
 def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
@@ -108,9 +108,11 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
                                      tool or ""]).encode()).hexdigest()[:32]
 
     def make():
-        opts = [f"-arch=sm_{arch}", "-Xptxas=-v", *BASE_OPTIONS, *include_options(nv.stack.name), *options]
+        # -lineinfo: nvdisasm -g then names each instruction's source line (the code is the same)
+        opts = [f"-arch=sm_{arch}", "-Xptxas=-v", "-lineinfo", *BASE_OPTIONS, *include_options(nv.stack.name),
+                *options]
         try:
-            out = nv.compile(source, opts, "kernel.cu", "cubin")
+            out = nv.compile(source, opts, SOURCE_NAME, "cubin")
         except Exception as e:  # the check reports compile errors; here: say it and stop
             return dict(resources=None, sass="", missing=[f"no cubin: {str(e).splitlines()[0][:200]}"], notes=[],
                         nvrtc=list(nv.version), cacheable=False)
@@ -123,7 +125,7 @@ def build(source: str, kernel: str, options=(), arch: int = 90) -> dict:
                 cubin = Path(tmp) / "k.cubin"
                 cubin.write_bytes(out.code)
                 try:
-                    r = subprocess.run([tool, "-c", "-ndf", str(cubin)], capture_output=True, text=True, timeout=60)
+                    r = subprocess.run([tool, "-c", "-ndf", "-g", str(cubin)], capture_output=True, text=True, timeout=60)
                     sass = r.stdout if r.returncode == 0 else ""
                     if not sass and "deprecated" in r.stderr:  # nvdisasm 13 reads no sm_70 cubin
                         missing.append(f"no SASS mix for sm_{arch}: this nvdisasm ({tool}) no longer reads that "
@@ -250,21 +252,34 @@ class Instr:
     full: str  # with modifiers, e.g. HMMA.16816.F32
     operands: str
     predicated: bool
+    line: int | None = None  # the kernel source's line (nvdisasm -g of a -lineinfo cubin), None if unknown
 
 
 _LABEL = re.compile(r"^(\.L\w+):", re.M)
+_SRC_LINE = re.compile(r"^\s*//## File (.*)$", re.M)  # '"f", line N' [' inlined at "g", line M' ...]
+SOURCE_NAME = "kernel.cu"  # the name build() gives NVRTC for the kernel's own source
+
+
+def _source_line(comment: str) -> int | None:
+    """The kernel's own line in a -g line comment: a header's line inlined into the kernel counts as the
+    kernel line it was inlined at (the last of the chain in the kernel's file)."""
+    lines = [int(n) for f, n in re.findall(r'"([^"]*)", line (\d+)', comment) if f.endswith(SOURCE_NAME)]
+    return lines[-1] if lines else None
 
 
 def parse(sass: str) -> list[Instr]:
     """The instructions, with branch targets given as labels (`(.L_x_3)) turned into addresses."""
     out = []
-    labels, pending = {}, []
-    for m in re.finditer(rf"{_LABEL.pattern}|{_LINE.pattern}", sass, re.M):
-        if m.group(1):
-            pending.append(m.group(1))
+    labels, pending, line = {}, [], None
+    for m in re.finditer(rf"{_SRC_LINE.pattern}|{_LABEL.pattern}|{_LINE.pattern}", sass, re.M):
+        if m.group(1) is not None:
+            line = _source_line(m.group(1))
             continue
-        full = m.group(4)
-        ins = Instr(int(m.group(2), 16), full.split(".")[0], full, m.group(5).strip(), bool(m.group(3)))
+        if m.group(2):
+            pending.append(m.group(2))
+            continue
+        full = m.group(5)
+        ins = Instr(int(m.group(3), 16), full.split(".")[0], full, m.group(6).strip(), bool(m.group(4)), line)
         for name in pending:
             labels[name] = ins.pc
         pending = []
@@ -316,6 +331,29 @@ def _width(i: Instr) -> int:
     return 4
 
 
+# FLOPs one lane's instruction does on the CUDA cores (HFMA2.MMA is a move: no math)
+_FP_FLOPS = {"FFMA": 2, "DFMA": 2, "FMUL": 1, "FADD": 1, "DMUL": 1, "DADD": 1, "HFMA2": 4, "HMUL2": 2, "HADD2": 2}
+
+
+def fp_flops(i: Instr) -> int:
+    """FLOPs one warp's execution of a CUDA-core floating-point instruction does (0: not one)."""
+    if i.op == "HFMA2" and ".MMA" in i.full:
+        return 0
+    return 32 * _FP_FLOPS.get(i.op, 0)
+
+
+# The SM's narrow pipes (CUDA C++ Programming Guide, "Arithmetic Instructions", compute capability 9.0: results
+# per clock per SM): fp64 add/multiply/fma 64, type conversions 16 (to and from 64-bit types, and all others but
+# 8/16-bit integers), special functions (MUFU: reciprocal, sqrt, exp...) 16. Instructions per warp on each.
+PIPES = {"fp64": ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX"), "convert": ("F2F", "F2I", "I2F", "FRND"),
+         "mufu": ("MUFU",)}
+
+
+def on_fp64(i: Instr) -> bool:
+    """An instruction that exists because a value is double: fp64 math, or a conversion to or from fp64."""
+    return i.op in PIPES["fp64"] or (i.op in PIPES["convert"] and "64" in i.full)
+
+
 KINDS = {
     "LDG": "global load", "STG": "global store", "LDGSTS": "async copy (cp.async)", "LDS": "shared load",
     "LDSM": "ldmatrix", "STS": "shared store", "LDL": "local load (spill)", "STL": "local store (spill)",
@@ -334,6 +372,10 @@ class Mix:
     tensor: int = 0  # tensor-core instructions
     tensor_flops: int = 0  # FLOPs they do, per warp
     tensor_ops: dict = field(default_factory=dict)  # full opcode -> count
+    fp_flops: int = 0  # FLOPs the CUDA-core floating-point instructions do, per warp
+    pipes: dict = field(default_factory=dict)  # PIPES name -> instructions per warp
+    fp64_pipes: dict = field(default_factory=dict)  # of `pipes`, those there because a value is double
+    lines: dict = field(default_factory=dict)  # "fp64" | "BAR" | "LDL" | "STL" -> {source line: instructions}
     wait_depth: int | None = None  # the least N of the DEPBAR.LE SB0, N waits (cp.async groups left in flight)
     overlapped: bool = False  # loads of a later iteration are issued before this iteration's math
     span: tuple = (0, 0)
@@ -362,6 +404,18 @@ def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
     body = [i for i in instrs if span[0] <= i.pc <= span[1]]
     for i in body:
         mx.counts[i.op] = mx.counts.get(i.op, 0) + 1
+        mx.fp_flops += fp_flops(i)
+        for pipe, ops in PIPES.items():
+            if i.op in ops:
+                mx.pipes[pipe] = mx.pipes.get(pipe, 0) + 1
+        for key, hit in (("fp64", on_fp64(i)), ("BAR", i.op == "BAR"), ("LDL", i.op == "LDL"), ("STL", i.op == "STL")):
+            if hit:
+                if key == "fp64":
+                    pipe = "fp64" if i.op in PIPES["fp64"] else "convert"
+                    mx.fp64_pipes[pipe] = mx.fp64_pipes.get(pipe, 0) + 1
+                if i.line is not None:
+                    at = mx.lines.setdefault(key, {})
+                    at[i.line] = at.get(i.line, 0) + 1
         if i.op in ("LDG", "LDGSTS", "LDS", "LDSM", "STS", "LDL", "STL", "STG"):
             mx.bytes[i.op] = mx.bytes.get(i.op, 0) + 32 * _width(i)
         if i.op in ("LDS", "LDSM", "STS", "LDGSTS"):  # shared memory moves 128 bytes per wavefront, 1 at least
@@ -379,7 +433,7 @@ def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
     # loads overlapped with math: in the loop, a global load or async copy sits between tensor
     # instructions or after the first one, and the shared stores that consume register-staged loads
     # come after the math (double buffering through registers); cp.async: the wait leaves groups in flight
-    first_t = next((k for k, i in enumerate(body) if tensor_flops(i) or i.op in ("FFMA", "DFMA")), None)
+    first_t = next((k for k, i in enumerate(body) if tensor_flops(i) or fp_flops(i)), None)
     if first_t is not None:
         loads = [k for k, i in enumerate(body) if i.op in ("LDG", "LDGSTS", "UTMALDG")]
         if mx.n("LDGSTS") and mx.wait_depth is not None:
@@ -402,7 +456,7 @@ def analyse(sass: str) -> tuple[Mix, Mix]:
 
     def work(span):
         body = [i for i in instrs if span[0] <= i.pc <= span[1]]
-        return sum(tensor_flops(i) for i in body) or sum(2 for i in body if i.op in ("FFMA", "DFMA", "HFMA2"))
+        return sum(tensor_flops(i) for i in body) or sum(fp_flops(i) for i in body)
 
     loops = [(work(s), -(s[1] - s[0]), s) for s in _loops(instrs)]
     loops = [x for x in loops if x[0] > 0]

@@ -37,6 +37,7 @@ class Static:
     notes: list = field(default_factory=list)  # where a number came from, when not its usual source
     evidence: Evidence | None = None
     stream: Stream | None = None  # a kernel without math: what it moves (model.stream)
+    quotes: dict = field(default_factory=dict)  # source line -> its text, for the lines loop.lines names
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -52,8 +53,11 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
     loaded = sum(v[1] for v in t.buffers.values())
     stored = sum(v[2] for v in t.buffers.values())
     scale = 1.0
-    if getattr(problem, "sums_over_k", False) and perf_dims and "K" in dims and "K" in perf_dims and dims["K"]:
-        scale = dims["K"] / perf_dims["K"]  # output stores per FLOP shrink as K grows
+    summed = getattr(problem, "summed", None)
+    if summed is not None and perf_dims:
+        n, timed = summed(dims), summed(perf_dims)
+        if n and timed:
+            scale = n / timed  # output stores per FLOP shrink as the sum each output takes grows
     sh = [a for a in t.accesses if a.space == "shared"]
     st_bytes = sum(a.bytes for a in sh if a.write)
     gl = [a for a in t.accesses if a.space == "global"]
@@ -137,6 +141,9 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
         missing.append("no emulator traffic view (" + (traffic_why or "the kernel did not run on the emulator here")
                        + "), so no memory numbers and no bottleneck model")
     st = Static(kernel, arch, threads, smem_dynamic, res, occ, loop, whole, tr, missing, notes)
+    text = source.splitlines()
+    st.quotes = {ln: text[ln - 1].strip()[:80] for at in (loop.lines.values() if loop else ()) for ln in at
+                 if 0 < ln <= len(text)}
     st.evidence = _evidence(st, problem)
     if tr and not tr["flops"] and tr["unique_bytes"]:  # no math to model: a data-movement kernel
         st.stream = Stream(tr["unique_bytes"], tr["requested_bytes"], tr["shared_wavefronts"],
@@ -146,10 +153,10 @@ def collect(source: str, kernel: str, options=(), *, arch: int = 90, threads: in
 
 def _evidence(st: Static, problem) -> Evidence | None:
     loop, tr, occ = st.loop, st.traffic, st.occupancy
-    if not loop or not tr or not occ or not tr["flops"]:
+    if not loop or not tr or not occ or not tr["flops"] or not occ.blocks:  # (0 blocks: it does not launch)
         return None
     warps = -(-st.threads // 32)
-    per_warp = loop.tensor_flops or 64 * loop.n("FFMA", "DFMA")
+    per_warp = loop.tensor_flops or loop.fp_flops
     if not per_warp:
         return None
     F = per_warp * warps
@@ -174,4 +181,7 @@ def _evidence(st: Static, problem) -> Evidence | None:
                     shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
                     overlapped=loop.overlapped, depth=depth, math=_math(loop),
                     good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"],
-                    lanes=lanes)
+                    lanes=lanes, pipes=dict(loop.pipes),
+                    # an fp64 exercise (DMMA, DGEMM) is double by design: its fp64 math is the work, not a defect
+                    fp64_pipes={} if "float64" in (getattr(problem, "in_dtype", ""), getattr(problem, "out_dtype", ""))
+                    else dict(loop.fp64_pipes))

@@ -231,7 +231,8 @@ class EmuModule:
                     f"(grid {grid}, block {block}): an infinite loop, or a wait that never ends",
                     seconds=timeout)
             seconds = time.perf_counter() - t0
-            report = Path(rep).read_text() if os.path.exists(rep) else ""
+            # the workers can write to it too (a kernel runs natively): bytes that are no text are not ours
+            report = Path(rep).read_text(errors="replace") if os.path.exists(rep) else ""
             if code == 0:
                 outputs = Path(out).read_bytes()
                 self.last_tensor_ops = _tensor_ops(report)

@@ -76,6 +76,10 @@ class Problem:
     def signature(self, kernel: str) -> str:
         return f'extern "C" __global__ void {kernel}({", ".join(f"{t} {n}" for n, t in self.params)})'
 
+    def summed(self, dims: dict) -> int | None:
+        """How many products each output element sums (the coach scales output stores per FLOP by it), or None."""
+        return dims.get("K") if self.sums_over_k else None
+
     def options(self, launch: dict) -> tuple[str, ...]:
         return ()
 
@@ -279,6 +283,9 @@ class Conv2dWmma(Problem):
     def flops(self, dims):
         P, Q = out_size(dims["H"], dims["R"], dims["pad"]), out_size(dims["W"], dims["S"], dims["pad"])
         return 2.0 * dims["N"] * P * Q * dims["K"] * dims["R"] * dims["S"] * dims["C"]
+
+    def summed(self, dims):
+        return dims["R"] * dims["S"] * dims["C"]  # the implicit GEMM's K (dims["K"] is the output channels)
 
     def sample(self, case, flat):
         x, w = case.args[0], case.args[1]

@@ -23,9 +23,9 @@ compute the perturbed answer on CUDA cores; a flip of the product pair is learnt
 product. What stays open (as with the doubling): a canary still tells a probe run from a plain
 one, but acting on it needs a correct tensor-core GEMM for the probe run, which is the exercise.
 
-The emulator computes the same hash (grader/emu/runtime/runner.cpp, tc_answer: in the runner's parent,
-so the key is never in the process that runs the kernel): change both together
-(tests/emu/test_emu_tensor_probe.py holds them equal).
+The emulator computes the same hash (grader/emu/runtime/runner.cpp, tc_execute: in the runner's parent,
+which executes every matrix instruction of a keyed run, so the key is never in the process that runs
+the kernel): change both together (tests/emu/test_emu_tensor_probe.py holds them equal).
 """
 from __future__ import annotations
 

@@ -37,6 +37,8 @@ class EmuModule:
         from grader import emu
 
         self.source = source
+        self.options = tuple(options)
+        self._registers: dict[str, int] | None = None
         self.arch = arch or 90  # the emulator acts as sm_90 unless asked for another arch
         # the arch decides the fragment layout (Volta's differs) and which fragment types exist
         arch_opt = [f"-arch=sm_{arch}"] if arch else []
@@ -52,12 +54,46 @@ class EmuModule:
 
         params = params_of(self.kernels, kernel)
         g, b = check_geometry(grid, block, shared_mem, Limits())
+        self._check_registers(kernel, b[0] * b[1] * b[2])
         converted = prepare(kernel, params, args, array_module="numpy")
         result = self._module.launch(kernel, g, b, converted, shared_mem=shared_mem,
                                      timeout=timeout, race_check=race_check, tc_double=tc_double,
                                      tc_key=tc_key)
         self.last_stdout = result.stdout
         return result
+
+
+    def registers(self, kernel: str) -> int | None:
+        """ptxas's registers per thread of `kernel` at this arch (NVRTC, once per module), or None
+        where NVRTC cannot say: what a GPU allots each thread of its launches."""
+        if self._registers is None:
+            from grader.runtime.compile import nvrtc_compile
+
+            try:
+                found = nvrtc_compile(self.source, arch=self.arch, options=self.options).resources
+                self._registers = {k: r.registers for k, r in found.items() if r.registers}
+            except (CourseError, ValueError, OSError):  # no NVRTC here, or not an arch it targets
+                self._registers = {}
+        return self._registers.get(kernel)
+
+    def _check_registers(self, kernel: str, threads: int) -> None:
+        """Refuse, as a GPU does, a block that needs more registers than an SM has (a 1024-thread
+        block at more than 64 registers per thread): the emulator has no such limit, and ran such a
+        kernel right where the GPU refuses it, so the two graded it differently."""
+        from grader.runtime.errors import KernelFault
+        from grader.runtime.launch import Limits, block_registers
+
+        if threads <= 256:  # 255 registers (the most a thread gets) x 256 threads fit every SM
+            return
+        regs, limits = self.registers(kernel), Limits()
+        if regs and block_registers(regs, threads, limits) > limits.regs_per_sm:
+            raise KernelFault(
+                "launch-resources",
+                f"the launch asked for more registers than an SM has: {regs} registers per thread x {threads} "
+                f"threads is more than {limits.regs_per_sm}: a GPU refuses such a launch ('too many resources "
+                "requested for launch'), and so does the emulator",
+                hint=f"Write __launch_bounds__({threads}) before the kernel, so that ptxas keeps to "
+                     f"{limits.regs_per_sm // threads} registers per thread, or launch fewer threads per block.")
 
 
 def load(source: str, backend: str = "auto", options: Sequence[str] = (), arch: int | None = None):

@@ -25,6 +25,8 @@ class Limits:
     max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
     max_shared_default: int = 48 * 1024  # without opting in
     max_shared_optin: int = 227 * 1024  # sm_90; sm_80: 163 KB
+    regs_per_sm: int = 64 * 1024  # 32-bit registers per SM (every arch the course targets, sm_70 to sm_90)
+    reg_alloc_unit: int = 256  # registers are allotted per warp in units of 256
 
 
 def dim3(value: Any, what: str) -> tuple[int, int, int]:
@@ -72,6 +74,14 @@ def check_geometry(grid, block, shared_mem: int, limits: Limits = Limits()):
             f"shared_mem is {shared_mem} bytes, above this GPU's limit of {limits.max_shared_optin} "
             "bytes of dynamic shared memory per block", argument="shared_mem")
     return g, b
+
+
+def block_registers(registers: int, threads: int, limits: Limits = Limits()) -> int:
+    """The registers a block of `threads` is allotted at `registers` per thread: whole warps, each
+    rounded up to the allocation unit. Above limits.regs_per_sm a GPU refuses the launch ("too
+    many resources requested for launch"); 255 per thread (the most ptxas gives) x 256 threads fit."""
+    per_warp = -(-registers * 32 // limits.reg_alloc_unit) * limits.reg_alloc_unit
+    return -(-threads // 32) * per_warp
 
 
 def _is_array(x) -> bool:

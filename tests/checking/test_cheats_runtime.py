@@ -24,9 +24,9 @@ import pytest
 
 from grader.classroom import workflow as classroom
 from redteam import answer_cell, kernel_var, require_sandbox
-from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, INCLUDES, KEY_FROM_A_CONSTRUCTOR,
-                                 KEY_THROUGH_THE_GOT, NAIVE, ONE_MMA, ONLY_WHERE_WATCHED, SCALAR, SCALED_BY_A_CANARY,
-                                 TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
+from test_honest_runtime import (ASM_COMMENT, DEAD_BRANCH, DISCARDED, FLIPS_THROUGH_THE_GOT, INCLUDES,
+                                 KEY_FROM_A_CONSTRUCTOR, KEY_THROUGH_THE_GOT, NAIVE, ONE_MMA, ONLY_WHERE_WATCHED,
+                                 SCALAR, SCALED_BY_A_CANARY, TWO_FACED, ZERO_FRAGMENTS, _HEAD, _SIG)
 
 pytestmark = pytest.mark.slow  # one xdist work unit with the other red-team file (tests/conftest.py)
 
@@ -126,6 +126,9 @@ CHEATS = {
     # session 13's h-red2): by a constructor NVRTC leaves out, and through the module's GOT
     "tc-key-from-a-constructor": (KERNELS_NB, _kernel(KEY_FROM_A_CONSTRUCTOR), "wmma-gemm-test", "loaded"),
     "tc-key-through-the-got": (KERNELS_NB, _kernel(KEY_THROUGH_THE_GOT), "wmma-gemm-test", ""),
+    # the flips of its own products asked of the emulator's keyed service, found by name through the GOT
+    # (1/1 before session 14: the service answered any operands it was sent)
+    "tc-flips-through-the-got": (KERNELS_NB, _kernel(FLIPS_THROUGH_THE_GOT), "wmma-gemm-test", "do not depend"),
     "pp-host-macro": (KERNELS_NB, _kernel(TWO_FACED["host-macro"]), "wmma-gemm-test", "differ"),
     "pp-define-alias": (KERNELS_NB, _kernel(TWO_FACED["define-alias"]), "wmma-gemm-test", "differ"),
     "pp-token-pasting": (KERNELS_NB, _kernel(TWO_FACED["token-pasting"]), "wmma-gemm-test", "differ"),

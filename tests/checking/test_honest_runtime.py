@@ -363,6 +363,128 @@ def test_a_kernel_that_reads_the_probe_key_scores_zero(name, src):
         assert "loaded or unloaded" in v.text() and "grab" in v.text()
 
 
+# The keyed probe's flips asked of the emulator itself (session 14; the hole the emulator's README left
+# open): the module calls the runner's keyed service, so the kernel finds that function as the loader
+# did, by name in its own ELF image (a dynamic relocation of its GOT), starting from the address of one
+# of its own variables, with plain reads and no function it would have to declare. A CUDA-core GEMM
+# then asks for the flips of exactly its own products, in a keyed run (the runner's flag, found the
+# same way), and sums them on CUDA cores beside mma_sync on zero fragments for the count.
+_IMPORTED = r"""
+__device__ unsigned long long anchor_var;
+__device__ const void* imported(const char* want) {
+    const unsigned char* base = (const unsigned char*)((unsigned long long)&anchor_var & ~4095ull);
+    while (*(const unsigned*)base != 0x464c457fu) base -= 4096;  // the module's ELF header
+    const unsigned long long phoff = *(const unsigned long long*)(base + 32);
+    const unsigned short phnum = *(const unsigned short*)(base + 56);
+    const unsigned long long* dyn = 0;
+    for (int i = 0; i < phnum; ++i)  // PT_DYNAMIC
+        if (*(const unsigned*)(base + phoff + 56 * i) == 2)
+            dyn = (const unsigned long long*)(base + *(const unsigned long long*)(base + phoff + 56 * i + 16));
+    unsigned long long symtab = 0, strtab = 0, rel[2] = {0, 0}, size[2] = {0, 0};
+    for (; dyn && dyn[0]; dyn += 2) {
+        if (dyn[0] == 6) symtab = dyn[1];
+        if (dyn[0] == 5) strtab = dyn[1];
+        if (dyn[0] == 23) rel[0] = dyn[1];
+        if (dyn[0] == 2) size[0] = dyn[1];
+        if (dyn[0] == 7) rel[1] = dyn[1];
+        if (dyn[0] == 8) size[1] = dyn[1];
+    }
+    const unsigned long long b = (unsigned long long)base;
+    if (symtab < b) symtab += b;
+    if (strtab < b) strtab += b;
+    for (int t = 0; t < 2; ++t) {
+        if (rel[t] && rel[t] < b) rel[t] += b;
+        for (unsigned long long r = 0; r < size[t]; r += 24) {
+            const unsigned long long* e = (const unsigned long long*)(rel[t] + r);
+            const char* name = (const char*)strtab + *(const unsigned*)(symtab + 24 * (e[1] >> 32));
+            int k = 0;
+            while (want[k] && name[k] == want[k]) ++k;
+            if (!want[k] && !name[k]) return *(const void* const*)(b + e[0]);
+        }
+    }
+    return 0;
+}
+"""
+def _asks_the_emulator(ask: str) -> str:
+    """A CUDA-core GEMM beside mma_sync on zero fragments (the count) that, in a keyed run only, puts
+    `ask` to the emulator for every 16 products of an output element: it declares float f[16] (their
+    signs to apply, all +1 unless `ask` says otherwise) or sets `float dot` (their keyed sum itself)."""
+    return (_HEAD + _IMPORTED + 'extern "C" __global__' + _SIG + "{\n" + _mma_on("0.0") + r"""
+    const int* keyed = (const int*)imported("__emu_tc_keyed");
+    for (int e = threadIdx.x; e < 256; e += 32) {
+        int i = blockIdx.x * 16 + e / 16, j = blockIdx.y * 16 + e % 16;
+        float s = 0.f;
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            unsigned long long ha[16], hb[16];
+            float a[16], b[16], f[16], dot = 0.f;
+            bool have_dot = false;
+            for (int k = 0; k < 16; ++k) {
+                ha[k] = __half_as_ushort(A[i * K + k0 + k]) & 0x7fffull;
+                hb[k] = __half_as_ushort(B[(k0 + k) * N + j]) & 0x7fffull;
+                a[k] = __half2float(A[i * K + k0 + k]);
+                b[k] = __half2float(B[(k0 + k) * N + j]);
+                f[k] = 1.f;
+            }
+            if (keyed && *keyed) {
+""" + ask + r"""
+            }
+            if (have_dot) s += dot;
+            else
+                for (int k = 0; k < 16; ++k) s += f[k] * a[k] * b[k];
+        }
+        C[i * N + j] = s;
+    }
+}
+""")
+
+
+# the flips asked of the emulator's flips service (what the runner's parent answered until session 14,
+# operands of the kernel's choosing: 1/1)
+FLIPS_THROUGH_THE_GOT = _asks_the_emulator(r"""
+                typedef void (*flips_fn)(unsigned, unsigned, unsigned, const unsigned long long*,
+                                         const unsigned long long*, unsigned char*);
+                const flips_fn flips = (flips_fn)imported("__emu_tc_flips");
+                unsigned char g[16] = {0};
+                if (flips) flips(1, 1, 16, ha, hb, g);
+                for (int k = 0; k < 16; ++k) f[k] = g[k] ? -1.f : 1.f;""")
+# the keyed sum of 16 products asked of the emulator's matrix-instruction entry as an instruction of
+# shape 1 x 1 x 16 (a dot product: no tensor core has it)
+DOT_THROUGH_THE_GOT = _asks_the_emulator(r"""
+                struct instr { unsigned m, n, k, f64; const void *a, *b; const unsigned long long *abits, *bbits;
+                               void* c; };
+                typedef void (*mma_fn)(instr*);
+                const mma_fn mma = (mma_fn)imported("__emu_tc_mma");
+                instr in = {1, 1, 16, 0, a, b, ha, hb, &dot};
+                if (mma) { mma(&in); have_dot = true; }""")
+
+
+@pytest.mark.parametrize("name,src", [("flips-through-the-got", FLIPS_THROUGH_THE_GOT),
+                                      ("dot-through-the-got", DOT_THROUGH_THE_GOT)])
+def test_a_kernel_that_asks_for_its_own_flips_scores_zero(name, src):
+    v = check("wmma-gemm", src, backend="emu")
+    assert v.score == 0, v.text()
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert tc.status == "fail", v.text()
+
+
+def test_the_probe_runs_own_count_must_hold_too():
+    """A keyed probe run's instructions are executed and counted by the emulator runner's parent, out of
+    the kernel's reach (tests/emu/test_emu_tensor_probe.py); the plain run's count is the kernel's own
+    process's. A probe run that executed fewer multiply-adds than the size needs fails, however the
+    plain run counted and its outputs followed."""
+    from grader.checking import exercises
+
+    ex = exercises.get("wmma-gemm")
+    dims = ex.cpu_sizes[0]
+    full = {(16, 16, 16): tensor_work.required_macs(ex, dims) // 4096}
+    followed = dict(tc_unfollowed=0, tc_outputs=dims["M"] * dims["N"])
+    ok = tensor_work.item(ex, [("case", dims, full, dict(followed, tc_probe_ops=full))])
+    assert ok.status == "pass", ok.message
+    short = tensor_work.item(ex, [("case", dims, full, dict(followed, tc_probe_ops={(16, 16, 16): 1}))])
+    assert short.status == "fail" and short.kind == "no-tensor-cores", short.message
+    assert "the probe run" in short.message and "4 096 multiply-adds" in short.message
+
+
 # honest kernels the keyed probe must not fail: C^T = B^T A^T (B's tiles in matrix_a, A's in matrix_b,
 # both read col_major, the accumulator stored col_major), and both fragments negated ((-A)(-B) = AB)
 SWAPPED = (_HEAD + 'extern "C" __global__' + _SIG + r"""{

@@ -19,7 +19,7 @@ import pytest
 
 from browser import browser_page, free_port, jupyter_env, stop, wait_http  # noqa: F401 (browser_page: the fixture)
 from redteam import require_sandbox
-from test_outputs import ASSIGNMENT, _hostile_executed, feedback  # noqa: F401 (the fixture)
+from test_outputs import ASSIGNMENT, FILES_BESIDE, _hostile_executed, feedback  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow
 require_sandbox()
@@ -117,7 +117,53 @@ def test_formgrader_shows_an_honest_plot(formgrader, browser_page):
     widths = page.evaluate("""() => [...document.querySelectorAll('img')]
         .filter(i => i.src.startsWith('data:image/png')).map(i => i.naturalWidth)""")
     assert widths and max(widths) > 50, widths  # the matplotlib figure decoded and drawn
+    # the plot the student saved beside the notebook, shown by its markdown from the autograded folder
+    saved = page.evaluate("""() => [...document.querySelectorAll('img')]
+        .filter(i => i.getAttribute('src') === 'plot.png').map(i => i.naturalWidth)""")
+    assert saved == [120], (saved, page.console_log)
     assert page.locator("th", has_text="GFLOPS").count() == 1
+
+
+@pytest.mark.parametrize("name", sorted(FILES_BESIDE["hostile"]))
+def test_formgrader_serves_a_hand_ins_own_files_as_inert_text(formgrader, browser_page, name):
+    """nbgrader's formgrader serves every file of a student's autograded folder, which autograde
+    copied from the hand-in, at /formgrader/submissions/<id>/<file>: on the instructor's origin, with
+    the instructor's session. An .html or .svg the student put beside the notebook (and linked to from
+    it) ran its script there. Opened in the browser as the instructor would (the link clicked, the
+    address typed), nothing of it runs, and what it holds is shown as text."""
+    page = browser_page
+    _login(page, formgrader)
+    url = f"{formgrader['base']}/formgrader/submissions/{formgrader['ids']['out-hostile']}/{name}"
+    state = _open(page, url)
+    print("\n".join(page.console_log))
+    assert state["pwned"] is None, (name, state, page.console_log)
+    assert page.evaluate("() => document.contentType") == "text/plain", name
+    assert "__pwned" in page.evaluate("() => document.body.innerText"), "the file is shown, as text"
+    with urllib.request.urlopen(f"{url}?token={formgrader['token']}", timeout=30) as r:
+        csp = r.headers.get("Content-Security-Policy", "")
+    assert csp.split(";")[0].strip() == "sandbox" and "allow-scripts" not in csp, csp
+    # the notebook's own link to it leads to the same place, and nothing runs there either
+    page.goto(f"{formgrader['base']}/formgrader/submissions/{formgrader['ids']['out-hostile']}/", wait_until="load")
+    link = page.locator("a", has_text="my notes")
+    assert link.count() == 1
+    link.first.click()
+    page.wait_for_timeout(1000)
+    assert page.url.endswith("/notes.html") and page.evaluate(PROBE)["pwned"] is None, page.url
+
+
+def test_formgraders_api_answers_are_inert_data(formgrader, browser_page):
+    """The formgrader's API answers JSON that holds student data (ids, names) as text/html: opened
+    as a page (a link in a hand-in to /formgrader/api/students), any markup in it would have run.
+    It is text, in an origin of its own; the formgrader's pages, which read it, still work (the
+    policy test above)."""
+    page = browser_page
+    _login(page, formgrader)
+    url = f"{formgrader['base']}/formgrader/api/students"
+    page.goto(url, wait_until="load")
+    assert page.evaluate("() => document.contentType") == "text/plain"
+    assert any(s["id"] == "out-hostile" for s in json.loads(page.evaluate("() => document.body.innerText")))
+    with urllib.request.urlopen(f"{url}?token={formgrader['token']}", timeout=30) as r:
+        assert r.headers.get("Content-Security-Policy", "").split(";")[0].strip() == "sandbox"
 
 
 def test_feedback_page_runs_no_script(redteam, feedback, browser_page):

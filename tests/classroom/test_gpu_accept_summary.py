@@ -64,6 +64,18 @@ def test_an_assignment_without_its_row_fails(tmp_path):
     assert _rows(tmp_path, work, "ag") == {"ag": "FAIL"}
 
 
+def test_a_record_summary_line_is_said_once(tmp_path):
+    """A record's summary line that its .md and its log both print is said once in the row."""
+    work = tmp_path / "work"
+    (work / "conv-tma").mkdir(parents=True)
+    (work / "conv-tma.rc").write_text("0\n")
+    for name in ("CONV-TMA.md", "conv-tma.log"):
+        (work / "conv-tma" / name).write_text("some table\nTVM layer: 1.03x cuDNN\n")
+    _rows(tmp_path, work, "conv-tma")
+    row = next(l for l in (tmp_path / "ACCEPT.md").read_text().splitlines() if l.startswith("| conv-tma |"))
+    assert "| PASS |" in row and row.count("TVM layer: 1.03x cuDNN") == 1, row
+
+
 def _stand_in_repo(tmp_path) -> Path:
     """gpu-accept beside a stand-in gpu-record that says what its job was given, and three
     assignments: the CPU runs the real script's job building, no GPU needed."""

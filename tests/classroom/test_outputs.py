@@ -65,7 +65,8 @@ def make_hostile(nb):
 
     add_code(nb, _pwn(HOSTILE_CODE).replace("SVG", repr(SVG_SCRIPT)))
     md = new_markdown_cell(_pwn("# My notes\n\n<script>PWN_mdcell</script>\n\n<img src=x onerror=\"PWN_mdimg\">\n\n"
-                                "[link](javascript:window.__pwned=1) ![pic](attachment:evil.svg)\n"))
+                                "[link](javascript:window.__pwned=1) ![pic](attachment:evil.svg) "
+                                "[my notes](notes.html)\n"))
     md["attachments"] = {"evil.svg": {"image/svg+xml": base64.b64encode(SVG_SCRIPT.encode()).decode()}}
     nb.cells.insert(1, md)
     nb.metadata["title"] = "</title><script>" + PWN.format("title") + "</script>"
@@ -106,8 +107,37 @@ def make_honest_plot(nb):
     from redteam import add_code
 
     add_code(nb, PLOT_CODE)
+    nb.cells.insert(1, new_markdown_cell("The same plot, saved: ![my saved plot](plot.png)"))
     return nb
 
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG of one colour (what an honest student saves from a plot)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + b"\x20\x60\xc0" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+# Files a hand-in carries beside its notebook: nbgrader copies them to autograded/ and its formgrader
+# serves them from there, on the instructor's own origin (/formgrader/submissions/<id>/<file>); the
+# hostile notebook links to one (a relative link: any sanitizer keeps it). The honest student shows
+# a plot saved beside the notebook. Written into the hand-in folders by tests/redteam.py.
+FILES_BESIDE = {
+    "hostile": {"notes.html": _pwn("<html><head><title>notes</title></head><body><script>PWN_file_html</script>"
+                                   "<img src=x onerror=\"PWN_file_img\"></body></html>").encode(),
+                "plain.htm": _pwn("<script>PWN_file_htm</script>").encode(),
+                "figure.svg": SVG_SCRIPT.replace("svg-onload", "file_svg").encode(),
+                "page.xhtml": _pwn("<html xmlns='http://www.w3.org/1999/xhtml'><body><script>PWN_file_xhtml"
+                                   "</script></body></html>").encode(),
+                "data.json": _pwn('{"x": "<script>PWN_file_json</script>"}').encode()},
+    "honest-plot": {"plot.png": _png(120, 80)},
+}
 
 # The red team's course (tests/redteam.py) hands these in as students out-NAME. "legacy" is the
 # release: tests/classroom/test_browser_outputs.py overwrites its autograded notebook with an unsanitized one.
@@ -410,6 +440,7 @@ def test_as_an_ordinary_user_outputs_are_data_too(tmp_path_factory):
     from pathlib import Path
 
     from redteam import require_sandbox, trim, trimmed_solution, write_submission
+    import other_user
     from test_machine_safety import _other_user
 
     from grader.classroom import workflow as classroom
@@ -432,7 +463,7 @@ def test_as_an_ordinary_user_outputs_are_data_too(tmp_path_factory):
         subprocess.run(["chown", "-R", f"{uid}:{uid}", str(base)], check=True)
         env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
                "HOME": str(base), "TC_SOURCE_DIR": (course / ".source").read_text()}
-        run = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-m", "nbgrader"]
+        run = [*other_user.prefix(uid), sys.executable, "-m", "nbgrader"]
         for args in (["autograde", ASSIGNMENT, "--create"], ["generate_feedback", ASSIGNMENT]):
             r = subprocess.run(run + args, cwd=course, env=env, capture_output=True, text=True, timeout=1800)
             assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]

@@ -20,12 +20,26 @@ page released without any flag the guide does not give. ben is then given a manu
 release_feedback run before generate_feedback must not hand him the page that omits it. dan's untouched notebook came by e-mail:
 put in submitted/ by hand, graded with the rest; release_feedback names it and releases everyone
 else's.
+
+Anyone can write the exchange's inbound folder (nbgrader makes it so), and `collect` runs with the
+instructor's rights: zed puts a link there, named as his hand-in, to the answer key (through
+/proc/self/cwd, collect's own folder: no path to guess); ada's hand-in carries a link to a file of
+the instructor's, ben's a FIFO. None of it is collected, and everyone else is. eli empties the
+`submission_secret.txt` beside his hand-in: his page is not released, everyone else's is. fay takes
+the timestamp.txt out of hers; gil renames his folder to a week earlier and rewrites its times. As root, where this
+machine has the accounts, `daemon` is a student who is a user of the machine (as on a Hub of system
+users) and `bin` hands in under daemon's name, later, and tries to rename daemon's own hand-in away:
+daemon's own hand-in is the one collected.
 """
 import csv
 import os
+import pwd
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -44,6 +58,28 @@ ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy":
 FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": ()}  # cy's first hand-in: untouched
 CELLS = ("decode-fp16", "predictions")
 BEN_MANUAL = 0.5  # given by hand on ben's predictions cell after the second round
+BACKDATED = "2026-11-20 10:00:00.000000 UTC"  # gil's hand-in, renamed to a week before it was made
+
+
+def _accounts(*names):
+    try:
+        return {n: pwd.getpwnam(n).pw_uid for n in names}
+    except KeyError:
+        return None
+
+
+# a student who is an account of this machine, and the account that hands in under their name
+# (owners can only be given as root)
+ACCOUNTS = _accounts("daemon", "bin") if os.geteuid() == 0 else None
+if ACCOUNTS:
+    ANSWERS["daemon"] = FIRST["daemon"] = ("decode-fp16",)
+def as_account(name: str, *cmd: str) -> subprocess.CompletedProcess:
+    uid = ACCOUNTS[name]
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd],
+                          capture_output=True, text=True)
+
+
+SECRET = "INSTRUCTOR-ONLY-8d3f"  # in a file of the instructor's, which ada's hand-in links to
 
 
 def points(answered) -> dict[str, float]:
@@ -102,10 +138,12 @@ def fetched_pages(home: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def term(tmp_path_factory):
+def term(tmp_path_factory, request):
     home = tmp_path_factory.mktemp("exchange-term")
-    exchange = home / "exchange"
-    exchange.mkdir()
+    # the exchange where every user can reach it, as on a Hub (pytest's own folders are root's alone)
+    exchange = Path(tempfile.mkdtemp(prefix="tc-exchange-"))
+    request.addfinalizer(lambda: shutil.rmtree(exchange, ignore_errors=True))
+    exchange.chmod(0o755)
     hub = home / "hub-config"  # /etc/jupyter/nbgrader_config.py on a Hub
     hub.mkdir()
     (hub / "nbgrader_config.py").write_text(f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\n")
@@ -128,6 +166,59 @@ def term(tmp_path_factory):
         answer(h, FIRST[s])
         logs[f"submit1-{s}"] = nbg(h, env, "submit", A)
     fetched = {s: nbformat.read(h / A / f"{A}.ipynb", as_version=4) for s, h in homes.items()}
+    inbound = exchange / COURSE_ID / "inbound"
+    # zed's "hand-in" is a link to the answer key, by collect's own working folder (the course)
+    os.symlink(f"/proc/self/cwd/{os.path.relpath(classroom.SOLUTIONS / A, course)}",
+               inbound / f"zed+{A}+2026-11-27 10:00:00.000000 UTC+abc")
+    secret = home / "instructor-only.txt"
+    secret.write_text(SECRET)
+    os.symlink(secret, next(inbound.glob(f"ada+{A}+*")) / "leak.txt")
+    os.mkfifo(next(inbound.glob(f"ben+{A}+*")) / "pipe")
+    if ACCOUNTS:  # daemon's own hand-in is daemon's; bin's, under daemon's name and later, is not
+        own = next(inbound.glob(f"daemon+{A}+*"))
+        subprocess.run(["chown", "-R", f"{ACCOUNTS['daemon']}", str(own)], check=True)
+        forged = inbound / f"daemon+{A}+2099-01-01 00:00:00.000000 UTC+forged"
+        forged.mkdir()
+        nbformat.write(nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4), forged / f"{A}.ipynb")
+        (forged / "timestamp.txt").write_text("2099-01-01 00:00:00.000000 UTC")
+        subprocess.run(["chown", "-R", f"{ACCOUNTS['bin']}", str(forged)], check=True)
+        # bin can add to the inbound folder (as every student can), but not rename daemon's hand-in
+        # away (to another assignment's name: never collected); nbgrader leaves the folder unsticky
+        probe = inbound / "probe-by-bin"
+        logs["bin-adds"] = as_account("bin", "mkdir", str(probe))
+        away = inbound / f"daemon+00-setup+{own.name.split('+')[2]}+x"
+        logs["bin-renames"] = as_account("bin", "mv", str(own), str(away))
+        as_account("bin", "rmdir", str(probe))
+    # eli hands in the release, then empties the secret `nbgrader submit` wrote beside it (his folder)
+    eli = home / "students" / "eli"
+    eli.mkdir(parents=True)
+    (eli / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "eli"))
+    logs["fetch-eli"] = nbg(eli, env, "fetch_assignment", A)
+    logs["submit1-eli"] = nbg(eli, env, "submit", A)
+    (next(inbound.glob(f"eli+{A}+*")) / "submission_secret.txt").write_text("")
+    # fay hands in every answer, then takes the timestamp.txt out of her folder: never late?
+    fay = home / "students" / "fay"
+    fay.mkdir(parents=True)
+    (fay / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "fay"))
+    logs["fetch-fay"] = nbg(fay, env, "fetch_assignment", A)
+    answer(fay, CELLS)
+    logs["submit1-fay"] = nbg(fay, env, "submit", A)
+    (next(inbound.glob(f"fay+{A}+*")) / "timestamp.txt").unlink()
+    # gil hands in, then back-dates it: his folder renamed to an earlier time, timestamp.txt and the
+    # files' times rewritten to match (a student can do all of it to their own folder)
+    gil = home / "students" / "gil"
+    gil.mkdir(parents=True)
+    (gil / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "gil"))
+    logs["fetch-gil"] = nbg(gil, env, "fetch_assignment", A)
+    answer(gil, CELLS)
+    logs["submit1-gil"] = nbg(gil, env, "submit", A)
+    real = next(inbound.glob(f"gil+{A}+*"))
+    back = inbound / f"gil+{A}+{BACKDATED}+{real.name.rsplit('+', 1)[1]}"
+    real.rename(back)
+    (back / "timestamp.txt").write_text(BACKDATED)
+    then = datetime.strptime(BACKDATED, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc).timestamp()
+    for p in [back, *back.rglob("*")]:
+        os.utime(p, (then, then))
     # dan e-mailed his notebook: the instructor puts it in submitted/ by hand, beside the exchange's
     by_hand = course / "submitted" / "dan" / A
     by_hand.mkdir(parents=True)
@@ -195,6 +286,79 @@ def test_collect_takes_every_hand_in_and_the_resubmission(term):
     assert (course / "submitted" / "cy" / A / "timestamp.txt").read_text().strip() == newest.strip()
 
 
+def test_collect_takes_what_a_hand_in_holds_never_what_it_points_at(term):
+    """Before: zed was graded as the answer key (4 of 4), ada's hand-in held the instructor's file
+    (her notebook could print it onto her feedback page), and ben's FIFO stopped `collect` for
+    everyone after him."""
+    course, log = term["course"], term["logs"]["collect1"]
+    assert not (course / "submitted" / "zed").exists(), "a link to the answer key was collected as zed's hand-in"
+    said = [ln for ln in log.splitlines() if "not collected: zed+" in ln]
+    assert said and "a link" in said[0], log[-3000:]
+    assert not (course / "submitted" / "ada" / A / "leak.txt").exists()
+    assert "leak.txt (a symbolic link)" in log and "pipe (not a regular file" in log, log[-3000:]
+    for top in ("submitted", "autograded", "feedback"):
+        for p in (course / top).rglob("*"):
+            assert not p.is_file() or SECRET.encode() not in p.read_bytes(), p
+    assert {p.name for p in (course / "submitted").iterdir()} == set(ANSWERS) | {"dan", "eli", "fay", "gil"}
+
+
+def test_a_hand_in_whose_time_was_taken_out_gets_the_time_it_was_handed_in_with(term):
+    """fay took timestamp.txt out of her hand-in in the exchange: nbgrader collected it without one,
+    so it was never late (and collected again on every `collect`). It gets the time `nbgrader submit`
+    named its folder with, and the log says so."""
+    course, logs = term["course"], term["logs"]
+    own = next((term["exchange"] / COURSE_ID / "inbound").glob(f"fay+{A}+*"))
+    assert (course / "submitted" / "fay" / A / "timestamp.txt").read_text() == own.name.split("+")[2]
+    said = [ln for ln in logs["collect1"].splitlines() if "had no timestamp.txt" in ln]
+    assert len(said) == 1 and "/fay/" in said[0], logs["collect1"][-3000:]
+    assert "Updating submission: fay" not in logs["collect2"], logs["collect2"][-3000:]
+    row = _rows(term, "2")["fay"]
+    assert row["timestamp"] and row["status"] == "graded" and float(row["score"]) == 4.0, row
+
+
+def test_a_hand_in_back_dated_in_the_exchange_is_flagged(term):
+    """gil handed in, then renamed his folder in the exchange to an earlier time and rewrote
+    timestamp.txt and every file time to match: collected as it was, it was on time with nothing
+    flagged. The collected timestamp.txt keeps when the folder last changed (its status change
+    time, which no one can set back): collect's log names it, and with a due date between the two
+    times the course's reading of the hand-in's time (export's check column) flags it."""
+    from grader.classroom import handin_time
+
+    course, logs = term["course"], term["logs"]
+    folder = course / "submitted" / "gil" / A
+    assert (folder / "timestamp.txt").read_text() == BACKDATED  # the time he named is what is read...
+    said = [ln for ln in logs["collect1"].splitlines() if f"gil+{A}+{BACKDATED}" in ln and "last changed" in ln]
+    assert len(said) == 1, logs["collect1"][-3000:]
+    arrived = datetime.utcfromtimestamp((folder / "timestamp.txt").stat().st_mtime)
+    named = handin_time.parse_time(BACKDATED)
+    assert arrived - named > timedelta(days=1), (arrived, named)  # ...but not when the files arrived
+    due = named + timedelta(hours=1)  # on time by the name, days late by the files
+    got = handin_time.of_handin(folder, "gil", A, due=due)
+    assert got.at == named and any("back-dated" in f for f in got.flags), got
+    # an honest hand-in of the same collection is not flagged at a due date after it
+    ada = handin_time.of_handin(course / "submitted" / "ada" / A, "ada", A, due=arrived + timedelta(days=1))
+    assert not ada.flags, ada
+
+
+@pytest.mark.skipif(not ACCOUNTS, reason="needs root and the accounts daemon and bin (owners are given as root)")
+def test_collect_takes_a_students_own_hand_in_not_one_under_their_name(term):
+    """bin handed in under daemon's name, with a later time: nbgrader warned ("cheating attempt?")
+    and collected it over daemon's own; bin could also rename daemon's own hand-in away (nbgrader
+    makes the inbound folder writable by all, not sticky). daemon's own is collected (and graded: the tests above),
+    the other is named in the log, and autograde never counts it as a hand-in waiting."""
+    course, logs = term["course"], term["logs"]
+    for tag in ("1", "2"):
+        said = [ln for ln in logs[f"collect{tag}"].splitlines() if "not collected: daemon+" in ln]
+        assert said and "belongs to bin, not to daemon" in said[0], logs[f"collect{tag}"][-3000:]
+    assert logs["bin-adds"].returncode == 0, logs["bin-adds"]  # the exchange is open to bin, as to all
+    assert logs["bin-renames"].returncode != 0, "bin renamed daemon's hand-in in the exchange (its folder is not sticky)"
+    assert os.stat(term["exchange"] / COURSE_ID / "inbound").st_mode & 0o1000
+    stamp = (course / "submitted" / "daemon" / A / "timestamp.txt").read_text()
+    assert not stamp.startswith("2099"), stamp
+    own = next(p for p in (term["exchange"] / COURSE_ID / "inbound").glob(f"daemon+{A}+*") if "forged" not in p.name)
+    assert stamp.strip() == own.name.split("+")[2].strip()
+
+
 def test_autograde_names_a_hand_in_not_yet_collected(term):
     logs = term["logs"]
     said = [ln for ln in logs["autograde-before-collect"].splitlines() if "handed in" in ln]
@@ -224,9 +388,13 @@ def test_release_feedback_releases_every_page(term):
             assert f"Releasing feedback for student '{s}'" in log, (s, log[-3000:])
         # dan's hand-in came by hand: named, skipped, and the rest released all the same
         assert "not released: dan's hand-in" in log and "student 'dan'" not in log, log[-3000:]
+        # eli emptied his secret: nbgrader stopped there (AssertionError), releasing none after him
+        said = [ln for ln in log.splitlines() if "not released: eli's hand-in" in ln]
+        assert said and "empty or not text" in said[0] and "student 'eli'" not in log, log[-3000:]
     assert (term["course"] / "feedback" / "dan" / A / f"{A}.html").is_file()
     released = list((term["exchange"] / COURSE_ID / "feedback").glob("*.html"))
-    assert len(released) == len(ANSWERS) + 1  # cy's first page, under its own hand-in's secret, stays
+    # cy's first page, under its own hand-in's secret, stays; and fay's and gil's pages
+    assert len(released) == len(ANSWERS) + 3
 
 
 def test_every_student_fetches_their_own_verdicts_and_score(term):

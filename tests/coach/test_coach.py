@@ -228,6 +228,12 @@ def _fixture_panel(fixture: str):
     ("sgemm_tiled_strided_b.cu", "coalescing"),  # (l) the tiled SGEMM loading B with lanes along K (4-byte)
     ("sgemm_tiled_half_lanes.cu", "divergence"),  # (m) the tiled SGEMM's inner loop on the even lanes only
     ("mma_unswizzled.cu", "conflicts"),  # (n) notebook 10's tuned mma.sync kernel without its swizzle
+    # held out, round 3 (2026-11-28): first judged before the model knew the kind
+    ("sgemm_tiled_double_acc.cu", "fp64"),  # (o) a double accumulator: F2F + DADD per product (no model before)
+    ("sgemm_tiled_transposed_bs.cu", "conflicts"),  # (p) B tile stored and read down columns: 32-way both ways
+    ("transpose_tile_rows_on_x.cu", "coalescing"),  # (q) the tiled transpose reading with lanes down the rows
+    ("conv2d_unpadded_rows.cu", "conflicts"),  # (r) the implicit-GEMM convolution without row padding: 4-way
+    ("sgemm_tiled_transposed_as_store.cu", "conflicts"),  # (s) A tile stored down a column: 32-way, stores only
 ])
 def test_first_finding_names_the_bottleneck(fixture, bottleneck):
     p = _fixture_panel(fixture)
@@ -304,6 +310,164 @@ def test_uncoalesced_fp32_loads_are_named_beside_another_bottleneck():
     assert "threadIdx.x run along the index that is contiguous" in f.next_step, f.next_step
 
 
+@needs_sass
+def test_the_fp64_finding_names_the_line_and_keeps_the_loop_in_float():
+    """A float kernel whose loop runs in double (a double accumulator): SASS's F2F and DADD, at their pipes'
+    rates, hold the loop; the finding names the source line SASS's line info gives those instructions, and says
+    to keep the loop in float, pointing to notebook 02's section on why fp32 accumulates."""
+    fixture = "sgemm_tiled_double_acc.cu"
+    p = _fixture_panel(fixture)
+    f = p.first
+    assert f.key == "fp64" and f.gain >= findings.BOTTLENECK, p.text()
+    m = re.search(r"\(line (\d+): ", f.sentence)
+    assert m, f.sentence
+    assert "acc += As[ty][k] * Bs[k][tx];" in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+    assert "conversions to or from double" in f.sentence and "convert pipe" in f.sentence, f.sentence
+    assert "keep the main loop in float" in f.next_step
+    assert findings.SECTIONS["02"]["precision"] in f.section
+    # the reference, all float: no fp64 instruction in its loop, no such finding
+    ref = _fixture_panel("sgemm_tiled_strided_b.cu")
+    assert all(f.key != "fp64" for f in ref.findings), ref.text()
+
+
+@needs_sass
+def test_a_block_that_fits_no_sm_is_said_before_any_speed():
+    """A 32x32 block whose row copy keeps 32 floats per thread in registers: 1024 threads x its registers exceed
+    the SM's register file. A GPU refuses the launch, and so does the emulator (test_emu_launch_registers). The coach
+    says so first and models no speed (before: 'loads not overlapped', a bound from 0 blocks per SM)."""
+    p = _fixture_panel("sgemm_tiled_row_in_registers.cu")
+    assert p.first.key == "occupancy" and "refuses the launch" in p.first.sentence, p.text()
+    assert "__launch_bounds__(1024)" in p.first.next_step and p.model is None, p.text()
+
+
+@needs_sass
+@pytest.mark.parametrize("fixture, line_has, fix_has", [
+    ("sgemm_tiled_transposed_as_store.cu", "As[tx][ty] = ", "[TILE][TILE + 1] float tile"),  # stores only
+    ("sgemm_tiled_transposed_bs.cu", "Bs[tx]", "[TILE][TILE + 1] float tile"),
+    ("conv2d_unpadded_rows.cu", "wmma::load_matrix_sync(", "+8 halves"),
+])
+def test_the_conflicts_finding_names_the_line_and_a_fix_for_its_kind(fixture, line_has, fix_has):
+    """The worst conflicted line (loads or stores), and padding as the kernel's data asks: one float per row of
+    a CUDA-core SGEMM's tile, 16 bytes (8 halves) or a swizzle where fragment loads read 16-byte rows."""
+    p = _fixture_panel(fixture)
+    f = p.first
+    assert f.key == "conflicts", p.text()
+    m = re.search(r"worst: line (\d+), (\d+)-way", f.sentence)
+    assert m and line_has in fixture_source(fixture).splitlines()[int(m.group(1)) - 1], f.sentence
+    assert fix_has in f.next_step, f.next_step
+
+
+@needs_sass
+def test_a_cuda_core_kernel_is_told_to_block_registers_not_warp_tiles():
+    """The tiled SGEMM's shared-memory bandwidth (one FMA per value loaded): the next step is notebook 03's
+    register blocking in its own words (outputs per thread), not the WMMA ladder's warp tiles and fragments."""
+    ex = exercises.get("sgemm-tiled")
+    from grader.bench import coach as bench_coach
+
+    p = bench_coach.static_panel(ex, (ROOT / "kernels" / f"{ex.reference}.cu").read_text(), dict(ex.launch_defaults),
+                                 list(ex.problem.options(ex.launch_defaults)))
+    f = next(f for f in p.findings if f.key == "shared")
+    assert "register blocking" in f.next_step and "fragment" not in f.next_step, f.next_step
+    assert "register blocking" in f.section
+
+
+@needs_sass
+def test_the_spills_finding_says_where_local_memory_is_reloaded():
+    """SASS line info puts the main loop's local loads and stores on source lines: the spills finding quotes the
+    line with the most (in register_spills.cu, the copies' addresses that ptxas keeps in local memory)."""
+    fixture = "register_spills.cu"
+    p = _fixture_panel(fixture)
+    assert p.first.key == "spills", p.text()
+    m = re.search(r"\(reloaded most at line (\d+): ([^;)]{10,40})", p.first.sentence)
+    assert m, p.first.sentence
+    assert m.group(2).strip() in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+
+
+@needs_sass
+def test_more_barriers_than_a_tile_loop_needs_are_said_not_ranked():
+    """A __syncthreads() inside the inner loop over k: 34 barriers per tile where 2 do. The model charges no
+    barrier's wait (what it costs on a GPU is not measured here), so the coach says them after its ranked
+    findings, naming the line SASS puts most of them on; the reference's two barriers are not mentioned."""
+    fixture = "sgemm_tiled_sync_in_k.cu"
+    p = _fixture_panel(fixture)
+    f = next((f for f in p.findings if f.key == "barriers"), None)
+    assert f is not None and p.first.key != "barriers" and f.gain == 1.0, p.text()
+    assert f in p.findings[:3], p.text()  # shown: the panel lists three
+    m = re.search(r"\(line (\d+): ", f.sentence)
+    assert m and "__syncthreads();  // not needed" in fixture_source(fixture).splitlines()[int(m.group(1)) - 1]
+    assert f.sentence.startswith("34 barriers") and "not ranked" in f.sentence, f.sentence
+    ex = exercises.get("sgemm-tiled")
+    from grader.bench import coach as bench_coach
+
+    ref = bench_coach.static_panel(ex, (ROOT / "kernels" / f"{ex.reference}.cu").read_text(), dict(ex.launch_defaults),
+                                   list(ex.problem.options(ex.launch_defaults)))
+    assert ref.findings and all(f.key != "barriers" for f in ref.findings), ref.text()
+
+
+DGEMM_CUDA_CORES = r"""
+extern "C" __global__ void dmma_gemm(const double* A, const double* B, double* C, int M, int N, int K)
+{
+    int row = blockIdx.x * 8 + threadIdx.x / 4, col = blockIdx.y * 8 + (threadIdx.x % 4) * 2;
+    double acc0 = 0.0, acc1 = 0.0;  // fp64 on the CUDA cores: the exercise's own precision
+    for (int k = 0; k < K; ++k) {
+        double a = A[(size_t)row * K + k];
+        acc0 += a * B[(size_t)k * N + col];
+        acc1 += a * B[(size_t)k * N + col + 1];
+    }
+    C[(size_t)row * N + col] = acc0;
+    C[(size_t)row * N + col + 1] = acc1;
+}
+"""
+
+
+@needs_sass
+def test_an_fp64_exercise_is_not_told_to_drop_double():
+    """The DMMA exercise computes in double by design: its CUDA-core DFMAs are the work, never 'double precision
+    in a float kernel'."""
+    from grader.emu.traffic import measure
+
+    ex = exercises.get("dmma-gemm")
+    dims = dict(M=64, N=64, K=32)
+    case = ex.problem.make(dims, np.random.default_rng(0), {}, reference=False)
+    tr = measure(DGEMM_CUDA_CORES, ex.kernel, case.grid, case.block, case.args)
+    st = static.collect(DGEMM_CUDA_CORES, ex.kernel, arch=90, threads=32, traffic=tr, traffic_dims=dims,
+                        perf_dims=ex.perf_size, problem=ex.problem)
+    assert st.loop.fp64_pipes.get("fp64") and st.evidence is not None, st.loop  # DFMA in the loop, seen
+    assert st.evidence.fp64_pipes == {}  # ... and not counted as a float kernel's double
+    assert "fp64" not in run(st.evidence).gains
+
+
+def test_the_fp64_gain_is_the_models_not_a_rule():
+    """The conversions and fp64 math a double value adds rank by the model's speed-up for removing them: first
+    where their pipes hold the iteration, not a bottleneck where the float math or memory does."""
+    from grader.coach.model import Evidence
+
+    base = dict(flops_iter=32 * 64 * 32, blocks=2, warps=32, global_per_flop=1 / 8, shared_per_flop=1e-3,
+                shared_per_flop_ideal=1e-3, spill_bytes_iter=0.0, overlapped=False, depth=1, math="fp32",
+                good_intensity=32)
+    few = run(Evidence(**base, pipes={"convert": 1, "fp64": 1}, fp64_pipes={"convert": 1, "fp64": 1}))
+    many = run(Evidence(**base, pipes={"convert": 32, "fp64": 32}, fp64_pipes={"convert": 32, "fp64": 32}))
+    none = run(Evidence(**base))
+    assert "fp64" not in none.gains and few.gains["fp64"] < findings.BOTTLENECK < many.gains["fp64"]
+    assert many.gains["fp64"] == pytest.approx(many.cycles / none.cycles)
+    assert many.terms["pipes"] == pytest.approx(2 * 32 * 32 / 0.5) and many.busiest_pipe == "convert"
+
+
+def test_sass_source_lines_of_a_line_info_disassembly():
+    """nvdisasm -g of a -lineinfo cubin: each instruction takes the kernel's line from the comment before it; a
+    header's line inlined into the kernel counts as the kernel line it was inlined at (FORMAT FIXTURE)."""
+    text = SASS_FORMAT.replace(
+        "        /*0070*/                   HMMA",
+        '\t//## File "/opt/cuda/include/crt/mma.hpp", line 512 inlined at "/tmp/x/kernel.cu", line 41\n'
+        "        /*0070*/                   HMMA").replace(
+        "        /*0030*/                   DEPBAR",
+        '\t//## File "/tmp/x/kernel.cu", line 37\n        /*0030*/                   DEPBAR')
+    got = {i.pc: i.line for i in sass.parse(text)}
+    assert got[0x0] is None and got[0x30] == 37 and got[0x60] == 37 and got[0x70] == 41 and got[0x90] == 41
+    loop, _ = sass.analyse(text)
+    assert loop.lines["BAR"] == {37: 1}
+
+
 BROADCAST = r"""
 extern "C" __global__ void k(const float* in, float* out)
 {
@@ -372,6 +536,20 @@ def test_the_reference_has_no_false_alarm():
     p = _panel_for((ROOT / "kernels" / f"{ex.reference}.cu").read_text(), ex.launch_defaults)
     assert {f.key for f in p.findings}.isdisjoint({"global-low", "conflicts", "spills", "pipeline"}), p.text()
     assert p.model["tflops"] < p.model["peak_tflops"]
+
+
+def test_the_convolutions_epilogue_is_scaled_to_its_timed_sum():
+    """The convolution's reference stores y once per output, after a sum over R*S*C products (288 at the CPU
+    size, 2304 at the timed TVM layer): its stores per FLOP shrink by that ratio, as a GEMM's do by K (its
+    dims["K"] is the output channels). Unscaled, its WMMA epilogue (8 sectors per store request) was called an
+    uncoalesced bottleneck, ~1.25x."""
+    from grader.checking.check import check
+
+    ex = exercises.get("conv2d-wmma")
+    assert ex.problem.summed(ex.perf_size) == 3 * 3 * 256 and ex.problem.summed(ex.cpu_sizes[0]) == 3 * 3 * 32
+    v = check(ex.id, (ROOT / "kernels" / f"{ex.reference}.cu").read_text(), backend="emu")
+    assert v.correct and v.coach is not None
+    assert all(f.key != "coalescing" for f in v.coach.findings), v.coach.text()
 
 
 # ---------------------------------------------------------------- the panel in every speed verdict
@@ -453,8 +631,11 @@ FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.c
                     ("transpose_strided_stores.cu", "coalescing"), ("transpose_unpadded_tile.cu", "conflicts"),
                     ("global_only.cu", "global-low"), ("sgemm_coalesced_global_only.cu", "global-low"),
                     # the new kinds where sectors per request say something (each ~10 s under ncu: .ci/gpu-coach
-                    # gives this file 180 s): 4-byte loads a row apart, and a transpose that is fine as it is
-                    ("sgemm_tiled_strided_b.cu", "coalescing"), ("transpose_two_way_tile.cu", "none")]
+                    # gives this file 220 s): 4-byte loads a row apart, and a transpose that is fine as it is
+                    ("sgemm_tiled_strided_b.cu", "coalescing"), ("transpose_two_way_tile.cu", "none"),
+                    # held out, round 3: coalesced kernels whose first finding is not about memory at all
+                    ("sgemm_tiled_double_acc.cu", "fp64"), ("sgemm_tiled_transposed_bs.cu", "conflicts"),
+                    ("transpose_tile_rows_on_x.cu", "coalescing"), ("conv2d_unpadded_rows.cu", "conflicts")]
 
 
 @pytest.mark.gpu
@@ -471,7 +652,7 @@ def test_on_the_gpu_ncu_agrees_with_the_first_finding(fixture, bottleneck):
     src = fixture_source(fixture)
     ex = bench_coach.fixture_exercise(src)
     launch = _launch(src) or dict(ex.launch_defaults)
-    dims = dict(M=2048, N=2048, K=2048) if "M" in ex.cpu_sizes[0] else dict(rows=4096, cols=4096)
+    dims = dict(M=2048, N=2048, K=2048) if "M" in ex.cpu_sizes[0] else bench_coach.measure_dims(ex, 2048)[0]
     got = measured_mod.measure(src, ex.kernel, ex.problem.options(launch), ex.problem, dims, launch,
                                flops=ex.problem.flops(dims) or None)
     if not got["ok"] and ("ncu" in got["why"] or "ERR_NVGPUCTRPERM" in got["why"]):
@@ -487,6 +668,25 @@ def test_on_the_gpu_ncu_agrees_with_the_first_finding(fixture, bottleneck):
         assert "Nsight Compute measured" in p.first.sentence, p.first.sentence
     else:
         assert worst <= 16, s
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_block_that_fits_no_sm_is_refused():
+    """What the coach's no-launch finding says of sgemm_tiled_row_in_registers.cu, on a GPU: the launch fails."""
+    import cupy
+
+    from grader.bench import coach as bench_coach
+    from grader.runtime.backend import load
+
+    src = fixture_source("sgemm_tiled_row_in_registers.cu")
+    ex = bench_coach.fixture_exercise(src)
+    launch = _launch(src)
+    case = ex.problem.make(dict(M=256, N=256, K=256), np.random.default_rng(0), launch, reference=False)
+    module = load(src, "gpu", ex.problem.options(launch))
+    args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case.args]
+    with pytest.raises(Exception, match="(?i)resources"):
+        module.bind(ex.kernel, case.grid, case.block, args, case.shared_mem)()
+        cupy.cuda.runtime.deviceSynchronize()
 
 
 def test_the_feedback_page_carries_the_panel():

@@ -191,6 +191,41 @@ def test_mma_matches_the_documented_fragment_layouts(form, which):
     assert np.abs(D - ref).max() < tol, np.abs(D - ref).max()
 
 
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"m{f[0][0]}n{f[0][1]}k{f[0][2]}.{f[1]}.{f[2]}.{f[3]}")
+def test_a_keyed_run_of_every_mma_form_is_the_graders_signed_sum(form):
+    """The tensor-core probe (grader.problems.signed_products): in a keyed run the runner's parent executes
+    the instruction, each product's sign flipped by a hash of its operands' bits in their own type."""
+    from grader.problems import signed_products
+
+    shape, dt, at, ct = form
+    f64 = at == "f64"
+    M, N, K = shape
+    src, (ra, rb, rc, rd) = _probe_source(shape, dt, at, ct)
+    mod = compile_module(src)
+    A, B = RNG.integers(-3, 4, (M, K)).astype(np.float64), RNG.integers(-3, 4, (K, N)).astype(np.float64)
+    C = RNG.integers(-3, 4, (M, N)).astype(np.float64)
+    RA = _registers(A, lambda lane, i: a_rc(shape, f64, lane, i), M * K // 32, at)
+    RB = _registers(B, lambda lane, i: b_rc(shape, f64, lane, i), K * N // 32, at)
+    RC = _registers(C, lambda lane, i: c_rc(shape, lane, i), M * N // 32, ct)
+    RD = np.zeros((32, rd), {"f64": np.float64, "f32": np.float32, "f16": np.uint32}[dt])
+    key = 0x2545F4914F6CDD1D
+    res = mod.launch("probe", (1, 1, 1), (32, 1, 1), [RA.ravel(), RB.ravel(), RC.ravel(), RD.ravel()], tc_key=key)
+    assert res.tensor_ops == {shape: 1}  # counted by the parent that executed it
+    D = np.full((M, N), np.nan)
+    for lane in range(32):
+        words = RD[lane]
+        elems = (np.ravel(np.stack([_value16(words, "f16"), _value16(words >> 16, "f16")], axis=1)) if dt == "f16"
+                 else words.astype(np.float64))
+        for i, v in enumerate(elems):
+            D[c_rc(shape, lane, i)] = v
+    raw = {"f64": np.float64, "f16": np.float16}.get(at)  # the operands' own type, whose bits are hashed
+    a_raw, b_raw = ((A.astype(raw), B.astype(raw)) if raw else
+                    (_bits16(A, at).astype(np.uint16), _bits16(B, at).astype(np.uint16)))
+    want = signed_products.signed_sum(key, a_raw, A, b_raw, B) + C  # small integers: exact in every type
+    assert np.array_equal(D, want), np.argwhere(D != want)[:5]
+    assert not np.array_equal(want, A @ B + C)  # and some products were flipped
+
+
 # ---------------------------------------------------------------- ldmatrix
 PERM = (3, 0, 7, 1, 6, 2, 5, 4)  # lane 8j + r gives stored row PERM[r] of matrix j
 

@@ -61,14 +61,25 @@ extern int __emu_tc_double;
 // a keyed probe run: every matrix instruction's product a*b has its sign flipped where a keyed hash
 // of its two operands' bits (sign bit cleared) says; the grader computes the same
 // (grader/problems/signed_products.py: change both together). The key never enters a process that
-// runs the kernel (a kernel runs natively and could read any memory of its own): the runner's
-// parent holds it and answers __emu_tc_flips, one request per matrix instruction, with the flips
-// of that instruction's products, so a kernel learns a product's flip only by asking for it.
+// runs the kernel (a kernel runs natively and could read any memory of its own, and call any function
+// its module can find): the runner's parent holds it and executes every matrix instruction of a keyed
+// run whole, its operands in and D out, counting it as it does (runner.cpp, "keyed probe runs"). So the
+// only question a kernel can put to the key is a whole instruction of a shape the hardware has, and
+// asking it is executing it.
 extern int __emu_tc_keyed;
-// flip[(m * n_ + n) * k_ + k] for the m_ x k_ operands `a` and k_ x n_ operands `b` (row-major;
-// their bits as __emu_tc_bits gives them)
-void __emu_tc_flips(unsigned m_, unsigned n_, unsigned k_, const unsigned long long* a,
-                    const unsigned long long* b, unsigned char* flip);
+// one matrix instruction for the runner's parent (a keyed run)
+struct __emu_tc_instr {
+  unsigned m, n, k;  // its shape
+  unsigned f64;      // values are double (summed with fma), else float
+  const void* a;     // m x k values, row-major (float or double, as f64 says)
+  const void* b;     // k x n values
+  const unsigned long long* abits;  // their bits as __emu_tc_bits gives them
+  const unsigned long long* bbits;
+  void* c;           // m x n: the accumulator in, D out
+};
+// Executes `ins` in the runner's parent. The calling thread waits for the answer while the other
+// warps of its block run on, so the parent answers the block's instructions in batches.
+void __emu_tc_mma(struct __emu_tc_instr* ins);
 // an operand's bits, `width` of them, sign (the top one) cleared
 static inline unsigned long long __emu_tc_bits(unsigned long long bits, int width) {
   if (width < 64) bits &= (1ull << width) - 1;
@@ -113,5 +124,31 @@ void __emu_tr_note(const void* p, unsigned bytes, int write);
 int __emu_printf(const char* __restrict fmt, ...);
 long long __emu_clock(void);
 #ifdef __cplusplus
+}
+#endif
+
+#ifdef __cplusplus
+// The arithmetic of one matrix instruction, in its one home (the workers' WMMA and PTX mma, and the
+// runner's parent in a keyed run): C (M x N) += A (M x K) B (K x N), row-major, each element summed in
+// k order in T (the products of the inputs' formats are exact in float; double uses fma), a row of C
+// at a time (N <= 64) so the elements' sums run side by side. `sign` (a keyed run): product (m, n, k)
+// times sign[(m * K + k) * N + n], +1 or -1 (exact, and no branch on it).
+template <class T>
+static inline void __emu_tc_sum(unsigned M, unsigned N, unsigned K, const T* A, const T* B, T* C, const T* sign) {
+  T s[64];
+  for (unsigned m = 0; m < M; ++m) {
+    for (unsigned n = 0; n < N; ++n) s[n] = C[m * N + n];
+    for (unsigned k = 0; k < K; ++k) {
+      const T a = A[m * K + k];
+      const T* b = B + k * N;
+      const T* f = sign ? sign + (m * K + k) * N : 0;
+      for (unsigned n = 0; n < N; ++n) {
+        const T ab = f ? a * f[n] : a;
+        if constexpr (sizeof(T) == 8) s[n] = __builtin_fma(ab, b[n], s[n]);
+        else s[n] += ab * b[n];
+      }
+    }
+    for (unsigned n = 0; n < N; ++n) C[m * N + n] = s[n];
+  }
 }
 #endif

@@ -89,7 +89,7 @@ const size_t FILL_INIT = 512;
 const size_t FILL_FIRST = 4096;
 size_t g_fill_init = FILL_INIT;
 
-enum { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
+enum { RUNNABLE, AT_BARRIER, AT_WARP, DONE, AT_TC /* its matrix instruction is with the runner's parent */ };
 
 // One cp.async (__pipeline_memcpy_async) that has not landed yet (see "cp.async" below).
 struct CpCopy {
@@ -446,6 +446,10 @@ void refill_stack(Fiber& f) {
   memset(dirty, 0xff, (size_t)(hi - dirty));
 }
 
+// a keyed probe run's matrix instructions waiting for the runner's parent (below)
+bool tc_waiting();
+void tc_flush();
+
 void run_block(unsigned long long b) {
   __emu_bidx.x = (unsigned)(b % __emu_gdim.x);
   __emu_bidx.y = (unsigned)((b / __emu_gdim.x) % __emu_gdim.y);
@@ -483,6 +487,10 @@ void run_block(unsigned long long b) {
       if (f->state == DONE) refill_stack(*f);
     }
     __emu_cur = 0;
+    if (tc_waiting() && !resumed) {  // every thread waits: its warp's instruction, a barrier, a collective
+      tc_flush();
+      continue;
+    }
     if (!resumed && g_done < g_nthreads) deadlock();
   }
   if (g_tr_on) tr_block_end();
@@ -1128,10 +1136,99 @@ long long __emu_clock(void) {
 
 // ---------------------------------------------------------------- keyed probe runs
 // The key reaches this process's parent only (on stdin, read after the workers started): a worker
-// runs the kernel natively, so whatever it holds a kernel can read. A worker asks for the flips of
-// each matrix instruction's products over its socket; the parent answers from the operands' bits.
-static const unsigned TC_MAX_OPERANDS = 1024, TC_MAX_PRODUCTS = 8192;
+// runs the kernel natively, so whatever it holds a kernel can read, and whatever it can call (a
+// function, its socket) a kernel can call too. So the parent executes every matrix instruction of a
+// keyed run whole, operands in and D out, and counts it: all a worker can ask of it is instructions
+// of the shapes the hardware has, each executed and counted, never a product's flip alone.
+// A block's instructions go in batches, one round trip each: a warp whose instruction is out waits
+// (AT_TC) while the block's other threads run to theirs, and the scheduler sends the batch when no
+// thread of the block can run (run_block), or when it is full.
+static const unsigned TC_BATCH = 64;  // instructions per round trip at most
+static const size_t TC_MAX_BYTES = 16 + 2 * (512 + 512) * 8 + 256 * 8;  // one instruction's request at most
 static int g_flip_fd = -1;  // a worker's end of its socket to the parent
+
+static bool tc_shape_ok(unsigned long long m, unsigned long long n, unsigned long long k) {
+  // WMMA m16n16k16, m32n8k16, m8n32k16, m16n16k8 (tf32), m8n8k4 (f64); mma.sync m16n8k16, m16n8k8,
+  // m16n8k4 (f64), m16n8k32 (fp8, mma.sp)
+  static const unsigned shapes[][3] = {{16, 16, 16}, {32, 8, 16}, {8, 32, 16}, {16, 16, 8}, {8, 8, 4},
+                                       {16, 8, 16}, {16, 8, 8}, {16, 8, 4}, {16, 8, 32}};
+  for (const auto& s : shapes)
+    if (m == s[0] && n == s[1] && k == s[2]) return true;
+  return false;
+}
+
+static bool read_full(int fd, void* p, size_t n) {
+  for (size_t got = 0; got < n;) {
+    ssize_t r = recv(fd, (char*)p + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += (size_t)r;
+  }
+  return true;
+}
+static bool write_full(int fd, const void* p, size_t n) {
+  for (size_t put = 0; put < n;) {
+    ssize_t r = send(fd, (const char*)p + put, n - put, MSG_NOSIGNAL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    put += (size_t)r;
+  }
+  return true;
+}
+
+namespace {
+struct TcWaiting { Fiber* f; __emu_tc_instr* ins; };
+std::vector<TcWaiting> g_tc_waiting;
+std::vector<unsigned char> g_tc_msg;
+
+bool tc_waiting() { return !g_tc_waiting.empty(); }
+
+// the batch to the parent and its answers back; every waiting thread runnable again
+void tc_flush() {
+  g_tc_msg.assign(16, 0);
+  size_t answer = 0;
+  for (const TcWaiting& w : g_tc_waiting) {
+    const __emu_tc_instr& in = *w.ins;
+    const size_t es = in.f64 ? 8 : 4, mk = (size_t)in.m * in.k, kn = (size_t)in.k * in.n, mn = (size_t)in.m * in.n;
+    const unsigned head[4] = {in.m, in.n, in.k, in.f64 ? 1u : 0u};
+    const unsigned char* parts[] = {(const unsigned char*)head, (const unsigned char*)in.a, (const unsigned char*)in.b,
+                                    (const unsigned char*)in.abits, (const unsigned char*)in.bbits,
+                                    (const unsigned char*)in.c};
+    const size_t sizes[] = {16, mk * es, kn * es, mk * 8, kn * 8, mn * es};
+    for (int i = 0; i < 6; ++i) g_tc_msg.insert(g_tc_msg.end(), parts[i], parts[i] + sizes[i]);
+    answer += mn * es;
+  }
+  const unsigned long long hdr[2] = {g_tc_msg.size() - 16, g_tc_waiting.size()};
+  memcpy(g_tc_msg.data(), hdr, 16);
+  std::vector<unsigned char> back(answer);
+  if (g_flip_fd < 0 || !write_full(g_flip_fd, g_tc_msg.data(), g_tc_msg.size()) ||
+      !read_full(g_flip_fd, back.data(), answer))
+    __emu_fault("crash", "a keyed probe run's matrix instruction was not answered by the emulator's runner", 0, -1,
+                -1, 0);
+  size_t off = 0;
+  for (const TcWaiting& w : g_tc_waiting) {
+    const size_t bytes = (size_t)w.ins->m * w.ins->n * (w.ins->f64 ? 8 : 4);
+    memcpy(w.ins->c, back.data() + off, bytes);
+    off += bytes;
+    w.f->state = RUNNABLE;
+  }
+  g_tc_waiting.clear();
+}
+}  // namespace
+
+extern "C" void __emu_tc_mma(__emu_tc_instr* ins) {
+  Fiber* f = (Fiber*)__emu_cur;
+  if (g_flip_fd < 0 || !f || !tc_shape_ok(ins->m, ins->n, ins->k))
+    __emu_fault("crash", "a matrix instruction of a keyed probe run was asked for outside one, or of a shape "
+                "no tensor core has", 0, -1, -1, 0);
+  g_tc_waiting.push_back(TcWaiting{f, ins});
+  if (g_tc_waiting.size() >= TC_BATCH) {
+    tc_flush();
+    return;
+  }
+  f->state = AT_TC;
+  yield_to_sched(f);
+}
 
 static unsigned long long tc_mix64(unsigned long long z) {  // splitmix64's finaliser, as signed_products.py
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -1139,44 +1236,67 @@ static unsigned long long tc_mix64(unsigned long long z) {  // splitmix64's fina
   return z ^ (z >> 31);
 }
 
-extern "C" void __emu_tc_flips(unsigned m, unsigned n, unsigned k, const unsigned long long* a,
-                               const unsigned long long* b, unsigned char* flip) {
-  unsigned long long msg[3 + 2 * TC_MAX_OPERANDS];
-  const size_t na = (size_t)m * k, nb = (size_t)k * n, np = (size_t)m * n * k;
-  if (g_flip_fd < 0 || na > TC_MAX_OPERANDS || nb > TC_MAX_OPERANDS || np > TC_MAX_PRODUCTS)
-    __emu_fault("crash", "a keyed probe run's matrix instruction could not be answered", 0, -1, -1, 0);
-  msg[0] = m, msg[1] = n, msg[2] = k;
-  memcpy(msg + 3, a, 8 * na);
-  memcpy(msg + 3 + na, b, 8 * nb);
-  ssize_t r;
-  do r = send(g_flip_fd, msg, 8 * (3 + na + nb), MSG_NOSIGNAL); while (r < 0 && errno == EINTR);
-  if (r == (ssize_t)(8 * (3 + na + nb))) {
-    do r = recv(g_flip_fd, flip, np, 0); while (r < 0 && errno == EINTR);
-  }
-  if (r != (ssize_t)np) __emu_fault("crash", "a keyed probe run's matrix instruction was not answered", 0, -1, -1, 0);
+// The parent: one instruction executed, products flipped by the key (emu_abi.h: __emu_tc_sum, the same
+// arithmetic as an unkeyed run's)
+template <class T>
+static void tc_execute(unsigned m, unsigned n, unsigned k, const unsigned char* p, unsigned long long key,
+                       unsigned char* d) {
+  static T A[512], B[512], C[256];
+  static unsigned long long HA[512], HB[512];
+  static T sign[4096];
+  const size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+  memcpy(A, p, mk * sizeof(T)), p += mk * sizeof(T);
+  memcpy(B, p, kn * sizeof(T)), p += kn * sizeof(T);
+  memcpy(HA, p, mk * 8), p += mk * 8;
+  memcpy(HB, p, kn * 8), p += kn * 8;
+  memcpy(C, p, mn * sizeof(T));
+  for (size_t i = 0; i < mk; ++i) HA[i] = tc_mix64(HA[i] + key);
+  for (size_t i = 0; i < kn; ++i) HB[i] = tc_mix64(HB[i] + key);
+  T* f = sign;
+  for (unsigned i = 0; i < m; ++i)  // in __emu_tc_sum's order: (m, k, n)
+    for (unsigned l = 0; l < k; ++l)
+      for (unsigned j = 0; j < n; ++j) *f++ = (T)1 - (T)2 * (T)(tc_mix64(HA[i * k + l] + HB[l * n + j]) >> 63);
+  __emu_tc_sum<T>(m, n, k, A, B, C, sign);
+  memcpy(d, C, mn * sizeof(T));
 }
 
-// one request on `fd` answered; false when the worker is gone or asked for nothing a matrix
-// instruction could
-static bool tc_answer(int fd, unsigned long long key) {
-  static unsigned long long msg[3 + 2 * TC_MAX_OPERANDS + 1], ha[TC_MAX_OPERANDS], hb[TC_MAX_OPERANDS];
-  static unsigned char flip[TC_MAX_PRODUCTS];
-  ssize_t got;
-  do got = recv(fd, msg, sizeof msg, 0); while (got < 0 && errno == EINTR);
-  if (got < 24) return false;
-  const unsigned long long m = msg[0], n = msg[1], k = msg[2];
-  if (!m || !n || !k || m > 64 || n > 64 || k > 64 || m * k > TC_MAX_OPERANDS || k * n > TC_MAX_OPERANDS ||
-      m * n * k > TC_MAX_PRODUCTS || (size_t)got != 8 * (3 + m * k + k * n))
-    return false;
-  const unsigned long long *a = msg + 3, *b = msg + 3 + m * k;
-  for (unsigned long long i = 0; i < m * k; ++i) ha[i] = tc_mix64(a[i] + key);
-  for (unsigned long long i = 0; i < k * n; ++i) hb[i] = tc_mix64(b[i] + key);
-  for (unsigned long long i = 0; i < m; ++i)
-    for (unsigned long long j = 0; j < n; ++j)
-      for (unsigned long long l = 0; l < k; ++l) flip[(i * n + j) * k + l] = (unsigned char)(tc_mix64(ha[i * k + l] + hb[l * n + j]) >> 63);
-  ssize_t sent;
-  do sent = send(fd, flip, m * n * k, MSG_NOSIGNAL); while (sent < 0 && errno == EINTR);
-  return sent == (ssize_t)(m * n * k);
+// the instructions the parent executed, per shape (a keyed run reports these, not the workers' table)
+static unsigned g_tc_shape[TC_SHAPES];
+static unsigned long long g_tc_count[TC_SHAPES];
+
+// one batch on `fd` executed and answered; false when the worker is gone or sent anything but
+// matrix instructions (the parent then closes its socket, and the worker's instruction faults)
+static bool tc_serve(int fd, unsigned long long key) {
+  static std::vector<unsigned char> body, answer;
+  unsigned long long hdr[2];
+  if (!read_full(fd, hdr, sizeof hdr) || !hdr[1] || hdr[1] > TC_BATCH || hdr[0] > TC_BATCH * TC_MAX_BYTES) return false;
+  body.resize(hdr[0]);
+  if (!read_full(fd, body.data(), body.size())) return false;
+  answer.clear();
+  size_t off = 0;
+  for (unsigned long long i = 0; i < hdr[1]; ++i) {
+    unsigned head[4];
+    if (off + 16 > body.size()) return false;
+    memcpy(head, body.data() + off, 16);
+    off += 16;
+    const unsigned m = head[0], n = head[1], k = head[2];
+    if (!tc_shape_ok(m, n, k) || head[3] > 1) return false;
+    const size_t es = head[3] ? 8 : 4, mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+    const size_t need = (mk + kn + mn) * es + (mk + kn) * 8;
+    if (off + need > body.size()) return false;
+    answer.resize(answer.size() + mn * es);
+    if (head[3]) tc_execute<double>(m, n, k, body.data() + off, key, answer.data() + answer.size() - mn * es);
+    else tc_execute<float>(m, n, k, body.data() + off, key, answer.data() + answer.size() - mn * es);
+    off += need;
+    const unsigned shape = m << 20 | n << 10 | k;
+    for (int s = 0; s < TC_SHAPES; ++s)
+      if (g_tc_shape[s] == shape || g_tc_shape[s] == 0) {
+        g_tc_shape[s] = shape;
+        ++g_tc_count[s];
+        break;
+      }
+  }
+  return off == body.size() && write_full(fd, answer.data(), answer.size());
 }
 
 int main(int argc, char** argv) {
@@ -1271,7 +1391,7 @@ int main(int argc, char** argv) {
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     for (unsigned w = 0; w < nworkers; ++w) {
       int sv[2];
-      if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) { perror("emu_runner: socketpair"); return 2; }
+      if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) { perror("emu_runner: socketpair"); return 2; }
       parent_end[w] = sv[0], worker_end[w] = sv[1];
     }
   }
@@ -1319,7 +1439,7 @@ int main(int argc, char** argv) {
       size_t gone = pf.size();
       for (size_t i = 0; i < pf.size() && gone == pf.size(); ++i) {
         if (parent_end[i] < 0 || !pf[i].revents) continue;
-        if ((pf[i].revents & POLLIN) && key && tc_answer(parent_end[i], key)) continue;
+        if ((pf[i].revents & POLLIN) && key && tc_serve(parent_end[i], key)) continue;
         close(parent_end[i]);
         parent_end[i] = -1;
         --open_fds;
@@ -1365,10 +1485,13 @@ int main(int argc, char** argv) {
         return 3;
       }
   }
-  // success: the report file carries the tensor-core count instead of a fault
-  for (int i = 0; i < TC_SHAPES && g_ctl->tc_shape[i]; ++i)
-    dprintf(g_report_fd, "tensor=%u,%u,%u,%llu\n", g_ctl->tc_shape[i] >> 20, (g_ctl->tc_shape[i] >> 10) & 1023,
-            g_ctl->tc_shape[i] & 1023, g_ctl->tc_count[i]);
+  // success: the report file carries the tensor-core count instead of a fault; in a keyed run the
+  // parent's own (what it executed), and only that: the workers, gone now, could write to the file
+  const unsigned* shape = __emu_tc_keyed ? g_tc_shape : g_ctl->tc_shape;
+  const unsigned long long* count = __emu_tc_keyed ? g_tc_count : g_ctl->tc_count;
+  if (__emu_tc_keyed && ftruncate(g_report_fd, 0) != 0) return 2;
+  for (int i = 0; i < TC_SHAPES && shape[i]; ++i)
+    dprintf(g_report_fd, "tensor=%u,%u,%u,%llu\n", shape[i] >> 20, (shape[i] >> 10) & 1023, shape[i] & 1023, count[i]);
   FILE* out = fopen(argv[3], "wb");
   if (!out) { perror(argv[3]); return 2; }
   for (const Buffer& B : g_bufs) fwrite(B.start, 1, B.nbytes, out);
