@@ -397,6 +397,11 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
     try:
         untar(shared, scratch)
         untar(submission, scratch / layout["submitted"])
+        from grader.classroom.standing import HANDIN_DIGEST, handin_digest
+
+        # the hand-in as the course holds it, before this job's nbgrader repairs its copy (the
+        # course's own file is not repaired): what standing.handin_replaced compares with
+        handed = handin_digest(scratch / layout["submitted"])
         with open(scratch / "nbgrader_config.py", "a") as f:
             f.write(JOB_CONFIG.format(root=str(scratch), source=str(scratch / "source"),
                                       db_url=f"sqlite:///{scratch / 'gradebook.db'}", hidden=hidden))
@@ -451,6 +456,8 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
                     nbrow["manual_before"] = manual_before.get(name, {})
             out["rejected"] = _rejection(scratch, assignment, student)
             dest = scratch / layout["autograded"]
+            if dest.is_dir():
+                (dest / HANDIN_DIGEST).write_text(handed + "\n")
             out["autograded"] = tar_folder(dest) if dest.is_dir() else None
             out["status"] = "graded" if rc == 0 and dest.is_dir() else "failed"
             if out["status"] == "failed":

@@ -41,7 +41,9 @@ never collected; to their own name: theirs). Sticky, each student can only add t
 `nbgrader release_feedback` releases every page it can: one whose hand-in came by hand (put in
 submitted/, so no `submission_secret.txt` to name the released page by), or whose secret is empty or
 not text (a student can edit it in the exchange), is named and skipped, where nbgrader would stop at
-it (FileNotFoundError, AssertionError, UnicodeDecodeError) and release none after it.
+it (FileNotFoundError, AssertionError, UnicodeDecodeError) and release none after it. A page that no
+longer shows what the gradebook says (made before a regrade, a manual grade, a moved due date) is
+not released either: it is named, and the command exits 1 after releasing the others.
 """
 from __future__ import annotations
 
@@ -330,13 +332,26 @@ def install() -> None:
             self.log.warning("not released: %s's hand-in of %s %s: give them feedback/%s/%s/ by hand", student,
                              self.coursedir.assignment_id, why, student, self.coursedir.assignment_id)
         by_hand = [student for student, _ in cannot]
+        # a page made before a regrade, a manual grade or a moved due date: the student would fetch
+        # scores the gradebook no longer holds, so it waits for `generate_feedback`
+        from grader.classroom.regrade import stale_feedback
+
+        stale = [(s, why) for s, why in stale_feedback(self.coursedir, self.src_path) if s not in by_hand]
+        for student, why in stale:
+            self.log.error("not released: %s's feedback page of %s is stale (%s): run `nbgrader generate_feedback "
+                           "%s`, then release_feedback again", student, self.coursedir.assignment_id, why,
+                           self.coursedir.assignment_id)
         before = self.coursedir.student_id_exclude
-        if by_hand:
-            self.coursedir.student_id_exclude = ",".join(filter(None, [before, *by_hand]))
+        if by_hand or stale:
+            self.coursedir.student_id_exclude = ",".join(filter(None, [before, *by_hand, *(s for s, _ in stale)]))
         try:
-            return release(self)
+            out = release(self)
         finally:
             self.coursedir.student_id_exclude = before
+        if stale:
+            self.fail(f"{len(stale)} stale feedback page(s) not released (the others were): run `nbgrader "
+                      f"generate_feedback {self.coursedir.assignment_id}`, then release_feedback again")
+        return out
 
     ExchangeReleaseFeedback.copy_files = release_what_can_be
 

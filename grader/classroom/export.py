@@ -9,8 +9,9 @@ nbgrader's: `manual_score` (points given by hand, when any), `status` and `check
 
     graded           the trusted grader's scores (and any manual ones) count
     late             graded, handed in after the due date: late_submission_penalty taken from score
-    pending: ...     collected, not autograded yet (scores EMPTY), or handed in again since its
-                     grading (the earlier scores, until autograde grades the new one)
+    pending: ...     collected, not autograded yet (scores EMPTY), or handed in again (or its notebook
+                     replaced by hand) since its grading, or graded since the gradebook's backup (the
+                     gradebook's scores, until autograde grades it)
     NOT GRADED: ...  handed in, but no autograded notebook exists (a hand-in refused before
                      grading says why, grader/classroom/handin_check.py; or a graded cell has no
                      score): raw_score and score are left EMPTY, never 0; what to do is said
@@ -70,6 +71,24 @@ def rows(gradebook, coursedir, assignments=(), students=(), log=None) -> list[di
     return out
 
 
+def unmatched_records(gradebook, coursedir) -> list[str]:
+    """Lines of handin-times.csv that match no hand-in (an LMS's own spelling of an id or an assignment):
+    they count for nothing, so the hand-in's own timestamp.txt counts instead; each, with what was meant."""
+    names = sorted(a.name for a in gradebook.assignments)
+    out = []
+    for (student, assignment), when in sorted(handin_time.record(coursedir.root).items()):
+        if assignment not in names:
+            like = [n for n in names if n.startswith(assignment) or assignment.casefold() in n.casefold()]
+            out.append(f"{student},{assignment},{when}: no assignment '{assignment}'"
+                       + (f" (did you mean {', '.join(like)}?)" if like else f" (the assignments: {', '.join(names)})"))
+        elif not standing.handed_in(coursedir, student, assignment):
+            like = [s for s in standing.everyone(gradebook, coursedir)
+                    if s.casefold() == student.casefold() and standing.handed_in(coursedir, s, assignment)]
+            out.append(f"{student},{assignment},{when}: no hand-in of {assignment} by '{student}'"
+                       + (f" (did you mean {', '.join(like)}?)" if like else ""))
+    return out
+
+
 class CourseCsvExport(CsvExportPlugin):
     def export(self, gradebook) -> None:
         dest = self.to or "grades.csv"
@@ -80,12 +99,20 @@ class CourseCsvExport(CsvExportPlugin):
             self.log.error("export: no assignment %s in the gradebook (the assignments: %s); nothing written",
                            ", ".join(typo), ", ".join(sorted(known)) or "none yet")
             raise SystemExit(2)
+        try:  # without it every extension and opening date would silently not count
+            standing.term(coursedir.root, strict=True)
+        except ValueError as e:
+            self.log.error("export refused: %s; %s not written", e, dest)
+            raise SystemExit(2)
         out = rows(gradebook, coursedir, [str(a) for a in self.assignment], [str(s) for s in self.student], self.log)
         with open(dest, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=KEYS, lineterminator="\n")
             w.writeheader()
             w.writerows(out)
         self.log.info("Exported %d rows to %s", len(out), dest)
+        for line in unmatched_records(gradebook, coursedir):
+            self.log.warning("%s: %s; this line counts for nothing (student_id and assignment as in submitted/)",
+                             handin_time.RECORD, line)
         for r in out:
             if r["status"].startswith(("NOT GRADED", "pending")):
                 self.log.warning("%s %s: %s", r["assignment"], r["student_id"], r["status"])

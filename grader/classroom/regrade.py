@@ -129,6 +129,50 @@ def stale_page(page: Path, autograded: Path, gb, notebook: str, assignment: str,
     return None
 
 
+def stale_feedback(coursedir, pattern: str) -> list[tuple[str, str]]:
+    """(student, why) for each feedback folder matching nbgrader's `pattern` (feedback/<student>/<A>)
+    whose pages are not what the gradebook says now: made before a regrade, a manual grade, a moved
+    due date or an extension, or over a grading the gradebook no longer holds. `release_feedback`
+    releases none of them (the student would fetch a stale page); `generate_feedback` makes them again."""
+    import glob
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from grader.classroom import standing
+
+    url = coursedir.db_url
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return []
+    out = []
+    with Gradebook(url, coursedir.course_id) as gb:
+        for folder in sorted(glob.glob(pattern)):
+            pages = sorted(Path(folder).glob("*.html"))
+            if not pages:
+                continue
+            assignment, student = Path(folder).name, Path(folder).parent.name
+            src = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+            try:
+                sub = gb.find_submission(assignment, student)
+            except MissingEntry:
+                out.append((student, "the gradebook holds no grades for it"))
+                continue
+            standing.refresh(gb, coursedir, sub)  # as generate_feedback does: the standing as it is now
+            gb.db.commit()
+            why = standing.behind(coursedir, sub)
+            for page in pages if why is None else []:
+                book = src / f"{page.stem}.ipynb"
+                if not book.is_file():
+                    continue
+                half = unfinished(book)
+                why = f"its autograded notebook is not a finished grading: {half}" if half else \
+                    stale_page(page, book, gb, page.stem, assignment, student)
+                if why:
+                    break
+            if why:
+                out.append((student, why))
+    return out
+
+
 def _maxima(coursedir) -> dict[str, tuple[float, int, dict]]:
     """assignment -> (its maximum, how many hand-ins it has, the text of its locked code cells) in
     the gradebook, without creating one."""
@@ -148,7 +192,8 @@ def _maxima(coursedir) -> dict[str, tuple[float, int, dict]]:
 def not_done(coursedir, assignment: str, student: str) -> str | None:
     """Why an existing autograded folder is no finished grading that nbgrader's skip rule (the folder
     exists, the hand-in is not newer) may skip, or None: the gradebook holds no grades for it (the
-    student removed with `nbgrader db student remove --force` and added back), or a notebook in it
+    student removed with `nbgrader db student remove --force` and added back) or other scores than
+    its grading wrote (a gradebook restored from a backup: standing.behind), or a notebook in it
     has no trusted verdict (a first autograde killed outright: nothing earlier to put back).
     Skipped, such a hand-in would stay pending or NOT GRADED for ever while grades.csv and
     generate_feedback ask for the very autograde that skips it."""
@@ -160,14 +205,21 @@ def not_done(coursedir, assignment: str, student: str) -> str | None:
     half = sorted(p.name for p in dest.glob("*.ipynb") if unfinished(p))
     if half:
         return f"{', '.join(half)} is not a finished grading (an autograde killed half-way?)"
+    from grader.classroom.standing import behind, handin_replaced
+
+    if handin_replaced(coursedir, student, assignment):
+        return "its notebook in submitted/ is not the one graded (replaced, with a timestamp.txt no newer)"
     url = coursedir.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         return None
     with Gradebook(url, coursedir.course_id) as gb:
         try:
-            gb.find_submission(assignment, student)
+            sub = gb.find_submission(assignment, student)
         except MissingEntry:
             return "the gradebook holds no grades for it (the student removed and added back?)"
+        gone = behind(coursedir, sub)
+        if gone:
+            return f"the gradebook does not hold its latest grading: {gone}"
     return None
 
 
@@ -201,9 +253,18 @@ def install() -> None:
         if not go and kept.exists():
             shutil.rmtree(kept)  # skipped: the folder was not touched
         self._course_current = kept if go else None
+        self._course_graded = (assignment_id, student_id) if go else None
         return go
 
     def finished(self):
+        from grader.classroom.standing import HANDIN_DIGEST, handin_digest
+
+        graded = getattr(self, "_course_graded", None)
+        dest = Path(self._format_dest(*graded)) if graded is not None else None
+        if dest is not None and dest.is_dir():  # what was graded (after the hand-in check's repairs), for
+            # handin_replaced; first: a disk full here still puts the earlier result back
+            (dest / HANDIN_DIGEST).write_text(handin_digest(Path(self._format_source(*graded))) + "\n")
+        self._course_graded = None
         kept = getattr(self, "_course_current", None)
         if kept is not None and kept.exists():
             shutil.rmtree(kept)  # graded: the new result replaces the old one
@@ -261,10 +322,24 @@ def install() -> None:
         with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
             # the page shows the standing as it is now (a time record added, a penalty rule)
             try:
-                standing.refresh(gb, self.coursedir, gb.find_submission(assignment_id, student_id), self.log)
+                sub = gb.find_submission(assignment_id, student_id)
+                standing.refresh(gb, self.coursedir, sub, self.log)
                 gb.db.commit()
             except MissingEntry:
-                pass
+                sub = None
+            gone = standing.behind(self.coursedir, sub) if sub is not None else None
+            # graded out of another maximum (points changed, CPU-only switched): the page would show
+            # a score out of the new maximum that was earned out of the old one (4 / 3)
+            other = standing.stale_maximum(self.coursedir, sub) if sub is not None and not gone else None
+            if gone or other:
+                msg = (f"{student_id} {assignment_id}: the gradebook does not hold its latest grading ({gone}): no "
+                       f"feedback made, the earlier page (if any) kept. Run `nbgrader autograde {assignment_id}` "
+                       f"(it grades it again), then generate_feedback again") if gone else (
+                       f"{student_id} {assignment_id}: {other}, then generate_feedback again: no feedback made "
+                       f"until then, the earlier page (if any) kept")
+                self.log.error(msg)
+                self._course_refused = getattr(self, "_course_refused", []) + [msg]
+                return False
             for b in books if not self.force and dest.is_dir() else []:
                 page = dest / (b.stem + ".html")
                 why = stale_page(page, src / b.name, gb, b.stem, assignment_id, student_id) \
@@ -280,6 +355,11 @@ def install() -> None:
         from nbgrader.converters.base import NbGraderException
 
         self._course_refused = []
+        try:  # a page's late penalty would ignore every extension
+            standing.term(self.coursedir.root, strict=True)
+        except ValueError as e:
+            self.log.error("generate_feedback refused: %s", e)
+            raise NbGraderException(str(e)) from None
         fb_convert(self)
         if self._course_refused:
             raise NbGraderException("feedback refused for %d hand-in(s):\n%s" % (

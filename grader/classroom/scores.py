@@ -27,6 +27,9 @@ from sqlalchemy import text
 from traitlets import Enum
 
 KEY = "course_auto_scores"
+# a graded cell's metadata in the autograded notebook: the automatic score this grading wrote to the
+# gradebook, so a gradebook that no longer holds it (restored from a backup) is seen (standing.behind)
+GRADED = "tc_auto_score"
 TABLE = "course_graded_against"  # in gradebook.db beside nbgrader's tables (copied to cohort jobs with them)
 SPEED_NOISE = ("ratio", "floor", "target", "points", "kernel_spread", "baseline_spread")
 
@@ -241,4 +244,9 @@ class ReconcileManualScores(NbGraderPreprocessor):
                                      what, g.manual_score)
             store(gb, *where, update)
             gb.db.commit()
+            stamps = {g.name: g.auto_score for g in sub.grades}
+            for c in nb.cells:
+                meta = c.metadata.get("nbgrader") or {}
+                if meta.get("grade") and meta.get("grade_id") in stamps:
+                    c.metadata[GRADED] = stamps[meta["grade_id"]]
         return nb, resources

@@ -21,6 +21,7 @@ never leaves an old penalty behind.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,15 +53,32 @@ def grade_score(g) -> float:
 
 
 # ------------------------------------------------------------------ the term's own record
-def term(course_root) -> dict:
+def term(course_root, strict: bool = False) -> dict:
+    """The term's record ({} where there is none). One that cannot be read (a write cut short, a typo
+    made by hand) reads as {} here, but `strict` (whoever writes it, and export) raises ValueError:
+    written over, every extension in it would be lost; exported, none would count."""
+    path = Path(course_root) / TERM_FILE
     try:
-        return json.loads((Path(course_root) / TERM_FILE).read_text())
-    except (OSError, ValueError):
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        if strict:
+            raise ValueError(f"the term's record {path} cannot be read ({type(e).__name__}: {str(e)[:120]}): its "
+                             f"extensions and opening dates would not count; restore it from a backup or fix it by "
+                             f"hand (nothing was changed)") from None
         return {}
 
 
 def save_term(course_root, data: dict) -> None:
-    (Path(course_root) / TERM_FILE).write_text(json.dumps(data, indent=1, sort_keys=True))
+    """Whole or not at all: a full disk or a crash mid-write leaves the earlier record."""
+    path = Path(course_root) / TERM_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
 
 
 def opens(course_root, assignment: str) -> datetime | None:
@@ -185,7 +203,35 @@ def _resubmitted(coursedir, student: str, assignment: str) -> bool:
     return a > b
 
 
-def _stale_maximum(coursedir, submission) -> str | None:
+HANDIN_DIGEST = ".handin.sha256"  # in an autograded folder: the notebooks of the hand-in it graded (regrade.install)
+
+
+def handin_digest(folder: Path) -> str:
+    """The notebooks of a hand-in folder as they are now (names and bytes), as one digest."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(folder.glob("*.ipynb")):
+        if p.is_file() and not p.is_symlink():
+            h.update(p.name.encode() + b"\0")
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+    return h.hexdigest()
+
+
+def handin_replaced(coursedir, student: str, assignment: str) -> bool:
+    """The notebook in submitted/ is not the one its autograded folder graded, though its timestamp.txt is
+    not newer (a file put over it by hand, keeping the time): nbgrader's rule would skip it for ever."""
+    graded = _folder(coursedir, "autograded_directory", student, assignment) / HANDIN_DIGEST
+    try:
+        then = graded.read_text().strip()
+    except OSError:
+        return False  # graded before the digest was kept: nothing to compare
+    return then != handin_digest(_folder(coursedir, "submitted_directory", student, assignment))
+
+
+def stale_maximum(coursedir, submission) -> str | None:
     """The maximum changed (CPU-only grading switched, a new release) since this hand-in was graded."""
     folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
     for nb in submission.notebooks:
@@ -199,6 +245,33 @@ def _stale_maximum(coursedir, submission) -> str | None:
         if abs(then - now) > 1e-9:
             return (f"graded out of {then:g}, the maximum is now {now:g}: run `nbgrader autograde "
                     f"{submission.assignment.name} --force`")
+    return None
+
+
+def behind(coursedir, submission) -> str | None:
+    """Why the gradebook does not hold the grading its autograded notebooks record, or None: each
+    graded cell carries the automatic score its grading wrote (scores.GRADED), and the gradebook's
+    differs (a gradebook restored from a backup, or copied from another course folder). Left alone,
+    the export and the feedback pages would show one hand-in's scores beside another's verdicts,
+    and autograde would skip it as done."""
+    from grader.classroom.scores import GRADED
+
+    folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
+    for nb in submission.notebooks:
+        try:
+            cells = json.loads((folder / f"{nb.name}.ipynb").read_text()).get("cells", [])
+        except (OSError, ValueError):
+            continue
+        stamps = {c["metadata"].get("nbgrader", {}).get("grade_id"): c["metadata"][GRADED] for c in cells
+                  if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and GRADED in c["metadata"]}
+        for g in nb.grades:
+            if g.name not in stamps:
+                continue  # graded before the stamp existed: nothing to compare
+            then, now = stamps[g.name], g.auto_score
+            if (then is None) != (now is None) or (then is not None and abs(float(then) - float(now)) > 1e-9):
+                show = lambda v: "nothing" if v is None else f"{float(v):g}"  # noqa: E731
+                return (f"its autograded notebook scored {g.name} {show(then)}, the gradebook holds {show(now)}; "
+                        f"a gradebook restored from a backup?")
     return None
 
 
@@ -276,12 +349,23 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
     if there and _resubmitted(coursedir, student_id, assignment.name):
         st.status = (f"pending: handed in again after grading; these are the earlier hand-in's scores "
                      f"(run `nbgrader autograde {assignment.name}`)")
+    elif there and not regrading and handin_replaced(coursedir, student_id, assignment.name):
+        st.status = (f"pending: its notebook in submitted/ was replaced after grading (its timestamp.txt is no newer); "
+                     f"these are the graded one's scores (run `nbgrader autograde {assignment.name}`)")
+    elif there and not regrading and (gone := behind(coursedir, sub)):
+        st.status = (f"pending: the gradebook does not hold its latest grading ({gone}); these are the gradebook's "
+                     f"scores (run `nbgrader autograde {assignment.name}`)")
     if regrading:
         st.status = (f"pending: being autograded again (or its regrade was stopped); these are the gradebook's "
                      f"scores now (export again once `nbgrader autograde {assignment.name}` has ended)")
-    for stale in (_stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
+    for stale in (stale_maximum(coursedir, sub), _stale_cells(coursedir, sub)):
         if stale:
             st.checks.append(stale)
+    if not there:  # graded, but the hand-in it rests on is gone: its folder moved, or renamed to the
+        # student's new id (whose hand-in is then graded again under that id: one person, two rows)
+        st.checks.append(f"its hand-in is no longer in submitted/{student_id}/{assignment.name} (moved, or the "
+                         f"student's id renamed?): these grades stand until `nbgrader db student remove "
+                         f"{student_id} --force`")
     return st
 
 
@@ -384,6 +468,72 @@ def _net_scores(api_method):
     return wrapped
 
 
+def _read_due(gb, name: str, value, log):
+    """A due date given to `nbgrader db assignment add/import`, read as the course reads every date (year
+    first; `03/12/2026` is refused, never guessed as nbgrader's parser would), or the assignment's own
+    due date where none was given (nbgrader would erase it, and every late penalty with it)."""
+    from nbgrader.api import MissingEntry
+
+    if value is None or (isinstance(value, str) and not value.strip()):
+        try:
+            kept = gb.find_assignment(name).duedate
+        except MissingEntry:
+            return None
+        if kept is not None:
+            log.warning("%s keeps its due date %s UTC (no due date given; to change it: `python -m "
+                        "grader.classroom.term schedule %s=DATE`)", name, kept, name)
+        return kept
+    return value if not isinstance(value, str) else handin_time.parse_time(value, f"{name} due date")
+
+
+def _guard_due_dates(app_class) -> None:
+    """`nbgrader db assignment add` and `import` set due dates through the course's reading of dates, keep
+    a due date they were not given, and say which penalties moved (course/README.md, "A term")."""
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    start = app_class.start
+
+    def checked_start(self):
+        if app_class.__name__ == "DbAssignmentImportApp" and len(self.extra_args) == 1:
+            try:  # every date read before anything is written: one unreadable row changes nothing
+                with open(self.extra_args[0], newline="") as f:
+                    for row in csv.DictReader(f):
+                        row = {(k or "").strip().lower(): v for k, v in row.items()}
+                        if (row.get("duedate") or "").strip():
+                            handin_time.parse_time(row["duedate"], f"{row.get('name', '?')} due date")
+            except ValueError as e:
+                self.fail(f"{e} (nothing was changed)")
+            except OSError:
+                pass  # nbgrader says the file is missing
+        original = Gradebook.update_or_create_assignment
+
+        def update(gb, name, **kw):
+            if "duedate" not in kw:
+                return original(gb, name, **kw)
+            try:
+                kw["duedate"] = _read_due(gb, name, kw["duedate"], self.log)
+            except ValueError as e:
+                self.fail(f"{e} (nothing was changed)")
+            before = {sub.student.id: float(sub.late_submission_penalty or 0) for sub in
+                      (gb.assignment_submissions(name) if name in {a.name for a in gb.assignments} else [])}
+            out = original(gb, name, **kw)
+            for sub in gb.assignment_submissions(name):
+                now = float(sub.late_submission_penalty or 0)
+                if sub.student.id in before and before[sub.student.id] != now:
+                    self.log.warning("%s %s: late penalty %g -> %g", sub.student.id, name, before[sub.student.id], now)
+            return out
+
+        Gradebook.update_or_create_assignment = update
+        try:
+            return start(self)
+        finally:
+            Gradebook.update_or_create_assignment = original
+
+    app_class.start = checked_start
+
+
 def install(percent_per_day: float) -> None:
     """From course/nbgrader_config.py: the penalty rate, and penalties recomputed on every
     gradebook write in this process (idempotent)."""
@@ -394,6 +544,12 @@ def install(percent_per_day: float) -> None:
 
     if not event.contains(Session, "before_flush", _on_flush):
         event.listen(Session, "before_flush", _on_flush)
+    from nbgrader.apps.dbapp import DbAssignmentAddApp, DbAssignmentImportApp
+
+    for app in (DbAssignmentAddApp, DbAssignmentImportApp):
+        if not getattr(app, "_course_due_dates", False):
+            _guard_due_dates(app)
+            app._course_due_dates = True
     if not getattr(NbGraderAPI, "_course_net_scores", False):
         NbGraderAPI.get_submission = _net_scores(NbGraderAPI.get_submission)
         NbGraderAPI.get_submissions = _net_scores(NbGraderAPI.get_submissions)

@@ -64,7 +64,7 @@ def set_due_dates(course, schedule: list[tuple[str, ...]]) -> list[str]:
             plan.append((assignment, due, parse_time(opens, f"{assignment} opens") if opens else None))
         before = {(a, sub.student.id): (float(sub.late_submission_penalty or 0), standing.days_late(sub) > 0)
                   for a, _, _ in plan for sub in gb.assignment_submissions(a)}
-        data = standing.term(course.root)
+        data = standing.term(course.root, strict=True)
         for assignment, due, opens in plan:
             gb.update_or_create_assignment(assignment, duedate=due)
             if opens is not None:
@@ -101,7 +101,7 @@ def extend(course, name: str, student: str, date: str) -> list[str]:
             raise ValueError(f"no student '{student}' in the gradebook or submitted/ (add them first: `nbgrader db "
                              f"student add {student}`); the students: {', '.join(known[:20]) or 'none yet'}"
                              f"{' ...' if len(known) > 20 else ''} (nothing was changed)")
-        data = standing.term(course.root)
+        data = standing.term(course.root, strict=True)
         given = data.setdefault("extensions", {}).setdefault(assignment, {})
         if due is None:
             given.pop(student, None)
@@ -114,10 +114,16 @@ def extend(course, name: str, student: str, date: str) -> list[str]:
 def refresh_all(course) -> list[str]:
     from nbgrader.api import Gradebook
 
+    from grader.classroom.export import unmatched_records
+
+    standing.term(course.root, strict=True)  # unreadable: refreshed without it, every extension would go
     out = []
     with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
         for a in gb.assignments:
             out += standing.refresh_assignment(gb, course.coursedir, a.name)
+        for line in unmatched_records(gb, course.coursedir):
+            print(f"handin-times.csv: {line}; this line counts for nothing (student_id and assignment as in "
+                  "submitted/)", file=sys.stderr)
     return out
 
 

@@ -13,6 +13,22 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   assignment's due date moves; moved past the extension, the assignment's date counts for them too.
 - a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
   lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
+- the gradebook restored from a backup older than a grading: that hand-in is not shown as graded
+  with the backup's scores beside the newer grading's verdicts; the export asks for `nbgrader
+  autograde`, which grades it again (nobody else), and feedback waits for it.
+- a hand-in's notebook put over by hand (the right file e-mailed), its timestamp.txt kept: nbgrader's
+  rule (regrade a newer hand-in) would skip it for ever; the export and autograde see it was replaced.
+- a due date set with nbgrader's own `nbgrader db assignment add A [--duedate=...]`: without a date it
+  does not erase A's (and every penalty with it), a day-first date is refused as the course refuses
+  it everywhere, and a date it reads moves the penalties as `term schedule` does, saying so.
+- the instructor's record of hand-in times (handin-times.csv, an LMS export) with lines in the LMS's own
+  spelling of an id or an assignment: they count for nothing, and the export names each.
+- a test cell's points changed and the assignment released again: until `autograde --force`, the
+  export flags the hand-ins graded out of the earlier maximum and no feedback page shows 4 of 3.
+- the term's record of extensions (.term.json) cut short by a full disk: export, feedback and `term
+  extend` refuse, saying what to restore, rather than drop every extension or write over the rest.
+- a student's id renamed (an LMS's new id), their hand-in's folder renamed with it: the grades kept
+  under the old id are flagged, the hand-in under the new one is pending.
 - the course folder moved to another path (a new disk, a colleague's copy): autograde does not
   say the config or the sources changed; a real change to the config still is named. Copied out of
   the repository (no solutions/ beside it), autograde says so in one line, grades nothing, and
@@ -37,6 +53,12 @@ pytestmark = pytest.mark.slow
 
 A = "02-precision"
 DUE = "2026-11-30 12:00:00 UTC"
+
+
+def term_cli(course: Path, *args: str) -> tuple[int, str]:
+    p = subprocess.run([sys.executable, "-m", "grader.classroom.term", *args, "--course", str(course)],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
 
 
 def rows(course: Path, name: str) -> dict[str, dict]:
@@ -99,6 +121,7 @@ def term(tmp_path_factory):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     logs["feedback_eve"], _ = run(course, "generate_feedback", A, "--student", "eve")
+    logs["page_eve"] = page_numbers(course / "feedback" / "eve" / A / f"{A}.html")
     run(course, "export", "--to", "grades-extended-later.csv")
 
     # dan's first grading killed outright half-way, then the guide's plain command
@@ -121,14 +144,74 @@ def term(tmp_path_factory):
     run(moved, "export", "--to", "grades-moved.csv")
 
     # A's due date moves past eve's extension, and her hand-in's time (the instructor's record) is between
-    (moved / "handin-times.csv").write_text("student_id,assignment,time\neve,02-precision,2026-12-02 18:00 UTC\n")
+    # (the LMS's export also spells two lines its own way: they match no hand-in, and must be named)
+    (moved / "handin-times.csv").write_text("student_id,assignment,time\neve,02-precision,2026-12-02 18:00 UTC\n"
+                                            "Ada,02-precision,2026-11-29 10:00 UTC\nben,02,2026-11-29 11:00 UTC\n")
     p = subprocess.run([*term_cmd, "schedule", f"{A}=2026-12-03 12:00", "--course", str(moved)], capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stderr
     p = subprocess.run([*term_cmd, "extend", A, "ada", "2026-12-01 12:00", "--course", str(moved)],
                        capture_output=True, text=True)
     logs["extend_earlier"] = (p.returncode, p.stdout + p.stderr)
-    run(moved, "export", "--to", "grades-past-extension.csv")
+    logs["export_records"], _ = run(moved, "export", "--to", "grades-past-extension.csv")
+
+    # the gradebook restored from a backup taken before ben's new hand-in was graded (a disk lost, a
+    # colleague's copy put back): the autograded folder holds the new grading, the gradebook the old
+    shutil.copy(moved / "gradebook.db", home / "gradebook-backup.db")
+    hand_in(moved, "ben", A, book(A, moved), "2026-11-30 09:00:00 UTC")  # every answer now
+    logs["ben_new"], _ = run(moved, "autograde", A)
+    run(moved, "generate_feedback", A, "--student", "ben")
+    page = moved / "feedback" / "ben" / A / f"{A}.html"
+    logs["ben_page"] = page.read_bytes()
+    shutil.copy(home / "gradebook-backup.db", moved / "gradebook.db")
+    # cy handed in the wrong file and e-mails the right one, which is put over it by hand, her
+    # timestamp.txt kept (she handed in on time): nbgrader's rule (a newer timestamp) would never grade it
+    nbformat.write(book(A, moved), moved / "submitted" / "cy" / A / f"{A}.ipynb")
+    run(moved, "export", "--to", "grades-restored.csv")
+    logs["feedback_restored"] = run(moved, "generate_feedback", A, "--student", "ben", check=False)[0], \
+        page.read_bytes() == logs["ben_page"]
+    logs["after_restore"], _ = run(moved, "autograde", A)  # what the export's status line says to run
+    run(moved, "export", "--to", "grades-restored-regraded.csv")
+
+    # nbgrader's own command for due dates, as its documentation gives it: without --duedate (to make
+    # sure the assignment is there), with a date written day first, then with one the course reads
+    run(moved, "export", "--to", "grades-before-db.csv")
+    logs["db_add"], _ = run(moved, "db", "assignment", "add", A)
+    run(moved, "export", "--to", "grades-db-add.csv")
+    logs["db_dayfirst"] = run(moved, "db", "assignment", "add", A, "--duedate=01/12/2026 12:00", check=False)
+    run(moved, "export", "--to", "grades-db-dayfirst.csv")
+    logs["db_date"], _ = run(moved, "db", "assignment", "add", A, "--duedate=2026-12-01 12:00")
+    run(moved, "export", "--to", "grades-db-date.csv")
+
+    # the points of a test cell changed in the source (decode-fp16-test 2 -> 1) and A released again: the
+    # hand-ins graded out of 4 need `autograde --force`; until then no feedback page shows a score out of 3
+    path = home / "elsewhere" / "solutions" / A / f"{A}.ipynb"
+    nb = json.loads(path.read_text())
+    next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "decode-fp16-test")[
+        "metadata"]["nbgrader"]["points"] = 1
+    path.write_text(json.dumps(nb, indent=1))
+    logs["repointed"], _ = run(moved, "generate_assignment", A, "--force")
+    page = moved / "feedback" / "eve" / A / f"{A}.html"
+    kept = page.read_bytes()
+    logs["feedback_repointed"] = run(moved, "generate_feedback", A, "--student", "eve", check=False)[0], \
+        page.read_bytes() == kept
+    run(moved, "export", "--to", "grades-repointed.csv")
+
+    # the term's record (.term.json: the extensions) cut short, as a full disk or a crash mid-write leaves
+    # it: nothing may carry on as if there were no extension, nor write over what is left of it
+    record = moved / ".term.json"
+    whole = record.read_bytes()
+    record.write_bytes(whole[: len(whole) // 2])
+    logs["cut_export"] = run(moved, "export", "--to", "grades-cut.csv", check=False)[0], \
+        (moved / "grades-cut.csv").exists()
+    logs["cut_feedback"] = run(moved, "generate_feedback", A, "--student", "ada", check=False)[0]
+    logs["cut_extend"] = term_cli(moved, "extend", A, "ben", "2026-12-04 12:00")
+    logs["cut_left"] = record.read_bytes() == whole[: len(whole) // 2]
+    record.write_bytes(whole)  # restored from a backup
+
+    # the LMS renames cy's id (cy.young): her hand-in's folder is renamed to it; her grades stay under cy
+    (moved / "submitted" / "cy").rename(moved / "submitted" / "cy.young")
+    logs["renamed"], _ = run(moved, "export", "--to", "grades-renamed.csv")
 
     # the course folder copied alone to another machine's path (no solutions/ beside it)
     alone = home / "grading-server" / "course"
@@ -212,8 +295,7 @@ def test_an_extension_for_one_student_counts_everywhere(term):
     later = rows(course, "grades-extended-later.csv")["eve"]
     assert (later["status"], float(later["manual_score"]), float(later["late_submission_penalty"]),
             float(later["score"])) == ("graded", 1.0, 0.0, 3.0), later
-    page = course / "feedback" / "eve" / A / f"{A}.html"
-    assert page_numbers(page) == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
+    assert logs["page_eve"] == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
 
 
 def test_an_extension_never_makes_a_due_date_earlier(term):
@@ -231,3 +313,86 @@ def test_a_course_folder_copied_out_of_the_repository_says_where_its_sources_are
     assert rc != 0 and "the instructor's sources are not at" in out and "TC_SOURCE_DIR=" in out, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     assert kept
+
+
+def test_a_gradebook_restored_from_a_backup_is_graded_again_not_mixed_with_the_newer_grading(term):
+    course, logs = term["course"], term["logs"]
+    restored = rows(course, "grades-restored.csv")
+    ben = restored["ben"]
+    assert ben["status"].startswith("pending: the gradebook does not hold its latest grading"), ben
+    assert f"nbgrader autograde {A}" in ben["status"], ben
+    assert all(r["status"] == "graded" for s, r in restored.items() if s not in ("ben", "cy")), restored
+    out, page_kept = logs["feedback_restored"]
+    assert "ben 02-precision: the gradebook does not hold its latest grading" in out, out[-3000:]
+    assert page_kept  # the page of the newer grading stays until that grading is in the gradebook again
+    assert "ben 02-precision: autograded before, but the gradebook does not hold its latest grading" in \
+        logs["after_restore"], logs["after_restore"][-3000:]
+    assert logs["after_restore"].count("autograded before, but") == 2, logs["after_restore"][-3000:]  # and cy
+    again = rows(course, "grades-restored-regraded.csv")
+    assert (again["ben"]["status"], float(again["ben"]["score"])) == ("graded", 4.0), again["ben"]
+    assert {s: r["score"] for s, r in again.items() if s not in ("ben", "cy")} == \
+        {s: r["score"] for s, r in restored.items() if s not in ("ben", "cy")}
+
+
+def test_a_hand_in_replaced_by_hand_without_a_newer_time_is_graded_not_skipped(term):
+    course, logs = term["course"], term["logs"]
+    cy = rows(course, "grades-restored.csv")["cy"]
+    assert cy["status"].startswith("pending: its notebook in submitted/ was replaced after grading"), cy
+    assert f"nbgrader autograde {A}" in cy["status"], cy
+    assert "cy 02-precision: autograded before, but its notebook in submitted/ is not the one graded" in \
+        logs["after_restore"], logs["after_restore"][-3000:]
+    cy = rows(course, "grades-restored-regraded.csv")["cy"]
+    assert (cy["status"], float(cy["score"]), cy["timestamp"][:16]) == ("graded", 4.0, "2026-11-29 12:00"), cy
+
+
+def test_nbgrader_db_assignment_add_reads_due_dates_as_the_course_does(term):
+    course, logs = term["course"], term["logs"]
+    before = rows(course, "grades-before-db.csv")
+    assert rows(course, "grades-db-add.csv") == before, logs["db_add"][-2000:]  # nothing erased
+    assert "keeps its due date 2026-12-03 12:00:00 UTC" in logs["db_add"], logs["db_add"][-2000:]
+    out, _ = logs["db_dayfirst"]
+    assert "day and month could be either way round" in out and "nothing was changed" in out, out[-2000:]
+    assert rows(course, "grades-db-dayfirst.csv") == before
+    eve = rows(course, "grades-db-date.csv")["eve"]  # 6 h past her extension, which now counts
+    assert (eve["status"], eve["duedate"][:16], float(eve["late_submission_penalty"])) == \
+        ("late", "2026-12-02 12:00", 0.3), eve
+    assert "eve 02-precision: late penalty 0 -> 0.3" in logs["db_date"], logs["db_date"][-2000:]
+
+
+def test_lines_of_the_hand_in_record_that_match_no_hand_in_are_named(term):
+    out = term["logs"]["export_records"]
+    assert "handin-times.csv: Ada,02-precision,2026-11-29 10:00 UTC: no hand-in of 02-precision by 'Ada' " \
+           "(did you mean ada?)" in out, out[-3000:]
+    assert "handin-times.csv: ben,02,2026-11-29 11:00 UTC: no assignment '02' (did you mean 02-precision?)" in out
+    assert "handin-times.csv: eve," not in out  # the line that matches counts, and is not named
+
+
+def test_points_changed_on_a_release_hold_back_feedback_until_the_regrade(term):
+    logs = term["logs"]
+    assert "its maximum changed from 4 to 3" in logs["repointed"], logs["repointed"][-2000:]
+    out, page_kept = logs["feedback_repointed"]
+    assert "eve 02-precision: graded out of 4, the maximum is now 3: run `nbgrader autograde 02-precision --force`" \
+        in out and "no feedback made" in out, out[-3000:]
+    assert page_kept
+    eve = rows(term["course"], "grades-repointed.csv")["eve"]
+    assert float(eve["max_score"]) == 3.0 and "graded out of 4" in eve["check"], eve
+
+
+def test_a_term_record_cut_short_is_refused_not_read_as_no_extension(term):
+    logs = term["logs"]
+    out, written = logs["cut_export"]
+    assert "export refused: the term's record" in out and "cannot be read" in out and not written, out[-2000:]
+    assert "generate_feedback refused: the term's record" in logs["cut_feedback"], logs["cut_feedback"][-2000:]
+    rc, out = logs["cut_extend"]
+    assert rc == 2 and "cannot be read" in out and "nothing was changed" in out, out
+    assert logs["cut_left"]  # what was left of it, untouched
+
+
+def test_a_hand_in_moved_away_from_its_grades_is_flagged(term):
+    renamed = rows(term["course"], "grades-renamed.csv")
+    cy = renamed["cy"]
+    assert cy["status"] == "graded" and "its hand-in is no longer in submitted/cy/02-precision" in cy["check"], cy
+    assert renamed["cy.young"]["status"].startswith("pending: collected, not autograded yet"), renamed["cy.young"]
+    assert "02-precision cy: CHECK " in term["logs"]["renamed"] and \
+        "its hand-in is no longer in submitted/cy/02-precision" in term["logs"]["renamed"]
+    assert all("no longer in submitted" not in r["check"] for s, r in renamed.items() if s != "cy"), renamed

@@ -16,7 +16,8 @@ as a Hub's separate users would, without `--student`.
 
 ada answers everything; ben only the fp16 decoder; cy hands in the untouched release, gets
 0 back, then hands in every answer: the resubmission must be collected, regraded and its new
-page released without any flag the guide does not give. dan's untouched notebook came by e-mail:
+page released without any flag the guide does not give. ben is then given a manual score, and
+release_feedback run before generate_feedback must not hand him the page that omits it. dan's untouched notebook came by e-mail:
 put in submitted/ by hand, graded with the rest; release_feedback names it and releases everyone
 else's.
 
@@ -45,6 +46,7 @@ import nbformat
 import pytest
 
 from grader.classroom import workflow as classroom
+from test_term import formgrader
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +57,7 @@ COURSE_ID = "tensor-cores"  # course/nbgrader_config.py
 ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy": ("decode-fp16", "predictions")}
 FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": ()}  # cy's first hand-in: untouched
 CELLS = ("decode-fp16", "predictions")
+BEN_MANUAL = 0.5  # given by hand on ben's predictions cell after the second round
 BACKDATED = "2026-11-20 10:00:00.000000 UTC"  # gil's hand-in, renamed to a week before it was made
 
 
@@ -240,7 +243,18 @@ def term(tmp_path_factory, request):
     logs["autograde-before-collect"] = nbg(course, env, "autograde", A)  # forgetting to collect: said
     instructor_round("2")
     graded2 = {s: (course / "autograded" / s / A / f"{A}.ipynb").stat().st_mtime_ns for s in ANSWERS}
-    return dict(home=home, course=course, exchange=exchange, homes=homes, logs=logs, scores1=scores1,
+    scores2 = classroom.scores(course, A), {s: classroom.cell_scores(course, A, s) for s in ANSWERS}
+
+    # ben's empty predictions cell earns 0.5 by hand (the formgrader), and feedback is released
+    # again without being made again: his page would still say 2 of 4
+    formgrader(course, "grade", "predictions-test", A, "ben", str(BEN_MANUAL), "ben")
+    p = subprocess.run([sys.executable, "-m", "nbgrader", "release_feedback", A], cwd=course, env=env,
+                       capture_output=True, text=True)
+    logs["release_stale"] = (p.returncode, p.stdout + p.stderr)
+    logs["fetch_stale-ben"] = nbg(homes["ben"], env, "fetch_feedback", A)
+    stale_fetch = page_scores(fetched_pages(homes["ben"])[-1])[1]
+    instructor_round("3")  # the guide's commands: the page made again, then released
+    return dict(stale_fetch=stale_fetch, scores2=scores2, home=home, course=course, exchange=exchange, homes=homes, logs=logs, scores1=scores1,
                 fetched=fetched, regraded={s for s in ANSWERS if graded2[s] != graded1[s]})
 
 
@@ -355,11 +369,11 @@ def test_autograde_names_a_hand_in_not_yet_collected(term):
 
 
 def test_autograde_through_the_course_pipeline_regrades_only_the_resubmission(term):
-    got1, got2 = term["scores1"], classroom.scores(term["course"], A)
+    got1, (got2, cells2) = term["scores1"], term["scores2"]  # after the second round
     for s in ANSWERS:
         assert got1[s] == (sum(points(FIRST[s]).values()), 4.0), (s, got1[s])
         assert got2[s] == (sum(points(ANSWERS[s]).values()), 4.0), (s, got2[s])
-        assert classroom.cell_scores(term["course"], A, s) == points(ANSWERS[s]), s
+        assert cells2[s] == points(ANSWERS[s]), s
     assert term["regraded"] == {"cy"}
     for tag in ("1", "2"):  # the sandbox and the trusted grader graded it, as plain autograde does
         log = term["logs"][f"autograde{tag}"]
@@ -389,8 +403,10 @@ def test_every_student_fetches_their_own_verdicts_and_score(term):
         assert len(pages) == (2 if s == "cy" else 1), (s, pages)
         said, total = page_scores(pages[-1])
         want = points(ANSWERS[s])
+        if s == "ben":  # the trusted grader's line of a cell graded by hand gives way to the instructor's
+            del want["predictions-test"]
         assert sorted(said) == sorted(want.values()), (s, said)
-        assert total == (sum(want.values()), 4.0), (s, total)
+        assert total == (sum(want.values()) + (BEN_MANUAL if s == "ben" else 0), 4.0), (s, total)
         text = text_of(pages[-1])
         assert "BEGIN HIDDEN TESTS" not in text
         assert "Graded by the course's trusted grader" in text and "WITHOUT the sandbox" not in text, s
@@ -398,6 +414,16 @@ def test_every_student_fetches_their_own_verdicts_and_score(term):
     # cy's first page, fetched before the resubmission, still shows the untouched hand-in's 0
     said, total = page_scores(fetched_pages(term["homes"]["cy"])[0])
     assert total == (0.0, 4.0) and said == [0.0, 0.0]
+
+
+def test_release_feedback_never_hands_out_a_page_the_gradebook_has_moved_past(term):
+    rc, out = term["logs"]["release_stale"]
+    assert rc == 1 and "not released: ben's feedback page of 02-precision is stale" in out, out[-3000:]
+    assert f"nbgrader generate_feedback {A}" in out and "Traceback" not in out, out[-3000:]
+    assert "Releasing feedback for student 'ada'" in out, out[-3000:]  # everyone else's is released
+    assert "student 'ben'" not in out, out[-3000:]
+    assert term["stale_fetch"] == (2.0, 4.0)  # ben still has the page released before, never a wrong new one
+    assert "Releasing feedback for student 'ben'" in term["logs"]["release_feedback3"]
 
 
 def test_feedback_fetched_is_the_page_the_instructor_made(term):
