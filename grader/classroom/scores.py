@@ -121,12 +121,13 @@ def what_changed(before: dict, after: dict, out_of: float) -> str | None:
     checks = [[(v.get("exercise"), v.get("correct"), v.get("grader_error")) for v in vs] for vs in (bv, av)]
     if checks[0] != checks[1]:
         return f"{moved}: its checks' pass/fail changed"
-    tolerance = 0.0
+    tolerance, timed = 0.0, False
     for vb, va in zip(bv, av):
         sb, sa = vb.get("speed"), va.get("speed")
         allow = speed_noise(sb, sa)
         if allow is None:
             continue
+        timed = True
         if abs(sa["ratio"] - sb["ratio"]) > allow:
             return (f"{moved}: {va.get('exercise')}'s speed moved from {sb['ratio']:.3g} to {sa['ratio']:.3g} of "
                     f"its baseline, more than the timing noise of these runs (+-{allow:.2g})")
@@ -136,6 +137,10 @@ def what_changed(before: dict, after: dict, out_of: float) -> str | None:
         tolerance += min(1.0, allow / (sa["target"] - sa["floor"])) * share * out_of
     if abs(a - b) <= tolerance + 1e-9:
         return None
+    if not timed and any(bool(vb.get("speed")) != bool(va.get("speed")) for vb, va in zip(bv, av)):
+        return f"{moved}: its speed was checked in one of the two gradings only (a GPU in one, none in the other?)"
+    if not timed and not any(v.get("speed") for v in [*bv, *av]):  # no speed check to blame
+        return f"{moved} with the same hand-in, test cell and checks: its points changed?"
     return f"{moved}, more than the timing noise of its speed checks explains (+-{tolerance:.2g})"
 
 

@@ -231,14 +231,23 @@ def handin_replaced(coursedir, student: str, assignment: str) -> bool:
     return then != handin_digest(_folder(coursedir, "submitted_directory", student, assignment))
 
 
-def stale_maximum(coursedir, submission) -> str | None:
-    """The maximum changed (CPU-only grading switched, a new release) since this hand-in was graded."""
+def _autograded(coursedir, submission):
+    """(gradebook notebook, its autograded notebook as read: JSON) for each notebook of the hand-in
+    whose autograded file can be read."""
     folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
     for nb in submission.notebooks:
         try:
-            cells = json.loads((folder / f"{nb.name}.ipynb").read_text()).get("cells", [])
+            book = json.loads((folder / f"{nb.name}.ipynb").read_text())
         except (OSError, ValueError):
             continue
+        if isinstance(book, dict):
+            yield nb, book
+
+
+def stale_maximum(coursedir, submission) -> str | None:
+    """The maximum changed (CPU-only grading switched, a new release) since this hand-in was graded."""
+    for nb, book in _autograded(coursedir, submission):
+        cells = book.get("cells", [])
         then = sum(float(c.get("metadata", {}).get("nbgrader", {}).get("points", 0) or 0) for c in cells
                    if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
         now = sum(float(g.max_score or 0) for g in nb.grades)
@@ -256,12 +265,8 @@ def behind(coursedir, submission) -> str | None:
     and autograde would skip it as done."""
     from grader.classroom.scores import GRADED
 
-    folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
-    for nb in submission.notebooks:
-        try:
-            cells = json.loads((folder / f"{nb.name}.ipynb").read_text()).get("cells", [])
-        except (OSError, ValueError):
-            continue
+    for nb, book in _autograded(coursedir, submission):
+        cells = book.get("cells", [])
         stamps = {c["metadata"].get("nbgrader", {}).get("grade_id"): c["metadata"][GRADED] for c in cells
                   if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and GRADED in c["metadata"]}
         for g in nb.grades:
@@ -294,13 +299,9 @@ def locked_now(notebook) -> dict[str, str]:
 
 def _stale_cells(coursedir, submission) -> str | None:
     """Locked cells (tests, given code) released again with another text since this hand-in was graded."""
-    folder = _folder(coursedir, "autograded_directory", submission.student.id, submission.assignment.name)
     changed = []
-    for nb in submission.notebooks:
-        try:
-            then = graded_with(json.loads((folder / f"{nb.name}.ipynb").read_text()))
-        except (OSError, ValueError):
-            continue
+    for nb, book in _autograded(coursedir, submission):
+        then = graded_with(book)
         changed += [gid for gid, text in sorted(locked_now(nb.notebook).items()) if gid in then and then[gid] != text]
     if changed:
         return (f"graded with an earlier text of {', '.join(changed)} (released again since): run `nbgrader "

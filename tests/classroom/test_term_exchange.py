@@ -189,27 +189,27 @@ def term(tmp_path_factory, request):
         away = inbound / f"daemon+00-setup+{own.name.split('+')[2]}+x"
         logs["bin-renames"] = as_account("bin", "mv", str(own), str(away))
         as_account("bin", "rmdir", str(probe))
+
+    def late_student(name: str) -> Path:
+        """A student added after the first three, with ada's config under their own id, who fetched A."""
+        h = home / "students" / name
+        h.mkdir(parents=True)
+        (h / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", name))
+        logs[f"fetch-{name}"] = nbg(h, env, "fetch_assignment", A)
+        return h
+
     # eli hands in the release, then empties the secret `nbgrader submit` wrote beside it (his folder)
-    eli = home / "students" / "eli"
-    eli.mkdir(parents=True)
-    (eli / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "eli"))
-    logs["fetch-eli"] = nbg(eli, env, "fetch_assignment", A)
+    eli = late_student("eli")
     logs["submit1-eli"] = nbg(eli, env, "submit", A)
     (next(inbound.glob(f"eli+{A}+*")) / "submission_secret.txt").write_text("")
     # fay hands in every answer, then takes the timestamp.txt out of her folder: never late?
-    fay = home / "students" / "fay"
-    fay.mkdir(parents=True)
-    (fay / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "fay"))
-    logs["fetch-fay"] = nbg(fay, env, "fetch_assignment", A)
+    fay = late_student("fay")
     answer(fay, CELLS)
     logs["submit1-fay"] = nbg(fay, env, "submit", A)
     (next(inbound.glob(f"fay+{A}+*")) / "timestamp.txt").unlink()
     # gil hands in, then back-dates it: his folder renamed to an earlier time, timestamp.txt and the
     # files' times rewritten to match (a student can do all of it to their own folder)
-    gil = home / "students" / "gil"
-    gil.mkdir(parents=True)
-    (gil / "nbgrader_config.py").write_text((homes["ada"] / "nbgrader_config.py").read_text().replace("ada", "gil"))
-    logs["fetch-gil"] = nbg(gil, env, "fetch_assignment", A)
+    gil = late_student("gil")
     answer(gil, CELLS)
     logs["submit1-gil"] = nbg(gil, env, "submit", A)
     real = next(inbound.glob(f"gil+{A}+*"))

@@ -512,7 +512,9 @@ def test_the_regrade_rule_tells_timing_noise_from_a_real_change():
     # the guide asks for: the hand-in is the same, a noise move is still noise
     assert scores.what_changed(before, _result(*_graded_nb(0.46, given="N = 64  # fixed")), 2.0) is None
     nogpu = _result(*_graded_nb(None))  # the same kernel graded without a GPU: no speed, no noise to allow
-    assert "more than the timing noise of its speed checks explains (+-0)" in scores.what_changed(before, nogpu, 2.0)
+    assert "its speed was checked in one of the two gradings only" in scores.what_changed(before, nogpu, 2.0)
+    # no speed either time, the same checks, another score: the cell's points changed (said as noise, +-0, before)
+    assert "its points changed?" in scores.what_changed(nogpu, dict(nogpu, score=nogpu["score"] * 1.5), 3.0)
     old = dict(before, verdicts=[dict(v, speed={k: x for k, x in v["speed"].items() if "spread" not in k})
                                  for v in before["verdicts"]])  # a record from before the spreads were kept
     assert scores.what_changed(old, _result(*_graded_nb(0.46)), 2.0) is not None
