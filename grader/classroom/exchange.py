@@ -106,12 +106,16 @@ def _own_records(collector, records: list[dict]) -> tuple[list[dict], dict[str, 
     return [r for r in records if r["filename"] not in refused], refused
 
 
-def plain_entries(src: str) -> tuple[dict[str, list[str]], list[str]]:
-    """What of the exchange folder `src` may be copied ({folder: names to leave out}), and what is
-    left out and why; never follows a link."""
+def plain_entries(src: str) -> tuple[dict[str, list[str]], list[str], float]:
+    """What of the exchange folder `src` may be copied ({folder: names to leave out}), what is left
+    out and why, and when `src` or anything in it last changed (the latest st_ctime: a rename, an
+    edited timestamp.txt or a `touch -d` all set it to the time they ran, and no student can set it
+    back); never follows a link."""
     import stat
 
-    leave, said = {}, []
+    from grader.classroom.hardening import not_plain
+
+    leave, said, latest = {}, [], os.lstat(src).st_ctime
     for dirpath, dirnames, filenames in os.walk(src):
         out = []
         for name in dirnames + filenames:
@@ -121,18 +125,16 @@ def plain_entries(src: str) -> tuple[dict[str, list[str]], list[str]]:
             except OSError:
                 out.append(name)
                 continue
-            why = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else
-                   "a folder you cannot read" if stat.S_ISDIR(st.st_mode) and not os.access(p, os.R_OK | os.X_OK) else
-                   None if stat.S_ISDIR(st.st_mode) else
-                   "not a regular file (FIFO, socket or device)" if not stat.S_ISREG(st.st_mode) else
-                   "a hard link to a file elsewhere" if st.st_nlink > 1 else
-                   "a file you cannot read" if not os.access(p, os.R_OK) else None)
+            latest = max(latest, st.st_ctime)
+            why = not_plain(st) or (
+                ("a folder you cannot read" if not os.access(p, os.R_OK | os.X_OK) else None)
+                if stat.S_ISDIR(st.st_mode) else ("a file you cannot read" if not os.access(p, os.R_OK) else None))
             if why:
                 out.append(name)
                 said.append(f"{p} ({why})")
         dirnames[:] = [d for d in dirnames if d not in out]
         leave[os.path.abspath(dirpath)] = out
-    return leave, said
+    return leave, said, latest
 
 
 def make_sticky(path: str, log=None) -> None:
@@ -173,22 +175,9 @@ def restore_time(src: str, dest: str, log=None) -> None:
                     "folder in the exchange is named by, %s", dest, parts[2])
 
 
-def last_change(src: str) -> float:
-    """When the exchange folder `src` or anything in it last changed (the latest st_ctime, links not
-    followed): a rename, an edited timestamp.txt or a `touch -d` all set it to the time they ran, and
-    no student can set it back."""
-    latest = os.lstat(src).st_ctime
-    for dirpath, dirnames, filenames in os.walk(src):
-        for name in dirnames + filenames:
-            try:
-                latest = max(latest, os.lstat(os.path.join(dirpath, name)).st_ctime)
-            except OSError:
-                pass
-    return latest
-
-
-def keep_arrival(src: str, dest: str, log=None) -> None:
-    """The collected timestamp.txt's file time is when the hand-in last changed in the exchange, if
+def keep_arrival(src: str, dest: str, latest: float, log=None) -> None:
+    """The collected timestamp.txt's file time is `latest`, when the hand-in `src` last changed in the
+    exchange (plain_entries), if
     later than the time it was copied with: the file time is the collection's own record of when
     the files arrived (grader.classroom.handin_time), and a copy keeps the times a student gave
     them. A student who handed in late, then renamed the folder to an earlier time, wrote that time
@@ -201,7 +190,7 @@ def keep_arrival(src: str, dest: str, log=None) -> None:
 
     stamp = os.path.join(dest, "timestamp.txt")
     try:
-        latest, st = last_change(src), os.lstat(stamp)
+        st = os.lstat(stamp)
     except OSError:
         return
     if latest > st.st_mtime:
@@ -213,8 +202,8 @@ def keep_arrival(src: str, dest: str, log=None) -> None:
     changed = datetime.utcfromtimestamp(latest)
     if changed - claim > TOLERANCE and log is not None:
         log.warning("%s names %s, but it last changed in the exchange at %s (renamed, or its files edited, after "
-                    "handing in?): its timestamp.txt keeps %s as its file time, and export's check column flags it "
-                    "where the days late differ", os.path.basename(src), show(claim), show(changed), show(changed))
+                    "handing in?): its timestamp.txt keeps that as its file time, and export's check column flags it "
+                    "where the days late differ", os.path.basename(src), show(claim), show(changed))
 
 
 def _newest(collector, records: list[dict]) -> list[dict]:
@@ -391,7 +380,7 @@ def install() -> None:
 
         if not stat.S_ISDIR(os.lstat(src).st_mode):  # init_src left links out: never followed, whatever calls this
             raise RuntimeError(f"not collected: {src} is not a folder")
-        leave, said = plain_entries(src)
+        leave, said, latest = plain_entries(src)
         for what in said:
             self.log.warning("not collected: %s, in a hand-in in the exchange", what)
         copytree = shutil.copytree
@@ -407,7 +396,7 @@ def install() -> None:
         finally:
             shutil.copytree = copytree
         restore_time(src, dest, self.log)
-        keep_arrival(src, dest, self.log)
+        keep_arrival(src, dest, latest, self.log)
 
     ExchangeCollect.do_copy = copy_what_it_holds
 

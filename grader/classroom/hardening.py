@@ -46,6 +46,18 @@ NBGRADER: dict = {}  # nbgrader's own functions that install() replaced (tests c
 EXCHANGE_FILES, EXCHANGE_FILE_MAX = ("timestamp.txt", "submission_secret.txt"), 1024
 
 
+def not_plain(st: os.stat_result) -> str | None:
+    """Why an entry (as lstat sees it) is not a plain file or folder, or None: a link, a FIFO, socket
+    or device, or a hard link to a file elsewhere. What sanitize() removes and collect leaves out."""
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (FIFO, socket or device)"
+    return "a hard link to a file elsewhere" if st.st_nlink > 1 else None
+
+
 def sanitize(folder: str | os.PathLike, log=None) -> list[str]:
     """Remove what is not a plain file or folder under `folder` (itself included when it is a
     link); returns what was removed. Never follows a link."""
@@ -76,18 +88,13 @@ def sanitize(folder: str | os.PathLike, log=None) -> list[str]:
                 st = os.lstat(p)
             except OSError:
                 continue
-            mode = st.st_mode
-            if stat.S_ISLNK(mode):
-                drop(p, "a symbolic link")
-            elif stat.S_ISDIR(mode):
+            why = not_plain(st)
+            if why:
+                drop(p, why)
+                continue
+            if stat.S_ISDIR(st.st_mode):
                 keep.append(name)
-                _plain_mode(p, mode)
-            elif not stat.S_ISREG(mode):
-                drop(p, "not a regular file (FIFO, socket or device)")
-            elif st.st_nlink > 1:
-                drop(p, "a hard link to a file elsewhere")
-            else:
-                _plain_mode(p, mode)
+            _plain_mode(p, st.st_mode)
         dirnames[:] = [d for d in dirnames if d in keep]
     return removed
 

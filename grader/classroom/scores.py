@@ -137,10 +137,11 @@ def what_changed(before: dict, after: dict, out_of: float) -> str | None:
         tolerance += min(1.0, allow / (sa["target"] - sa["floor"])) * share * out_of
     if abs(a - b) <= tolerance + 1e-9:
         return None
-    if not timed and any(bool(vb.get("speed")) != bool(va.get("speed")) for vb, va in zip(bv, av)):
-        return f"{moved}: its speed was checked in one of the two gradings only (a GPU in one, none in the other?)"
-    if not timed and not any(v.get("speed") for v in [*bv, *av]):  # no speed check to blame
-        return f"{moved} with the same hand-in, test cell and checks: its points changed?"
+    if not timed:
+        if any(bool(vb.get("speed")) != bool(va.get("speed")) for vb, va in zip(bv, av)):
+            return f"{moved}: its speed was checked in one of the two gradings only (a GPU in one, none in the other?)"
+        if not any(v.get("speed") for v in [*bv, *av]):  # no speed check to blame
+            return f"{moved} with the same hand-in, test cell and checks: its points changed?"
     return f"{moved}, more than the timing noise of its speed checks explains (+-{tolerance:.2g})"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.coach.machine import limits
+from grader.runtime.launch import warp_registers
 
 
 @dataclass
@@ -33,14 +34,10 @@ class Occupancy:
                 f"{self.limiter} {self.by[self.limiter]}, {others})")
 
 
-def _round_up(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
-
-
 def occupancy(*, arch: int, threads: int, registers: int, smem_static: int = 0, smem_dynamic: int = 0) -> Occupancy:
     L = limits(arch)
     warps_per_block = -(-threads // 32)
-    regs_per_warp = _round_up(max(registers, 1) * 32, L.reg_unit)
+    regs_per_warp = warp_registers(max(registers, 1), L.reg_unit)
     smem = smem_static + smem_dynamic
     by = {
         "registers": (L.regs_per_sm // regs_per_warp) // warps_per_block if warps_per_block else 0,

@@ -62,7 +62,6 @@ class EmuModule:
         self.last_stdout = result.stdout
         return result
 
-
     def registers(self, kernel: str) -> int | None:
         """ptxas's registers per thread of `kernel` at this arch (NVRTC, once per module), or None
         where NVRTC cannot say: what a GPU allots each thread of its launches."""

@@ -80,8 +80,12 @@ def block_registers(registers: int, threads: int, limits: Limits = Limits()) -> 
     """The registers a block of `threads` is allotted at `registers` per thread: whole warps, each
     rounded up to the allocation unit. Above limits.regs_per_sm a GPU refuses the launch ("too
     many resources requested for launch"); 255 per thread (the most ptxas gives) x 256 threads fit."""
-    per_warp = -(-registers * 32 // limits.reg_alloc_unit) * limits.reg_alloc_unit
-    return -(-threads // 32) * per_warp
+    return -(-threads // 32) * warp_registers(registers, limits.reg_alloc_unit)
+
+
+def warp_registers(registers: int, unit: int = Limits.reg_alloc_unit) -> int:
+    """The registers one warp is allotted at `registers` per thread: 32 of them, rounded up to the unit."""
+    return -(-registers * 32 // unit) * unit
 
 
 def _is_array(x) -> bool:
