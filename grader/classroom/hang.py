@@ -89,8 +89,9 @@ def _smi_ids() -> list[str]:
     return ["-i", ids] if ids and all(p.strip() and p.strip() != "-1" for p in ids.split(",")) else []
 
 
-def gpu_state() -> dict:
-    """Processes on the GPU other than this one (pid -> MiB), utilisation %, and zombies."""
+def gpu_state(ignore=()) -> dict:
+    """Processes on the GPU other than this one and those in `ignore` (pid -> MiB), utilisation %,
+    and zombies."""
     apps = subprocess.run(["nvidia-smi", *_smi_ids(), "--query-compute-apps=pid,used_memory",
                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30).stdout
     util = subprocess.run(["nvidia-smi", *_smi_ids(), "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
@@ -98,7 +99,7 @@ def gpu_state() -> dict:
     procs = {}
     for line in apps.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) != os.getpid():
+        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) not in {os.getpid(), *ignore}:
             procs[int(parts[0])] = parts[1]
     return dict(procs=procs, util=max([int(u) for u in util.split() if u.strip().isdigit()] or [0]),
                 zombies=zombies())
@@ -131,18 +132,21 @@ def ours(found: list[str]) -> list[str]:
     return [z for z in found if int(z.split()[1]) in mine]
 
 
-def wait_idle(t0: float, zombies_before: list[str]) -> dict:
+def wait_idle(t0: float, zombies_before: list[str], procs_before=()) -> dict:
     """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen
-    (zombies: those that were not there before the scenario)."""
+    (zombies: those that were not there before the scenario). `procs_before`: the GPU's processes
+    before the scenario began, which are not the scenario's to end (a caller's own CUDA context:
+    nvidia-smi names host pids in a container, so os.getpid() cannot exclude it; 4 H200s,
+    2026-11-28: a pytest process that had run GPU tests kept the GPU 'busy' for good)."""
     seen = None
     while time.monotonic() - t0 < IDLE_WAIT:
-        seen = gpu_state()
+        seen = gpu_state(ignore=procs_before)
         if not seen["procs"] and seen["util"] <= IDLE_UTIL:
             break
         time.sleep(0.5)
         seen = None
     idle = None if seen is None else round(time.monotonic() - t0, 1)
-    seen = seen or gpu_state()
+    seen = seen or gpu_state(ignore=procs_before)
     seen["zombies"] = [z for z in ours(seen["zombies"]) if z not in zombies_before]
     return dict(idle_s=idle, **seen)
 
@@ -191,7 +195,7 @@ def shared(alone: list[dict]) -> dict:
     (tmp / "hang.cu").write_text(sources()["timed"][1])
     (tmp / "ref.cu").write_text(kernels.source(timed.reference))
     env = dict(os.environ, TC_GPU_LOCK=str(lock))
-    before = zombies()
+    before, procs_before = zombies(), set(gpu_state()["procs"])
     t0 = time.monotonic()
     jobs = []
     for name in ("hang.cu", "ref.cu"):
@@ -204,7 +208,7 @@ def shared(alone: list[dict]) -> dict:
         lines = o.strip().splitlines()
         out.append(json.loads(lines[-1]) if lines else dict(error=e.strip()[-500:]))
     verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic(), before)
+    idle = wait_idle(time.monotonic(), before, procs_before)
     hung, ref = out
     alone_ms = [r["kernel_ms"] for r in alone if r.get("kernel_ms")]
     late = (ref.get("verdict_s") or 1e9) - max(r["verdict_s"] for r in alone)
@@ -226,18 +230,18 @@ def scenario(name: str, exercise: str, source: str, beside=None, says=None) -> d
     stopped, or faulted)."""
     from grader.checking.check import check
 
-    before = zombies()
+    before, procs_before = zombies(), set(gpu_state()["procs"])
     with (beside or contextlib.nullcontext)() as held:
         t0 = time.monotonic()
         v = check(exercise, source, backend="gpu")
         verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic(), before)
+    idle = wait_idle(time.monotonic(), before, procs_before)
     text = v.text()
     said = says(text) if says else re.search(r"stopped|illegal|trap|crash|fault|failed", text, re.I)
     failed = [i for i in v.items if i.status == "fail"]
     first = failed[0].message.splitlines()[0][:300] if failed else ""
     return dict(scenario=name, exercise=exercise, verdict_s=round(verdict_s, 1), score=v.score, says_stopped=bool(said),
-                first_failure=first, beside=held, **idle)
+                first_failure=first, beside=held, there_before=sorted(procs_before), **idle)
 
 
 # Takes every byte of the GPU it can (cudaMalloc, past CuPy's pool), says so, and holds it until stdin closes
@@ -293,11 +297,11 @@ def trusted() -> dict:
     d = course / "submitted" / "hang" / a
     d.mkdir(parents=True)
     nbformat.write(nb, d / f"{a}.ipynb")
-    before = zombies()
+    before, procs_before = zombies(), set(gpu_state()["procs"])
     t0 = time.monotonic()
     proc = workflow.nbgrader(course, "autograde", a, "--student", "hang", "--create", check=False)
     verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic(), before)
+    idle = wait_idle(time.monotonic(), before, procs_before)
     cells = workflow.cell_scores(course, a, "hang")
     out = course / "autograded" / "hang" / a / f"{a}.ipynb"
     said = ""

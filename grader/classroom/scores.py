@@ -145,6 +145,38 @@ def what_changed(before: dict, after: dict, out_of: float) -> str | None:
     return f"{moved}, more than the timing noise of its speed checks explains (+-{tolerance:.2g})"
 
 
+def graded_apart(course_a, student_a: str, course_b, student_b: str, assignment: str) -> list[str]:
+    """Why two gradings of one hand-in (two courses, e.g. plain nbgrader's and a cohort's; or two
+    students who handed in the same text) differ, cell by cell, by `what_changed`: [] where every
+    cell's automatic score is the same but for timing noise. A speed graded between a floor and a
+    target moves a little with every run (4 H200s, 2026-11-28: 2.6018 and 2.6012 of 3 for one
+    slow kernel), as it does when plain nbgrader grades the same hand-in twice; a check's pass/fail,
+    the hand-in or its test, or a speed moved beyond its runs' own spread is a difference."""
+    out = []
+    with Gradebook(f"sqlite:///{course_a}/gradebook.db") as ga, Gradebook(f"sqlite:///{course_b}/gradebook.db") as gb:
+        try:
+            sa, sb = ga.find_submission(assignment, student_a), gb.find_submission(assignment, student_b)
+        except MissingEntry:
+            return ["not graded in both"]
+        for na in sa.notebooks:
+            nb = next((n for n in sb.notebooks if n.name == na.name), None)
+            if nb is None:
+                out.append(f"{na.name}: not graded in both")
+                continue
+            ra, rb = stored(ga, assignment, student_a, na.name), stored(gb, assignment, student_b, na.name)
+            other = {g.name: g for g in nb.grades}
+            for g in na.grades:
+                h = other.get(g.name)
+                if h is None:
+                    out.append(f"{na.name} {g.name}: not graded in both")
+                    continue
+                why = what_changed(dict(ra.get(g.name, {}), score=g.auto_score),
+                                  dict(rb.get(g.name, {}), score=h.auto_score), float(g.max_score or 0.0))
+                if why:
+                    out.append(f"{na.name} {g.name}: {why}")
+    return out
+
+
 # ------------------------------------------------------------------ the course's table
 def _table(gb) -> None:
     gb.db.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} (assignment VARCHAR(128) NOT NULL, "

@@ -8,7 +8,10 @@ for the timing alone, at the point where the trusted grader's verdict enters nbg
   her verdicts record), ben's by far more: ada's manual score stands, ben's is cleared, saying why;
 - ada regraded while another process held the GPU's memory (the grader fails her check, saying it is
   not her kernel), then on an idle GPU: her manual score stands through both;
-- ada's kernel edited so its check fails, and regraded: her manual score is cleared, saying why.
+- ada's kernel edited so its check fails, and regraded: her manual score is cleared, saying why;
+- cy, given no manual score, graded twice with timing noise between: `graded_apart` (what
+  .ci/gpu-cohort asks of plain nbgrader's and a cohort's gradings) calls the two the same, and
+  calls ben's two, and ada's edited hand-in, apart.
 """
 import json
 import shutil
@@ -41,24 +44,33 @@ def cell(course: Path, student: str) -> tuple[float, float | None]:
         return g.auto_score, g.manual_score
 
 
+def _snapshot(course: Path, tmp_path_factory) -> Path:
+    """A folder holding a copy of the course's gradebook as it is now (all graded_apart reads)."""
+    d = tmp_path_factory.mktemp("book")
+    shutil.copy(course / "gradebook.db", d / "gradebook.db")
+    return d
+
+
 @pytest.fixture(scope="module")
 def term(tmp_path_factory):
     course = classroom.new_course(tmp_path_factory.mktemp("regrade") / "course")
     with open(course / "nbgrader_config.py", "a") as f:
         f.write(config_lines(Path(__file__).parent))
     run(course, "generate_assignment", A, "--force")
-    for s in ("ada", "ben"):
+    for s in ("ada", "ben", "cy"):
         hand_in(course, s, A, book(A, course), "2026-11-20 10:00:00 UTC")
     out = {}
-    timing(course, ada=0.45, ben=0.45)  # halfway between floor 0.3 and target 0.6
+    timing(course, ada=0.45, ben=0.45, cy=0.45)  # halfway between floor 0.3 and target 0.6
     out["first"], _ = run(course, "autograde", A)
-    out["auto_first"] = {s: cell(course, s)[0] for s in ("ada", "ben")}
+    out["book_first"] = _snapshot(course, tmp_path_factory)
+    out["auto_first"] = {s: cell(course, s)[0] for s in ("ada", "ben", "cy")}
     for s in ("ada", "ben"):
         formgrader(course, "grade", CELL, A, s, "1.8", s)
 
-    timing(course, ada=0.46, ben=0.58)  # ada: noise (2 x 4% of 0.46 allows 0.037); ben: 0.13 faster
+    timing(course, ada=0.46, ben=0.58, cy=0.47)  # ada, cy: noise (2 x 4% of 0.46 allows 0.037); ben: 0.13 faster
     out["noise"], _ = run(course, "autograde", A, "--force")
-    out["after_noise"] = {s: cell(course, s) for s in ("ada", "ben")}
+    out["after_noise"] = {s: cell(course, s) for s in ("ada", "ben", "cy")}
+    out["book_noise"] = _snapshot(course, tmp_path_factory)
 
     # another process held the GPU's memory: the grader failed ada's check (not her kernel), then an idle GPU
     (course / FILE).write_text(json.dumps({"ada": {"no_memory": True}}))
@@ -83,6 +95,7 @@ def term(tmp_path_factory):
     hand_in(course, "ada", A, book(A, course, ("transpose-kernel",)), "2026-11-21 10:00:00 UTC")
     out["edited"], _ = run(course, "autograde", A, "--force", "--student", "ada")
     out["after_edit"] = cell(course, "ada")
+    out["book_edit"] = _snapshot(course, tmp_path_factory)
     yield out
     shutil.rmtree(course, ignore_errors=True)
 
@@ -132,3 +145,22 @@ def test_a_new_hand_in_with_the_same_automatic_score_clears_the_manual_grade(ter
     assert auto == pytest.approx(term["after_noise"]["ben"][0]) and manual is None, term["ben_again"][-3000:]
     assert "ben 01-memory-layout transpose-test: the hand-in changed" in term["ben_again"]
     assert "the manual score 1.9 is cleared" in term["ben_again"]
+
+
+def test_two_gradings_are_told_apart_by_the_regrade_rule(term):
+    """.ci/gpu-cohort judges a cohort's scores against plain nbgrader's with graded_apart: a speed
+    score moved by timing noise only is the same grading (cy: 0.45 then 0.47 of the library, no
+    manual score, so each grading's record is kept); a speed moved beyond its runs' spread (ben), or
+    another hand-in (ada's edit), is not; two students' same hand-ins graded alike are the same."""
+    from grader.classroom.scores import graded_apart
+
+    first, noise, edit = term["book_first"], term["book_noise"], term["book_edit"]
+    assert term["after_noise"]["cy"][0] != pytest.approx(term["auto_first"]["cy"])  # the score did move
+    assert graded_apart(first, "cy", noise, "cy", A) == []
+    assert graded_apart(first, "ada", first, "ben", A) == []
+    ben = graded_apart(first, "ben", noise, "ben", A)
+    assert len(ben) == 1 and "transpose's speed moved from 0.45 to 0.58" in ben[0], ben
+    ada = graded_apart(first, "ada", edit, "ada", A)
+    assert ada and all("the hand-in changed" in w for w in ada), ada  # every cell: another hand-in
+    assert any("transpose-test: the hand-in changed (automatic score 1.5 -> 0)" in w for w in ada), ada
+    assert graded_apart(first, "cy", first, "nobody", A) == ["not graded in both"]

@@ -148,6 +148,31 @@ def test_the_idle_watch_looks_at_its_own_gpu_only(tmp_path, monkeypatch):
     assert every["procs"] == {4242: "900"} and every["util"] == 97, every
 
 
+def test_the_idle_watch_leaves_out_what_held_the_gpu_before_the_scenario(tmp_path, monkeypatch):
+    """The caller's own CUDA context (a pytest process that ran GPU tests before) was on the GPU
+    before the scenario and stays after it: not the scenario's, so not 'busy'. nvidia-smi names host
+    pids in a container, so the caller's pid cannot leave it out (4 H200s, 2026-11-28: idle_s None,
+    with the pytest process's context listed). A process that came during the scenario still counts."""
+    from grader.classroom import hang
+
+    listed = tmp_path / "apps"
+    listed.write_text("25566, 1816\n")
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$*" in\n  *query-compute-apps*) cat {listed} ;;\n  *) echo 0 ;;\nesac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(hang, "IDLE_WAIT", 1.5)
+    before = set(hang.gpu_state()["procs"])
+    assert before == {25566}
+    assert hang.wait_idle(time.monotonic(), [])["idle_s"] is None  # the old watch: busy for good
+    got = hang.wait_idle(time.monotonic(), [], before)
+    assert got["idle_s"] is not None and got["procs"] == {}, got
+    listed.write_text("25566, 1816\n50703, 586\n")  # a process the scenario left behind
+    got = hang.wait_idle(time.monotonic(), [], before)
+    assert got["idle_s"] is None and got["procs"] == {50703: "586"}, got
+
+
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_on_the_gpu_a_kernel_that_prints_costs_nothing_but_its_speed():
@@ -219,7 +244,7 @@ def test_the_zombie_watch_counts_its_own_zombies_only(monkeypatch):
         own = [z for z in hang.zombies() if z.startswith(f"{kid} ")]
         assert own, "the child did not become a zombie"
         neighbour, orphan = "777777 999999 python3", "777778 1 bwrap"
-        monkeypatch.setattr(hang, "gpu_state", lambda: dict(procs={}, util=0, zombies=[*own, neighbour, orphan]))
+        monkeypatch.setattr(hang, "gpu_state", lambda ignore=(): dict(procs={}, util=0, zombies=[*own, neighbour, orphan]))
         got = hang.wait_idle(time.monotonic(), [])
         assert got["idle_s"] is not None
         assert set(got["zombies"]) == {*own, orphan}, got["zombies"]
