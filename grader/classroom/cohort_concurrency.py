@@ -120,7 +120,7 @@ def choose(fig: Figures | None, cores_per_gpu: float, memory_per_gpu: float | No
     for name, cap in caps.items():
         if cap < n:
             n, limit = cap, name
-    return dict(n=n, measured=True, limit=limit, seconds=fig.seconds, exclusive=fig.exclusive, cpu=fig.cpu,
+    return dict(n=n, measured=True, limit=limit, bounds=bounds, seconds=fig.seconds, exclusive=fig.exclusive, cpu=fig.cpu,
                 memory=fig.memory, submissions=fig.submissions, cores_per_gpu=cores_per_gpu,
                 memory_per_gpu=memory_per_gpu, upper=upper)
 
@@ -141,5 +141,9 @@ def describe(choice: dict) -> str:
     if choice.get("memory"):
         free = f" of {choice['memory_per_gpu'] / GiB:.0f} GiB available per GPU" if choice.get("memory_per_gpu") else ""
         parts.append(f"{choice['memory'] / GiB:.1f} GiB per job{free}")
+    # what each bound alone would allow, so a cap below them (4 H200s, 2026-11-28: 8 workers started,
+    # the GPU's bound 10) reads as room left, not as the GPU's limit
+    allow = ", ".join(f"{k} {v:.1f}" for k, v in (choice.get("bounds") or {}).items())
     return (f"{choice['n']} (measured on {choice['submissions']} submission(s) graded alone on a GPU: "
-            f"{'; '.join(parts)}; limited by: {choice['limit']})")
+            f"{'; '.join(parts)}; limited by: {choice['limit']}"
+            + (f"; jobs per GPU each bound allows: {allow}" if allow else "") + ")")

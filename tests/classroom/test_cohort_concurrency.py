@@ -99,8 +99,12 @@ def test_summary_and_phases_say_how_many_and_from_what():
     assert c["n"] == 4  # 40 s a submission, 10 s of it holding the GPU alone
     for part in ("4 (measured on 2 submission(s) graded alone on a GPU", "GPU held 25% of a 40.0 s submission",
                  "25.0 CPU-s of it (0.6 cores busy), 16 cores per GPU", "1.0 GiB per job of 60 GiB available per GPU",
-                 "limited by: GPU"):
+                 "limited by: GPU", "jobs per GPU each bound allows: GPU 4.0, CPU 25.6"):
         assert part in line, (part, line)
+    # a cap below the bounds (the workers started) says how far the bounds would have gone
+    capped = cc.describe(cc.choose(cc.figures([_result("a"), _result("b")]), cores_per_gpu=16,
+                                   memory_per_gpu=60 * GiB, upper=2))
+    assert "2 (measured" in capped and "limited by: workers started; jobs per GPU each bound allows: GPU 4.0" in capped, capped
     results = [dict(student=f"s{i}", status="graded", seconds=30.0, worker=f"gpu0.{i % 4 + 1}", device="0",
                     start=100.0 + i) for i in range(8)]
     text = cohort.summary("03-cuda-core-gemm", results, [], 100.0, ["gpu0.1", "gpu0.2", "gpu0.3", "gpu0.4"], True,
