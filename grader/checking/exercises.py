@@ -165,8 +165,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # As a share of cuBLAS fp32 the window was a knife edge: tiled 17.7%, naive 12.6%, so
         # floor 12.5% / target 13% (H100). Paired with the naive kernel the tiled reference is
         # 1.67-1.77x at every size and shape tried, 1024^3 to 4096x4096x16384 (H100,
-        # kernels/RESULTS-grader.md): target 1.25 leaves it 1.34x, and the naive kernel (1.0)
-        # is under the floor. A register-blocked kernel reaches ~8x (84% of cuBLAS, notebook
+        # kernels/RESULTS-grader.md): target 1.25 leaves it 1.34x. The naive kernel handed in here
+        # runs under this contract's 32x32 blocks, faster than its own 16x16: 1.17-1.18x (H100
+        # 2026-11-26, H200 2026-11-28), under the target, earning ~0.6 of the speed point, as the
+        # policy allows (DESIGN.md: partial credit between floor and target). A register-blocked kernel reaches ~8x (84% of cuBLAS, notebook
         # 03; cuBLAS is ~10x naive): the ceiling of what is possible is 15x.
         perf_size=_g(4096, 4096, 4096), launch_defaults=dict(tile=32), floor=1.05, target=1.25,
         ceiling=15.0,
