@@ -43,9 +43,9 @@
  *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [256], a multiple of
  *   BLOCK_K / 8 and of BLOCK_N / 8.
  * Registers (ptxas via NVRTC 13.0): 240 on sm_90, 236 on sm_80, no spill.
- * Launch: block (THREADS, 1, 1), grid (min(number of SMs, (M / BLOCK_M) * (N / BLOCK_N)), 1, 1)
- *         for the persistent walk; grid (N / BLOCK_N, M / BLOCK_M), as every rung of the ladder,
- *         is correct too (one tile per block).
+ * Launch: block (THREADS, 1, 1), grid (min(SMS, (M / BLOCK_M) * (N / BLOCK_N)), 1, 1), SMS the
+ *         number of SMs, for the persistent walk; grid (N / BLOCK_N, M / BLOCK_M), as every rung
+ *         of the ladder, is correct too (one tile per block: how exercise wmma-gemm-fast launches it).
  *         Dynamic shared memory:
  *           STAGES * (BLOCK_M * (BLOCK_K + SMEM_PAD) + BLOCK_K * (BLOCK_N + SMEM_PAD)) * 2 bytes
  *           [156672: fits an A100's 163 KB and an H100's 227 KB; STAGES=4 needs 208896, H100/H200

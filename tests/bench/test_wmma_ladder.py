@@ -124,11 +124,15 @@ def test_persistent_rung_is_right_on_the_emulator(rung):
     """Each block walks several tiles (tiles per block: 2 and 1; 3; 3 and 2; with K of one k-tile
     the loader crosses into the next tile inside the prologue), and launched one block per tile on a
     2-D grid, as the exercise launches it. The emulator lands a cp.async only at the wait that
-    covers it, so a buffer read before its copy was waited for is caught."""
+    covers it, so a buffer read before its copy was waited for is caught, and runs the threads in
+    two orders that must agree (race_check: a missing barrier)."""
+    import functools
+
     from grader.problems import gemm
     from grader.runtime import backend
 
     module = backend.load(kernels.source(rung.file), "emu", rung.options)
+    module.launch = functools.partial(module.launch, race_check=True)
     bm_, bn, bk = rung.spec().multiple
     for blocks, shape in ((3, (2 * bm_, 2 * bn, 5 * bk)), (1, (3 * bm_, bn, 2 * bk)), (2, (bm_, 5 * bn, bk))):
         run = gemm.run_once(module, dataclasses.replace(rung.spec(), blocks=blocks), *shape, 1)
