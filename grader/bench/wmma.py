@@ -294,7 +294,7 @@ def ladder_table(sizes, only=None, out=print) -> list[dict]:
         rows += measure_gemm("wmma_gemm_naive", "wmma_gemm_naive", spec, sizes,
                              lambda m, s: check_sizes(m, s, CHECK_SIZES), out=out)
     for rung in LADDER:
-        if only and rung.file.replace("wmma_gemm_", "") not in only:
+        if only and _short(rung) not in only:
             continue
         spec = rung.spec()
         rows += measure_gemm(rung.name, rung.file, spec, sizes,
@@ -395,11 +395,19 @@ def dmma_niter_table(niters=(1, 16, 256, 1024, 4096), blocks=None, threads=256, 
         out(f"| {nacc} | {'ok' if cmp.ok else cmp} | " + " | ".join(cells) + " TFLOP/s |")
 
 
-def sweep_table(sizes, out=print) -> None:
+def _short(rung: Rung) -> str:
+    """The name --only knows a rung by: "dmma" for the fp64 kernels, else the file without wmma_gemm_."""
+    return "dmma" if rung.kind == "dmma" else rung.file.replace("wmma_gemm_", "")
+
+
+def sweep_table(sizes, only=None, out=print) -> None:
+    """The SWEEP variants (with `only`, those of the rungs it names)."""
     out("\n### Tuning sweep (variants of the default defines; correctness checked at 1024)\n")
     out(HEAD)
     info = device_info()
     for rung in SWEEP:
+        if only and _short(rung) not in only:
+            continue
         if info and rung.shared_mem > info.max_shared_optin:
             out(f"| {rung.name} | | SKIPPED: needs {rung.shared_mem} B of shared memory per block, this GPU "
                 f"allows {info.max_shared_optin} | | | | |")
@@ -429,7 +437,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="append everything printed to this file")
     ap.add_argument("--only", nargs="+", help="naive smem warptile padded async swizzle fragdb persistent dmma "
                     "any_size epilogue niter")
-    ap.add_argument("--sweep", action="store_true", help="also time the tuning variants")
+    ap.add_argument("--sweep", action="store_true", help="also time the tuning variants (with --only: of those rungs)")
     args = ap.parse_args(argv)
     if device_info() is None:
         print("needs a GPU: no CUDA device found", file=sys.stderr)
@@ -444,7 +452,7 @@ def main(argv=None) -> int:
     only = set(args.only) if args.only else None
     if not only or {"any_size", "epilogue"} & only:
         small_kernels_table(out=out)
-    if not only or {"naive", *(r.file.replace("wmma_gemm_", "") for r in LADDER)} & only:
+    if not only or {"naive", *(_short(r) for r in LADDER)} & only:
         ladder_table(tuple(args.sizes), only, out=out)
     if not only or "dmma" in only:
         dmma_table(tuple(args.sizes), only, out=out)
@@ -452,7 +460,7 @@ def main(argv=None) -> int:
         niter_table(out=out)
         dmma_niter_table(out=out)
     if args.sweep:
-        sweep_table(tuple(args.sizes), out=out)
+        sweep_table(tuple(args.sizes), only, out=out)
     if args.out:
         with open(args.out, "a") as f:
             f.write("\n" + "\n".join(lines) + "\n")

@@ -170,6 +170,38 @@ def test_a_broken_walk_is_caught_on_the_emulator(bug):
     assert not run.comparison.ok
 
 
+def test_the_pending_command_times_rung_7_beside_rung_6_with_their_variants(tmp_path, monkeypatch):
+    """The command kernels/RESULTS-wmma.md names for the next GPU run (`--only fragdb persistent
+    --sweep`): the flow on the CPU, the GPU parts stood in for. Both rungs and their STAGES=4
+    variants are checked, then timed at 4096^3 and 8192^3 paired with cuBLAS, the persistent ones
+    with one block per SM; nothing else is timed."""
+    from types import SimpleNamespace
+
+    info = SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90", sm_count=132, driver="13.0", runtime="13.2",
+                           max_shared_optin=232448, cc=90)
+    monkeypatch.setattr(bw, "device_info", lambda: info)
+    monkeypatch.setattr(bw, "_module", lambda file, options=(): (file, options))
+    monkeypatch.setattr(bw, "_resources", lambda module, kernel, source, options: "236")
+    checked, timed = [], []
+    monkeypatch.setattr(bw, "check_sizes", lambda module, spec, sizes: checked.append(module) or (True, 0.01, ""))
+
+    def time_kernel(module, spec, n, max_seconds=2.0):
+        timed.append((module, n, spec.grid(n, n, n)))
+        return dict(tflops=400.0, lib_tflops=600.0, ratio=400 / 600, timing="")
+    monkeypatch.setattr(bw, "time_kernel", time_kernel)
+    out = tmp_path / "wmma.md"
+    assert bw.main(["--only", "fragdb", "persistent", "--sweep", "--out", str(out)]) == 0
+    four = ("-DSTAGES=4",)
+    modules = [("wmma_gemm_fragdb", ()), ("wmma_gemm_persistent", ()), ("wmma_gemm_fragdb", four),
+               ("wmma_gemm_persistent", four)]
+    assert checked == modules
+    assert timed == [(m, n, (132, 1, 1) if m[0] == bw.AIMED else (8192 // 256, 8192 // 128, 1) if n == 8192
+                      else (16, 32, 1)) for m in modules for n in (4096, 8192)]
+    text = out.read_text()
+    assert "| wmma_gemm_persistent | 4096^3 | yes (0.01 of bound) | 400.0 | 600.0 | 66.7% | 236 |" in text
+    assert "| persistent[STAGES=4] | 8192^3 |" in text and "dmma" not in text.split("### fp16")[1]
+
+
 # ---------------------------------------------------------------- on a GPU
 def _module(file, options=()):
     from grader.runtime.gpu import GpuModule
