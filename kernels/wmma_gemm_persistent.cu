@@ -5,10 +5,11 @@
  *
  * What changed vs wmma_gemm_fragdb.cu: the schedule, not the inner loop (same 128 x 256 x 64
  * tile, 8 warps of 64 x 64, rows padded by 8 halves, fragments double-buffered across the
- * barrier, copies from one base address per thread). This is the step that made the mma.sync
- * ladder's best kernel (kernels/mma_gemm_persistent.cu, the same tile and pipeline) the fastest:
- * 70.0% / 62.1% of cuBLAS at 4096^3 / 8192^3 with STAGES=4 against 67.5% / 57.4% for its
- * one-block-per-tile rung in the same run (kernels/RESULTS-mma.md, H200, 2026-11-28). Rung 6
+ * barrier, copies from one base address per thread). The same step on the mma.sync ladder
+ * (kernels/mma_gemm_persistent.cu, the same tile and pipeline; kernels/RESULTS-mma.md, H200,
+ * 2026-11-28, paired with cuBLAS): 67.0% / 60.4% of cuBLAS at 4096^3 / 8192^3 against 67.5% /
+ * 57.4% for its one-block-per-tile rung in the same run, and with STAGES=4 70.0% / 62.1%, the
+ * best of that ladder (a second H200: 64.7% / 59.1%, 63.8% / 56.6%, 65.1% / 59.3%). Rung 6
  * measured 52-56% at 4096^3 (kernels/RESULTS-wmma.md); its profile (kernels/coach-h100.json) has
  * the tensor pipe 56% busy with `wait` the top stall at 2 warps per scheduler (240 registers):
  * every cycle in which the pipe has nothing to do is lost, there is no other warp to fill it.
@@ -42,7 +43,7 @@
  *   GROUP_M [16] (block rows per swizzle group),
  *   THREADS = 32 * (BLOCK_M / (16 * WARP_M)) * (BLOCK_N / (16 * WARP_N)) [256], a multiple of
  *   BLOCK_K / 8 and of BLOCK_N / 8.
- * Registers (ptxas via NVRTC 13.0): 240 on sm_90, 236 on sm_80, no spill.
+ * Registers (ptxas via NVRTC 13.0): 236 on sm_90 and sm_80, no spill (STAGES=4 the same).
  * Launch: block (THREADS, 1, 1), grid (min(SMS, (M / BLOCK_M) * (N / BLOCK_N)), 1, 1), SMS the
  *         number of SMs, for the persistent walk; grid (N / BLOCK_N, M / BLOCK_M), as every rung
  *         of the ladder, is correct too (one tile per block: how exercise wmma-gemm-fast launches it).

@@ -8,7 +8,8 @@ reference, componentwise bound of grader.numerics) at several sizes BEFORE it is
 wrong kernel is reported and never timed. Kernel and cuBLAS (cupy.matmul) are timed in the
 same process on the same size with grader.runtime.timing.benchmark (CUDA events, median).
 Prints markdown tables: the fp16 ladder, the fp64 (DMMA) pair, the niter sweep; `--sweep`
-adds block-shape variants of the fastest rungs (for tuning the defaults).
+adds block-shape variants of the fastest rungs (for tuning the defaults; with --only, the variants
+of the rungs named). A persistent rung (PERSISTENT_FILES) is timed with one block per SM.
 """
 from __future__ import annotations
 
