@@ -27,7 +27,7 @@ import ctypes
 import secrets
 import sys
 import tempfile
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -92,21 +92,7 @@ class Rung:
         if not self.persistent:
             return base
         info = device_info()
-        return PersistentSpec(**{f.name: getattr(base, f.name) for f in fields(base)},
-                              blocks=info.sm_count if info else 132)
-
-
-@dataclass(frozen=True)
-class PersistentSpec(gemm_launch.GemmSpec):
-    """The launch of a persistent kernel: `blocks` blocks (one per SM, 1 block fits per SM at
-    ~250 registers), never more than there are tiles; block b computes tiles b, b + blocks, ...
-    (any grid of at least one block is correct, which the CPU checks use with a small one)."""
-
-    blocks: int = 132
-
-    def grid(self, M: int, N: int, K: int = 0) -> tuple[int, int, int]:
-        tiles = gemm_launch.cdiv(M, self.tile[0]) * gemm_launch.cdiv(N, self.tile[1])
-        return (max(1, min(self.blocks, tiles)), 1, 1)
+        return gemm_launch.persistent(base, info.sm_count if info else 132)
 
 
 # Defaults exactly as the #ifndef blocks of each file (a CPU test compares them).

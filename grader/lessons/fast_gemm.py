@@ -38,6 +38,7 @@ LABELS = {
     "wmma_gemm_async": "cp.async\n3 stages",
     "wmma_gemm_swizzle": "swizzle +\nepilogue",
     "wmma_gemm_fragdb": "fragments\ndouble-buffered",
+    "wmma_gemm_persistent": "persistent\nblocks",
 }
 
 

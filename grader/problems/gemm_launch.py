@@ -15,7 +15,7 @@ Three shapes of launch cover every GEMM kernel in kernels/:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 def cdiv(a: int, b: int) -> int:
@@ -39,6 +39,24 @@ class GemmSpec:
     def grid(self, M: int, N: int, K: int = 0) -> tuple[int, int, int]:
         rows, cols = cdiv(M, self.tile[0]), cdiv(N, self.tile[1])
         return (rows, cols, 1) if self.rows_along == "x" else (cols, rows, 1)
+
+
+@dataclass(frozen=True)
+class PersistentSpec(GemmSpec):
+    """The launch of a persistent kernel: `blocks` blocks (one per SM: one block of ~240 registers
+    per thread fits per SM), never more than there are tiles; block b computes tiles b, b + blocks, ...
+    (any grid of at least one block is correct, which the CPU checks use with a small one)."""
+
+    blocks: int = 132
+
+    def grid(self, M: int, N: int, K: int = 0) -> tuple[int, int, int]:
+        tiles = cdiv(M, self.tile[0]) * cdiv(N, self.tile[1])
+        return (max(1, min(self.blocks, tiles)), 1, 1)
+
+
+def persistent(spec: GemmSpec, blocks: int) -> PersistentSpec:
+    """`spec` (a block-per-tile launch) walked by `blocks` persistent blocks instead."""
+    return PersistentSpec(**{f.name: getattr(spec, f.name) for f in fields(spec)}, blocks=blocks)
 
 
 def threads_per_element(kernel: str, in_dtype: str, out_dtype: str, tile: int, **kw) -> GemmSpec:

@@ -157,7 +157,7 @@ def _swizzle_variants():
     try:
         from grader.bench import wmma as bench_wmma
         return [r for r in [*bench_wmma.LADDER, *bench_wmma.SWEEP]
-                if r.file in ("wmma_gemm_swizzle", "wmma_gemm_fragdb")]
+                if r.file in ("wmma_gemm_swizzle", "wmma_gemm_fragdb", "wmma_gemm_persistent")]
     except Exception:  # noqa: BLE001 - the ladder module is not ours; skip if it changes
         return []
 

@@ -80,7 +80,7 @@ def _no_launch(*a, **k):
 
 
 @pytest.mark.parametrize("cc", [75, 70])
-@pytest.mark.parametrize("name", ["wmma_gemm_async", "wmma_gemm_swizzle", "wmma_gemm_fragdb"])
+@pytest.mark.parametrize("name", F.RUNGS[4:])  # the rungs from cp.async up: sm_80's shared memory
 def test_06_check_rung_skips_on_old_gpus(act_as, monkeypatch, cc, name):
     act_as(cc)
     monkeypatch.setattr(F.backend, "load", _no_launch)
@@ -115,7 +115,7 @@ def _fake_bench(monkeypatch, timed: list):
     monkeypatch.setattr(bench_wmma, "time_kernel", time_kernel)
 
 
-@pytest.mark.parametrize("cc,ran", [(75, 4), (70, 4), (90, 7)])
+@pytest.mark.parametrize("cc,ran", [(75, 4), (70, 4), (90, len(F.RUNGS))])
 def test_06_ladder_times_what_the_gpu_runs(act_as, monkeypatch, cc, ran):
     act_as(cc)
     timed = []
@@ -124,7 +124,7 @@ def test_06_ladder_times_what_the_gpu_runs(act_as, monkeypatch, cc, ran):
     assert len(rows) == len(timed) == ran
     if cc < 80:
         assert [r["name"] for r in rows] == F.RUNGS[:4]
-        assert "wmma_gemm_async, wmma_gemm_swizzle, wmma_gemm_fragdb skipped here" in source
+        assert ", ".join(F.RUNGS[4:]) + " skipped here" in source
     else:
         assert "skipped" not in source
 
@@ -176,8 +176,7 @@ def test_09_capstone_checks_what_the_gpu_runs(act_as, monkeypatch, cc, tc):
     mods, skipped = capstone_run.check_kernels(capstone_run.sgemm_specs(), capstone_run.wmma_specs(), lines.append)
     assert set(checked) | set(skipped) == set(mods) and not set(checked) & set(skipped)
     if cc < 80:
-        assert {"wmma_gemm_async", "wmma_gemm_swizzle", "wmma_gemm_fragdb", "dmma_gemm_naive",
-                "dmma_gemm_fast"} == set(skipped)
+        assert {*F.RUNGS[4:], "dmma_gemm_naive", "dmma_gemm_fast"} == set(skipped)
         assert all(skipped[k] in lines and skipped[k].startswith(f"skipped here: {k} needs") for k in skipped)
     else:
         assert not skipped

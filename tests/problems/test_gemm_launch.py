@@ -75,8 +75,12 @@ def test_the_grader_launches_a_reference_as_the_bench_and_lessons_do(ex):
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
 def test_a_rung_through_the_students_launch_keywords_is_launched_as_the_ladder_does(rung):
     """Rung.launch says which launch keywords build the rung as it is: the exercise's rule
-    turns them into the ladder's own launch."""
+    turns them into the ladder's own launch (for a persistent rung, timed with one block per SM,
+    the launch of one block per tile that it computes right too: the same but for the grid)."""
     spec = rung.spec()
+    if getattr(rung, "persistent", False):
+        assert isinstance(spec, GL.PersistentSpec) and spec.grid(4096, 4096, 4096)[1:] == (1, 1)
+        spec = bench_wmma.rung_spec(rung, spec.kernel, rung.kind == "dmma")
     student = GL.student("block", rung.launch, spec.kernel, spec.in_dtype, spec.out_dtype)
     assert (student.block, student.shared_mem) == (spec.block, spec.shared_mem)
     bm, bn, bk = spec.multiple
@@ -215,7 +219,8 @@ def _header_launch(file: str) -> tuple[list[str], list[str]]:
 def _evaluate(exprs: list[str], env: dict) -> tuple[int, int, int]:
     import math
 
-    values = [eval(e.replace("ceil(", "_ceil("), {"_ceil": math.ceil, "__builtins__": {}}, dict(env)) for e in exprs]
+    values = [eval(e.replace("ceil(", "_ceil("), {"_ceil": math.ceil, "min": min, "__builtins__": {}}, dict(env))
+              for e in exprs]
     assert all(float(v).is_integer() for v in values), (exprs, env, values)  # "/" without ceil: exact multiples
     return tuple(int(v) for v in values) + (1,) * (3 - len(values))
 
@@ -232,7 +237,9 @@ def _header_cases():
     named += [(k.file, k.spec(), {}) for k in precisions.KERNELS]
     for rung in RUNGS:
         env = {k: rung.value(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
-        named.append((rung.file, rung.spec(), dict(env, THREADS=rung.threads)))
+        spec = rung.spec()
+        sms = dict(SMS=spec.blocks) if isinstance(spec, GL.PersistentSpec) else {}  # a persistent grid's SMs
+        named.append((rung.file, spec, dict(env, THREADS=rung.threads, **sms)))
     for max_shared in (99 * 1024, 227 * 1024):  # fp8-gemm's baseline (grader.problems.baselines)
         spec = GL.mma_tuned(max_shared)
         named.append(("mma_gemm_tuned", spec, dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=spec.multiple[2], THREADS=256)))
