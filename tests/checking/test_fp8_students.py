@@ -1,0 +1,151 @@
+"""fp8-gemm as students write it (issue #36's held-out check): kernels RIGHT in unusual ways earn the
+correctness point through the real check path; kernels WRONG in the ways students get FP8 wrong are
+the exercise's adversarial mistakes (grader.checking.exercises, "fp8-gemm"; tests/checking/test_grader.py
+runs them), and here the first failure a stuck student reads must name what to fix.
+
+Each right kernel is an edit of the reference (kernels/fp8_gemm_mma.cu) or a whole file in fp8_right/."""
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from adversarial.cases import CASES
+
+from grader.checking.check import check
+from grader.checking.verdict import FAIL
+from grader.runtime import kernels
+
+if shutil.which("g++") is None:  # pragma: no cover
+    pytest.skip("the CPU emulator needs g++", allow_module_level=True)
+
+REF = kernels.source("fp8_gemm_mma")
+HERE = Path(__file__).parent / "fp8_right"
+
+
+def edit(*pairs: str) -> str:
+    src = REF
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        assert src.count(old) >= 1, old
+        src = src.replace(old, new)
+    return src
+
+
+MMA = 'asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "'
+STORE = "if (r < M && c < N) C[(size_t)r * N + c] = s * acc[h][i];"
+LOAD4 = """    unsigned r = 0;
+    if (row < rows)
+        for (int j = 0; j < 4; ++j)
+            if (k + j < K) r |= (unsigned)p[(size_t)row * K + k + j] << (8 * j);
+    return r;"""
+A_FRAG = """        unsigned a[4];
+        a[0] = load4(A, m0 + g, M, k0 + 4 * t, K);
+        a[1] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);
+        a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);
+        a[3] = load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K);
+        for (int h = 0; h < 2; ++h) {  // the two n8 halves of the warp's 16 columns
+            unsigned b[2];
+            b[0] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);
+            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);"""
+OPERANDS = '''"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"
+                         : "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));'''
+
+# (id, source): each must earn the correctness point on the emulator (and on an sm_89+ GPU)
+RIGHT = [
+    # the scales one at a time, per element
+    ("scales-nested", edit(STORE, "if (r < M && c < N) C[(size_t)r * N + c] = scale_a * (scale_b * acc[h][i]);")),
+    # each k-step's mma into fresh accumulators, scaled and added to the running sum: more roundings
+    ("scaled-per-k-step", edit(
+        "unsigned b[2];\n", "unsigned b[2]; float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n",
+        ': "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])', ': "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3])',
+        '"r"(b[0]), "r"(b[1]));\n        }', '"r"(b[0]), "r"(b[1]));\n'
+        '            for (int i = 0; i < 4; ++i) acc[h][i] += scale_a * scale_b * p[i];\n        }',
+        STORE, "if (r < M && c < N) C[(size_t)r * N + c] = acc[h][i];")),
+    # K walked 64 at a time, two unrolled k-steps (load4 zero-fills the one past K)
+    ("k-unrolled-by-2", edit("for (int k0 = 0; k0 < K; k0 += 32) {",
+                             "for (int kk = 0; kk < K; kk += 64)\n#pragma unroll\n    for (int k0 = kk; k0 < kk + 64; k0 += 32) {")),
+    # grid-stride loops over the block tiles
+    ("grid-stride", edit(
+        "const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;\n",
+        "for (int by = blockIdx.y; by * 32 < M; by += gridDim.y)\n  for (int bx = blockIdx.x; bx * 16 < N; bx += gridDim.x) {\n"
+        "    const int m0 = (by * 2 + warp) * 16, n0 = bx * 16;\n",
+        "    // END SOLUTION\n}", "    // END SOLUTION\n  }\n}")),
+    # D and C as separate operands (outputs "=f", the old sums as inputs)
+    ("separate-d-and-c", edit(
+        "unsigned b[2];\n", "unsigned b[2]; float d[4];\n",
+        OPERANDS, '''"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\\n"
+                         : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                           "f"(acc[h][0]), "f"(acc[h][1]), "f"(acc[h][2]), "f"(acc[h][3]));
+            for (int i = 0; i < 4; ++i) acc[h][i] = d[i];''')),
+    # a tab, or a line break, between the opcode and its operands (valid PTX: any white space)
+    ("tab-after-opcode", edit(MMA, MMA[:-2] + '\\t"')),
+    ("line-break-after-opcode", edit(MMA, MMA[:-2] + '\\n\\t"')),
+    # the same permutation of k in A and B leaves every sum as it is: the two 16-halves of each k-step,
+    # the four 4-code groups, the four codes of a register
+    ("k-halves-swapped-in-a-and-b", edit(
+        "k0 + 4 * t, K)", "k0 + 16 + 4 * T, K)", "k0 + 16 + 4 * t, K)", "k0 + 4 * t, K)", "4 * T", "4 * t")),
+    ("t-reversed-in-a-and-b", edit("g = lane >> 2, t = lane & 3;", "g = lane >> 2, t = 3 - (lane & 3);",
+                                   "c = n0 + 8 * h + 2 * t + (i & 1);", "c = n0 + 8 * h + 2 * (3 - t) + (i & 1);")),
+    ("codes-reversed-in-a-and-b", edit("<< (8 * j);", "<< (8 * (3 - j));")),
+    # each warp a 32 x 8 tile (two m16 tiles sharing one B fragment), the warps side by side along N
+    ("warps-along-n", edit(
+        "const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;",
+        "const int mb = blockIdx.y * 32, n0 = blockIdx.x * 16 + 8 * warp;",
+        A_FRAG, """        unsigned b[2];
+        b[0] = load4(B, n0 + g, N, k0 + 4 * t, K);
+        b[1] = load4(B, n0 + g, N, k0 + 16 + 4 * t, K);
+        for (int h = 0; h < 2; ++h) {  // the two m16 halves of the warp's 32 rows
+            const int m0 = mb + 16 * h;
+            unsigned a[4];
+            a[0] = load4(A, m0 + g, M, k0 + 4 * t, K);
+            a[1] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);
+            a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);
+            a[3] = load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K);""",
+        "const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);",
+        "const int r = mb + 16 * h + g + 8 * (i >> 1), c = n0 + 2 * t + (i & 1);")),
+    # c[0], c[1] stored as one float2 where the pair is whole and 8-byte aligned
+    ("float2-store", edit("""    for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 4; ++i) {
+            const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);
+            if (r < M && c < N) C[(size_t)r * N + c] = s * acc[h][i];
+        }""", """    for (int h = 0; h < 2; ++h)
+        for (int p = 0; p < 2; ++p) {
+            const int r = m0 + g + 8 * p, c = n0 + 8 * h + 2 * t;
+            if (r >= M) continue;
+            if (c + 1 < N && N % 2 == 0)
+                *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = make_float2(s * acc[h][2 * p], s * acc[h][2 * p + 1]);
+            else {
+                if (c < N) C[(size_t)r * N + c] = s * acc[h][2 * p];
+                if (c + 1 < N) C[(size_t)r * N + c + 1] = s * acc[h][2 * p + 1];
+            }
+        }""")),
+    # four codes in one 32-bit load where they are whole and 4-byte aligned, byte by byte elsewhere
+    ("word-loads-where-aligned", edit(LOAD4, """    if (row >= rows) return 0u;
+    const size_t at = (size_t)row * K + k;
+    if (k + 3 < K && at % 4 == 0) return *reinterpret_cast<const unsigned*>(p + at);
+    unsigned r = 0;
+    for (int j = 0; j < 4; ++j)
+        if (k + j < K) r |= (unsigned)p[at + j] << (8 * j);
+    return r;""")),
+    ("ldmatrix-from-shared", (HERE / "ldmatrix_smem.cu").read_text()),
+    ("split-k-over-warps", (HERE / "split_k_warps.cu").read_text()),
+]
+
+
+@pytest.mark.parametrize("source", [r[1] for r in RIGHT], ids=[r[0] for r in RIGHT])
+def test_right_kernel_earns_the_correctness_point(source):
+    v = check("fp8-gemm", source, backend="emu")
+    assert v.correct and v.score == 1.0, v.text()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", [r[1] for r in RIGHT], ids=[r[0] for r in RIGHT])
+def test_right_kernel_earns_the_correctness_point_on_gpu(source):
+    from grader.checking import exercises
+    from grader.runtime import device
+
+    if device.needs(exercises.get("fp8-gemm").min_arch):
+        pytest.skip(f"fp8-gemm {device.needs(exercises.get('fp8-gemm').min_arch)}")
+    v = check("fp8-gemm", source, backend="gpu", speed=False)
+    assert v.correct, v.text()
