@@ -324,8 +324,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "each a 16x16 tile of C, stacked along M; grid (ceil(N/16), ceil(M/32)). Any M, N, K >= 1: "
         "codes past the edges count as zero. Needs sm_89 or newer. Speed: ratio to the course's fp16 "
         "rung (kernels/mma_gemm_tuned.cu, notebook 10) on the same GEMM in fp16, at 4096^3.",
-        # K = 40 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles
-        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 40)),
+        # K = 43 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 43 is
+        # no multiple of 4: a guard of whole groups of four codes drops the last three, and rows of A and B
+        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333)
+        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 43)),
         gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
         # floor and target from FP8_GEMM_SPEED (above). A 4096^3 check holds 16 + 16 MB of codes, a 64 MB
         # output and the rung's 32 + 32 + 64 MB.
@@ -350,6 +352,15 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "b[1] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);"),
             Mistake("fp8_store_unguarded", ("out-of-bounds",), "stores the edge tiles past the end of C",
                     "if (r < M && c < N) C[(size_t)r * N + c]", "C[(size_t)r * N + c]"),
+            # four codes as one 32-bit load: a GPU faults where a row of A or B starts at an odd address
+            Mistake("fp8_word_loads_unaligned", ("misaligned-address",),
+                    "loads four codes as one unsigned, whatever K (rows start unaligned when K % 4 != 0)",
+                    "    if (row < rows)\n        for",
+                    "    if (row < rows && k + 3 < K) return *(const unsigned*)(p + (size_t)row * K + k);\n"
+                    "    if (row < rows)\n        for"),
+            Mistake("fp8_k_guard_whole_words", ("wrong-result",),
+                    "zero-fills the last four codes of a row unless all four are inside K",
+                    "if (k + j < K) r |=", "if (k + 3 < K) r |="),
         )),
 ]}
 

@@ -249,8 +249,10 @@ def fault_item(e: CourseError, step_label: str, ex=None, cell: SourceCell | None
             "assert": "Your own assert() failed: the message names the condition and line.",
             "crash": "A memory access far outside every array (a wrong pointer or a huge index): "
                      "print the index you compute for one thread, or check the offsets by hand.",
-            "misaligned-address": "A vector load/store (float4, 16-byte copy) needs an address that "
-                                  "is a multiple of its size: check the offsets and leading dimensions.",
+            "misaligned-address": "A vector load/store (float4, 16-byte copy, four fp8 codes as one unsigned) "
+                                  "needs an address that is a multiple of its size: check the offsets and leading "
+                                  "dimensions; where a row length is no multiple of that size, load element by "
+                                  "element.",
             "launch-resources": "Use fewer threads per block or fewer registers/shared memory per block.",
         }
         hint = e.hint or hints.get(e.kind, "")

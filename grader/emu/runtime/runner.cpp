@@ -1076,9 +1076,9 @@ static void ubsan_mismatch(UbsanMismatch* d, uintptr_t ptr) {
       reg.kind == 3 ? "dynamic shared memory (extern __shared__)" : "__shared__ ", reg.kind == 3 ? "" : reg.name,
       (unsigned long long)(ptr - (uintptr_t)reg.base));
   const char* what = d->check_kind == 1 ? "store" : d->check_kind == 0 ? "load" : "access";
-  snprintf(msg, sizeof msg, "misaligned %s of a %s%s: a %llu-byte vector access needs an address that is a multiple of "
+  snprintf(msg, sizeof msg, "misaligned %s of a %s%s: a %llu-byte access needs an address that is a multiple of "
            "%llu bytes, but this one is %llu bytes past one (a GPU faults with \"misaligned address\"): check the "
-           "offset you cast to a vector pointer and that the row length keeps every row a multiple of %llu bytes",
+           "offset you cast to a wider pointer and that the row length keeps every row a multiple of %llu bytes",
            what, d->type ? d->type->name : "value", at, align, align, off % align, align);
   Rep r;
   r.add("kind=misaligned-address\n");
