@@ -337,7 +337,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # fp16 rung runs near 42% of fp16's (about 415 TFLOP/s at 4096^3, RESULTS-mma.md): 5x it is past
         # what FP8 tensor cores can do.
         ceiling=5.0,
-        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="wmma",
+        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="fp8",
         slow_hint="Load whole 16-byte chunks of A and B into shared memory (cp.async) instead of one byte "
                   "per load from global memory, and let each warp reuse them for several 16 x 8 tiles of C per "
                   "k-step; notebook 10's rungs take the same steps for fp16.",
@@ -361,6 +361,48 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
             Mistake("fp8_k_guard_whole_words", ("wrong-result",),
                     "zero-fills the last four codes of a row unless all four are inside K",
                     "if (k + j < K) r |=", "if (k + 3 < K) r |="),
+            # the other FP8 format: e5m2 reads e4m3's codes from 0x7C up as Inf and NaN
+            Mistake("fp8_mma_e5m2", ("nan",), "the mma reads the codes as e5m2",
+                    '.f32.e4m3.e4m3.f32 "', '.f32.e5m2.e5m2.f32 "'),
+            # the unscaled sums of e4m3 codes (a product up to 448 x 448) pass fp16's 65504
+            Mistake("fp8_sum_kept_in_half", ("nan",), "the running sum is rounded to fp16 after every k-step",
+                    '"r"(b[0]), "r"(b[1]));\n        }',
+                    '"r"(b[0]), "r"(b[1]));\n'
+                    "            for (int i = 0; i < 4; ++i) acc[h][i] = __half2float(__float2half(acc[h][i]));\n"
+                    "        }"),
+            Mistake("fp8_scales_twice", ("wrong-result",), "the epilogue multiplies by the scales twice",
+                    "= s * acc[h][i];", "= s * s * acc[h][i];"),
+            Mistake("fp8_scale_b_dropped", ("wrong-result",), "the epilogue applies scale_a only",
+                    "const float s = scale_a * scale_b;", "const float s = scale_a;"),
+            Mistake("fp8_scales_divided", ("wrong-result",), "the epilogue divides by the scales (quantising again)",
+                    "= s * acc[h][i];", "= acc[h][i] / s;"),
+            Mistake("fp8_a_registers_swapped", ("wrong-result",), "a[1] and a[2] swapped (rows g + 8 and k + 16)",
+                    "a[1] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);\n        a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);",
+                    "a[1] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);\n        a[2] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);"),
+            Mistake("fp8_b_halves_swapped", ("wrong-result",), "b[0] reads the k-step's second 16 codes, b[1] its first",
+                    "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);\n"
+                    "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",
+                    "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);\n"
+                    "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);"),
+            Mistake("fp8_b_read_k_by_n", ("wrong-result",), "B read as K x N (row-major) instead of N x K",
+                    "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);\n"
+                    "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",
+                    "b[0] = b[1] = 0;\n"
+                    "            for (int j = 0; j < 4; ++j) {\n"
+                    "                const int n = n0 + 8 * h + g, k = k0 + 4 * t + j;\n"
+                    "                if (n < N && k < K) b[0] |= (unsigned)B[(size_t)k * N + n] << (8 * j);\n"
+                    "                if (n < N && k + 16 < K) b[1] |= (unsigned)B[(size_t)(k + 16) * N + n] << (8 * j);\n"
+                    "            }"),
+            Mistake("fp8_last_k_step_skipped", ("wrong-result",), "the K loop stops before the partial last k-step",
+                    "k0 < K; k0 += 32", "k0 + 32 <= K; k0 += 32"),
+            Mistake("fp8_c_pairs_down_columns", ("wrong-result",),
+                    "stores c[0], c[1] down a column instead of along a row",
+                    "const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);",
+                    "const int r = m0 + g + 8 * (i & 1), c = n0 + 8 * h + 2 * t + (i >> 1);"),
+            Mistake("fp8_epilogue_adds_to_c", ("unwritten", "nan"), "the epilogue adds to C, which holds garbage",
+                    "= s * acc[h][i];", "+= s * acc[h][i];"),
+            Mistake("fp8_split_k_race", ("wrong-result", "race"),
+                    "the warps split K and the second adds to C without waiting for the first's store"),
         )),
 ]}
 

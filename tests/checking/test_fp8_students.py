@@ -149,3 +149,42 @@ def test_right_kernel_earns_the_correctness_point_on_gpu(source):
         pytest.skip(f"fp8-gemm {device.needs(exercises.get('fp8-gemm').min_arch)}")
     v = check("fp8-gemm", source, backend="gpu", speed=False)
     assert v.correct, v.text()
+
+
+# The record's fp8-gemm mistakes (tests/checking/test_grader.py checks each fails with its kind): what
+# the first failure (message + hint) must name, so a student stuck on it knows what to change.
+NAMES = {
+    "fp8_scales_dropped": r"scales are not applied",
+    "fp8_scale_b_dropped": r"only scale_a",
+    "fp8_scales_twice": r"scales are applied twice",
+    "fp8_scales_divided": r"divided by the scales",
+    "fp8_mma_e5m2": r"\.e5m2.*\.e4m3",
+    "fp8_sum_kept_in_half": r"65504.*fp32",
+    "fp8_b_second_half": r"b\[1\] .*16 \+ 4t",
+    "fp8_a_registers_swapped": r"a\[1\] row g \+ 8",
+    "fp8_b_read_k_by_n": r"B is read as K x N",
+    "fp8_b_halves_swapped": r"b\[0\] and b\[1\] are swapped",
+    "fp8_last_k_step_skipped": r"last, partial k-step",
+    "fp8_k_guard_whole_words": r"k < 40 only.*k \+ j < K",
+    "fp8_c_pairs_down_columns": r"right sums at the wrong elements",
+    "fp8_epilogue_adds_to_c": r"`\+=`",
+    "fp8_split_k_race": r"k-steps? .* only.*warps",
+    "fp8_store_unguarded": r"below M",
+    "fp8_word_loads_unaligned": r"misaligned.*element by element",
+}
+FP8_CASES = [b for b in CASES if b.exercise == "fp8-gemm"]
+
+
+def test_every_fp8_mistake_has_its_words():
+    assert set(NAMES) == {b.name for b in FP8_CASES}
+
+
+@pytest.mark.parametrize("bad", FP8_CASES, ids=lambda b: b.name)
+def test_first_failure_names_the_fp8_mistake(bad):
+    v = check("fp8-gemm", bad.source(), backend="emu", case_timeout=6)
+    first = next(i for i in v.items if i.status == FAIL)
+    said = f"{first.message}\n{first.hint}"
+    assert re.search(NAMES[bad.name], said, re.S), f"{bad.name}: the first failure does not name it:\n{v.text()}"
+    # notebook 11's kernel has no WMMA: no hint may send the student to it
+    for item in v.items:
+        assert not re.search(r"matrix_sync|fill_fragment", item.hint or ""), f"{bad.name}: a WMMA hint:\n{item.hint}"
