@@ -172,7 +172,10 @@ def fp8_nonfinite(case: Case, vals: np.ndarray, source: str) -> str:
     da, db, *_ = _fp8_operands(case)
     (M, K), N = da.shape, db.shape[0]
     # the largest the unscaled running sum gets, k-step by k-step: Inf past 65504, then NaN (Inf - Inf)
-    top = np.max([np.abs(da[:, :k] @ db[:, :k].T) for k in range(32, K + 32, 32)], axis=0)
+    run, top = np.zeros((M, N)), np.zeros((M, N))
+    for k0 in range(0, K, 32):
+        run += da[:, k0:k0 + 32] @ db[:, k0:k0 + 32].T
+        top = np.maximum(top, np.abs(run))
     bad = ~np.isfinite(vals.reshape(M, N))
     if np.all(top[bad] > 65504):
         return ("C is Inf or NaN where the unscaled running sum passes 65504, fp16's largest value: the sum of e4m3 codes (a "
