@@ -171,6 +171,7 @@ NAMES = {
     "fp8_split_k_race": r"k-steps? .* only.*warps",
     "fp8_store_unguarded": r"below M",
     "fp8_word_loads_unaligned": r"misaligned.*element by element",
+    "fp8_dequantised_to_fp16_mma": r"m16n8k16.*asks for m16n8k32.*e4m3",
 }
 FP8_CASES = [b for b in CASES if b.exercise == "fp8-gemm"]
 
@@ -188,3 +189,25 @@ def test_first_failure_names_the_fp8_mistake(bad):
     # notebook 11's kernel has no WMMA: no hint may send the student to it
     for item in v.items:
         assert not re.search(r"matrix_sync|fill_fragment", item.hint or ""), f"{bad.name}: a WMMA hint:\n{item.hint}"
+
+
+FP16_MMA = next(b for b in FP8_CASES if b.name == "fp8_dequantised_to_fp16_mma").source()
+
+
+@pytest.mark.parametrize("source", [
+    FP16_MMA,
+    # the same, with a PTX instruction the emulator does not run (valid on a GPU): the emulator cannot count it
+    FP16_MMA.replace("    const float s = scale_a * scale_b;", '    asm volatile("membar.cta;");\n    const float s = scale_a * scale_b;'),
+], ids=["fp16-mma", "fp16-mma-the-emulator-cannot-run"])
+def test_on_a_gpu_the_fp8_instruction_is_proven_not_assumed(monkeypatch, source):
+    """On a GPU, ncu's tensor-pipe counter cannot tell FP8's m16n8k32 from fp16's m16n8k16: the shape
+    comes from the emulator's count at the CPU sizes, and where the emulator counted nothing the item
+    fails (closed) instead of standing on ncu's count alone (ncu's verdict stood in for: a pass)."""
+    from grader.checking import exercises, tensor_work
+    from grader.checking.steps import tensor
+    from grader.checking.verdict import Item
+
+    assert "membar" not in FP16_MMA
+    monkeypatch.setattr(tensor_work, "gpu_item", lambda *a: Item("tensor cores", "pass", "counted on the GPU by ncu"))
+    item = tensor.tensor_item(exercises.get("fp8-gemm"), source, {}, "gpu", [], {}, 20.0, 90, [])
+    assert item.status == FAIL and "m16n8k32" in item.message + item.hint, item.message

@@ -55,6 +55,15 @@ def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arc
         return emu_item
     if emu_item.status == FAIL and counted:  # counted and too few: the emulator's count stands
         return emu_item
+    if not counted and ex.tensor_shapes:
+        # ncu's tensor-pipe counter counts every shape alike (FP8's m16n8k32 and fp16's m16n8k16, WMMA's and
+        # mma.sync's): which instruction ran, only the emulator's count says; without it, fail closed
+        asked = " or ".join(f"m{m}n{n}k{k}" for m, n, k in ex.tensor_shapes)
+        return Item("tensor cores", FAIL, f"not proven: this exercise asks for {asked} (PTX mma.sync), which the "
+                    "GPU's counter cannot tell from other tensor-core instructions, and the CPU emulator, which "
+                    f"can, counted no launch of your kernel ({emu_item.message})", kind="no-tensor-cores",
+                    hint="Keep the kernel to what the CPU emulator runs (check it with backend='emu': its message "
+                         "names what it cannot run) so the instruction can be counted. " + tensor_work.shape_hint(ex))
     if gpu.status == FAIL or not counted:
         return gpu
     emu_item.message += "; " + gpu.message
