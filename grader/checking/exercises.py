@@ -337,7 +337,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # fp16 rung runs near 42% of fp16's (about 415 TFLOP/s at 4096^3, RESULTS-mma.md): 5x it is past
         # what FP8 tensor cores can do.
         ceiling=5.0,
-        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="fp8",
+        # race_check: a kernel that stages tiles in shared memory (the slow hint's next step) runs twice
+        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="fp8", race_check=True,
         slow_hint="Load whole 16-byte chunks of A and B into shared memory (cp.async) instead of one byte "
                   "per load from global memory, and let each warp reuse them for several 16 x 8 tiles of C per "
                   "k-step; notebook 10's rungs take the same steps for fp16.",
@@ -403,6 +404,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "= s * acc[h][i];", "+= s * acc[h][i];"),
             Mistake("fp8_dequantised_to_fp16_mma", ("wrong-instruction",),
                     "decodes the codes to fp16 and multiplies them with the fp16 mma.sync m16n8k16"),
+            Mistake("fp8_smem_overwritten_while_read", ("race",),
+                    "no __syncthreads() before the next k-step's tiles overwrite the shared ones"),
             Mistake("fp8_split_k_race", ("wrong-result", "race"),
                     "the warps split K and the second adds to C without waiting for the first's store"),
         )),

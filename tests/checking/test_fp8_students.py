@@ -169,6 +169,7 @@ NAMES = {
     "fp8_c_pairs_down_columns": r"right sums at the wrong elements",
     "fp8_epilogue_adds_to_c": r"`\+=`",
     "fp8_split_k_race": r"k-steps? .* only.*warps",
+    "fp8_smem_overwritten_while_read": r"__syncthreads\(\).*before overwriting",
     "fp8_store_unguarded": r"below M",
     "fp8_word_loads_unaligned": r"misaligned.*element by element",
     "fp8_dequantised_to_fp16_mma": r"m16n8k16.*asks for m16n8k32.*e4m3",

@@ -475,6 +475,11 @@ void run_block(unsigned long long b) {
   g_done = 0;
   g_bar_arrived = 0;
   g_bar_red[0] = 0; g_bar_red[1] = 1; g_bar_red[2] = 0;
+  // The reversed run is also greedy: it resumes the first runnable thread in its order each time, so a
+  // warp whose collective (ldmatrix, mma.sync, shuffle) completes runs on to its next barrier before the
+  // other warps move. Round robin keeps the warps in step at every collective, which hides a warp that
+  // overwrites shared memory another warp has still to read (no __syncthreads() before the next tile).
+  const bool greedy = g_order_mode == 1;
   while (g_done < g_nthreads) {
     unsigned resumed = 0;
     for (unsigned k = 0; k < g_nthreads; ++k) {
@@ -485,6 +490,7 @@ void run_block(unsigned long long b) {
       emu_switch(&g_sched_sp, f->sp);
       if ((uintptr_t)f->sp < f->min_sp) f->min_sp = (uintptr_t)f->sp;
       if (f->state == DONE) refill_stack(*f);
+      if (greedy) k = (unsigned)-1;  // from the first thread in order again
     }
     __emu_cur = 0;
     if (tc_waiting() && !resumed) {  // every thread waits: its warp's instruction, a barrier, a collective
