@@ -189,7 +189,14 @@ def test_first_failure_names_the_fp8_mistake(bad):
     assert re.search(NAMES[bad.name], said, re.S), f"{bad.name}: the first failure does not name it:\n{v.text()}"
     # a kernel stopped by a fault is not also told to use tensor cores (it does: its runs did not finish)
     if first.kind in ("out-of-bounds", "misaligned-address", "race", "timeout"):
-        assert not [i for i in v.items if i.status == FAIL and i.name == "tensor cores"], v.text()
+        assert not [i for i in v.items if i.name == "tensor cores" and "must run on tensor cores" in i.hint], v.text()
+    # nor is a kernel told its wrong elements (misplaced, scaled wrongly) do not come from tensor cores: the
+    # probe judges only what the plain run got right
+    for tc in (i for i in v.items if i.kind == "tensor-cores-unused"):
+        case = next(i for i in v.items if i.name == f"correct: {tc.where['case']}")
+        M, N = map(int, re.match(r"(\d+)x(\d+)x", tc.where["case"]).groups())
+        wrong = int(re.match(r"(\d+) ", case.message)[1]) if case.status == FAIL else 0
+        assert tc.where["unfollowed"] <= M * N - wrong, v.text()
     # notebook 11's kernel has no WMMA: no hint may send the student to it
     for item in v.items:
         assert not re.search(r"matrix_sync|fill_fragment", item.hint or ""), f"{bad.name}: a WMMA hint:\n{item.hint}"

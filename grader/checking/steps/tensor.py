@@ -15,14 +15,19 @@ def tensor_cores(sub: Submission) -> list[Item]:
     ex = sub.ex
     if not ex.tensor_cores:
         return []
-    if isinstance(sub.result["error"], (KernelTimeout, KernelFault)):
-        # a kernel stopped or faulted fails already: counting its work would run it again (on the emulator,
-        # under ncu on the GPU) and, for a hang, wait for it again; and the launches it did not finish
-        # counted nothing, which is no sign that it skips the tensor cores
-        where = "the GPU" if sub.chosen == "gpu" else "the CPU emulator"
-        return [Item("tensor cores", SKIP, f"not counted: the kernel did not finish its runs on {where}")]
-    return [tensor_item(ex, sub.source, sub.launch, sub.chosen, sub.dims_list, sub.result, sub.case_timeout,
-                        sub.arch, sub.cases, sub.job.get("tc_key", 0))]
+    if sub.chosen == "gpu" and isinstance(sub.result["error"], (KernelTimeout, KernelFault)):
+        # a kernel the GPU stopped or that faulted fails already: counting its work would run it
+        # again (on the emulator, under ncu on the GPU) and, for a hang, wait for it again
+        return [Item("tensor cores", SKIP, "not counted: the kernel did not finish its runs on the GPU")]
+    item = tensor_item(ex, sub.source, sub.launch, sub.chosen, sub.dims_list, sub.result, sub.case_timeout,
+                        sub.arch, sub.cases, sub.job.get("tc_key", 0))
+    if item.status == FAIL and item.message.startswith("no launch") and isinstance(
+            sub.result["error"], (KernelTimeout, KernelFault)):
+        # the launches it did not finish counted nothing: no sign that it skips the tensor cores, so no
+        # advice to use them (the fault above is what to fix)
+        item.message += " (the kernel did not finish its runs: see the failure above)"
+        item.hint = "Fix the failure above first: the launches that did not finish could not be counted."
+    return [item]
 
 
 def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, cases, key=0) -> Item:
