@@ -402,6 +402,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "const int r = m0 + g + 8 * (i & 1), c = n0 + 8 * h + 2 * t + (i >> 1);"),
             Mistake("fp8_epilogue_adds_to_c", ("unwritten", "nan"), "the epilogue adds to C, which holds garbage",
                     "= s * acc[h][i];", "+= s * acc[h][i];"),
+            Mistake("fp8_cuda_cores", ("no-tensor-cores",), "decodes the codes by hand and sums on the CUDA cores"),
             Mistake("fp8_dequantised_to_fp16_mma", ("wrong-instruction",),
                     "decodes the codes to fp16 and multiplies them with the fp16 mma.sync m16n8k16"),
             Mistake("fp8_smem_overwritten_while_read", ("race",),

@@ -173,6 +173,7 @@ NAMES = {
     "fp8_store_unguarded": r"below M",
     "fp8_word_loads_unaligned": r"misaligned.*element by element",
     "fp8_dequantised_to_fp16_mma": r"m16n8k16.*asks for m16n8k32.*e4m3",
+    "fp8_cuda_cores": r"no tensor-core instruction.*must run on tensor cores",
 }
 FP8_CASES = [b for b in CASES if b.exercise == "fp8-gemm"]
 
