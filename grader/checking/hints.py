@@ -33,7 +33,7 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "Each warp must store its whole {t}x{t} tile with store_matrix_sync (ldm = N): check the "
                 "tile's first row/column from blockIdx and that no warp returns early.",
         "fp8": "Every element of C must be stored once, with `=`: C holds garbage before your kernel runs, so "
-               "`+=` leaves garbage. Check that the warps' tiles (m0 = (blockIdx.y * 2 + warp) * 16, n0 = "
+               "`+=` (or atomicAdd) leaves garbage. Check that the warps' tiles (m0 = (blockIdx.y * 2 + warp) * 16, n0 = "
                "blockIdx.x * 16) cover C, that each lane stores its four sums of each 16 x 8 half (c[0], c[1] "
                "row g, columns 2t, 2t + 1; c[2], c[3] row g + 8), and that no warp returns early.",
         "transpose": "Each block writes one 32x32 tile of out (each thread 4 elements, j = 0, 8, 16, 24): "
