@@ -153,6 +153,15 @@ def fp8_wrong_sum(case: Case, vals: np.ndarray) -> str:
     if _matches(got, s * pa[:, swap] @ pb.T):
         return ("A's two halves of the k-step are swapped: a[0], a[1] hold k 4t..4t+3, a[2], a[3] the codes 16 "
                 "further along k")
+    # the codes converted as numbers: __nv_fp8_e4m3(code) encodes the integer 0..255 as a new e4m3 value
+    from grader.problems import fp8
+
+    ea, eb = (fp8.decode(fp8.encode(np.asarray(x, np.float64))) for x in (case.args[0][:M], case.args[1]))
+    for x, y, which in ((ea, eb, "A and B"), (ea, db, "A"), (da, eb, "B")):
+        if _matches(got, s * x @ y.T):
+            return (f"the codes of {which} were converted as numbers: __nv_fp8_e4m3(code) (or a float cast) "
+                    "makes the integer 0..255 a new e4m3 value. The bytes already are e4m3 codes: put them "
+                    "into the registers as they are (four to a register, the lowest k in the lowest byte)")
     if _matches(got, s * da @ np.asarray(db.ravel()).reshape(K, N)):
         return ("B is read as K x N (row-major): it is N x K, K-major (the transpose stored, \"TN\"), so b[0] "
                 "of a lane holds B[(n0 + g) * K + k0 + 4t .. + 3]")

@@ -388,6 +388,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",
                     "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);\n"
                     "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);"),
+            Mistake("fp8_codes_converted", ("wrong-result",), "each code byte converted as a number to e4m3",
+                    "r |= (unsigned)p[(size_t)row * K + k + j] << (8 * j);",
+                    "r |= (unsigned)__nv_fp8_e4m3(p[(size_t)row * K + k + j]).__x << (8 * j);"),
             Mistake("fp8_b_read_k_by_n", ("wrong-result",), "B read as K x N (row-major) instead of N x K",
                     "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);\n"
                     "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",

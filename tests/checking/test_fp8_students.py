@@ -163,6 +163,7 @@ NAMES = {
     "fp8_b_second_half": r"b\[1\] .*16 \+ 4t",
     "fp8_a_registers_swapped": r"a\[1\] row g \+ 8",
     "fp8_b_read_k_by_n": r"B is read as K x N",
+    "fp8_codes_converted": r"codes of A and B were converted as numbers",
     "fp8_b_halves_swapped": r"b\[0\] and b\[1\] are swapped",
     "fp8_last_k_step_skipped": r"last, partial k-step",
     "fp8_k_guard_whole_words": r"k < 40 only.*k \+ j < K",
