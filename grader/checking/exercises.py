@@ -30,6 +30,9 @@ class Mistake:
     why: str
     old: str = ""
     new: str = ""
+    # False: a race a GPU need not show (its warps may happen to run in a safe order): the emulator's
+    # reordered runs are what catch it, and the GPU twin of the suite leaves it out
+    gpu: bool = True
 
 
 @dataclass(frozen=True)
@@ -326,8 +329,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "each a 16x16 tile of C, stacked along M; grid (ceil(N/16), ceil(M/32)). Any M, N, K >= 1: "
         "codes past the edges count as zero. Needs sm_89 or newer. Speed: ratio to the course's fp16 "
         "rung (kernels/mma_gemm_tuned.cu, notebook 10) on the same GEMM in fp16, at 4096^3.",
-        # K = 40 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles
-        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 40)),
+        # K = 43 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 43 is
+        # no multiple of 4: a guard of whole groups of four codes drops the last three, and rows of A and B
+        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333)
+        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 43)),
         gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
         # floor and target from FP8_GEMM_SPEED (above). A 4096^3 check holds 16 + 16 MB of codes, a 64 MB
         # output and the rung's 32 + 32 + 64 MB.
@@ -337,7 +342,8 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # fp16 rung runs near 42% of fp16's (about 415 TFLOP/s at 4096^3, RESULTS-mma.md): 5x it is past
         # what FP8 tensor cores can do.
         ceiling=5.0,
-        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="wmma",
+        # race_check: a kernel that stages tiles in shared memory (the slow hint's next step) runs twice
+        tensor_cores=True, tensor_shapes=((16, 8, 32),), min_arch=89, hint_family="fp8", race_check=True,
         slow_hint="Load whole 16-byte chunks of A and B into shared memory (cp.async) instead of one byte "
                   "per load from global memory, and let each warp reuse them for several 16 x 8 tiles of C per "
                   "k-step; notebook 10's rungs take the same steps for fp16.",
@@ -352,6 +358,65 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "b[1] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);"),
             Mistake("fp8_store_unguarded", ("out-of-bounds",), "stores the edge tiles past the end of C",
                     "if (r < M && c < N) C[(size_t)r * N + c]", "C[(size_t)r * N + c]"),
+            # four codes as one 32-bit load: a GPU faults where a row of A or B starts at an odd address
+            Mistake("fp8_word_loads_unaligned", ("misaligned-address",),
+                    "loads four codes as one unsigned, whatever K (rows start unaligned when K % 4 != 0)",
+                    "    if (row < rows)\n        for",
+                    "    if (row < rows && k + 3 < K) return *(const unsigned*)(p + (size_t)row * K + k);\n"
+                    "    if (row < rows)\n        for"),
+            Mistake("fp8_k_guard_whole_words", ("wrong-result",),
+                    "zero-fills the last four codes of a row unless all four are inside K",
+                    "if (k + j < K) r |=", "if (k + 3 < K) r |="),
+            # the other FP8 format: e5m2 reads e4m3's codes from 0x7C up as Inf and NaN
+            Mistake("fp8_mma_e5m2", ("nan",), "the mma reads the codes as e5m2",
+                    '.f32.e4m3.e4m3.f32 "', '.f32.e5m2.e5m2.f32 "'),
+            # the unscaled sums of e4m3 codes (a product up to 448 x 448) pass fp16's 65504
+            Mistake("fp8_sum_kept_in_half", ("nan",), "the running sum is rounded to fp16 after every k-step",
+                    '"r"(b[0]), "r"(b[1]));\n        }',
+                    '"r"(b[0]), "r"(b[1]));\n'
+                    "            for (int i = 0; i < 4; ++i) acc[h][i] = __half2float(__float2half(acc[h][i]));\n"
+                    "        }"),
+            Mistake("fp8_scales_twice", ("wrong-result",), "the epilogue multiplies by the scales twice",
+                    "= s * acc[h][i];", "= s * s * acc[h][i];"),
+            Mistake("fp8_scale_b_dropped", ("wrong-result",), "the epilogue applies scale_a only",
+                    "const float s = scale_a * scale_b;", "const float s = scale_a;"),
+            Mistake("fp8_scales_divided", ("wrong-result",), "the epilogue divides by the scales (quantising again)",
+                    "= s * acc[h][i];", "= acc[h][i] / s;"),
+            Mistake("fp8_a_registers_swapped", ("wrong-result",), "a[1] and a[2] swapped (rows g + 8 and k + 16)",
+                    "a[1] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);\n        a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);",
+                    "a[1] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);\n        a[2] = load4(A, m0 + g + 8, M, k0 + 4 * t, K);"),
+            Mistake("fp8_b_halves_swapped", ("wrong-result",), "b[0] reads the k-step's second 16 codes, b[1] its first",
+                    "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);\n"
+                    "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",
+                    "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);\n"
+                    "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);"),
+            Mistake("fp8_codes_converted", ("wrong-result",), "each code byte converted as a number to e4m3",
+                    "r |= (unsigned)p[(size_t)row * K + k + j] << (8 * j);",
+                    "r |= (unsigned)__nv_fp8_e4m3(p[(size_t)row * K + k + j]).__x << (8 * j);"),
+            Mistake("fp8_b_read_k_by_n", ("wrong-result",), "B read as K x N (row-major) instead of N x K",
+                    "b[0] = load4(B, n0 + 8 * h + g, N, k0 + 4 * t, K);\n"
+                    "            b[1] = load4(B, n0 + 8 * h + g, N, k0 + 16 + 4 * t, K);",
+                    "b[0] = b[1] = 0;\n"
+                    "            for (int j = 0; j < 4; ++j) {\n"
+                    "                const int n = n0 + 8 * h + g, k = k0 + 4 * t + j;\n"
+                    "                if (n < N && k < K) b[0] |= (unsigned)B[(size_t)k * N + n] << (8 * j);\n"
+                    "                if (n < N && k + 16 < K) b[1] |= (unsigned)B[(size_t)(k + 16) * N + n] << (8 * j);\n"
+                    "            }"),
+            Mistake("fp8_last_k_step_skipped", ("wrong-result",), "the K loop stops before the partial last k-step",
+                    "k0 < K; k0 += 32", "k0 + 32 <= K; k0 += 32"),
+            Mistake("fp8_c_pairs_down_columns", ("wrong-result",),
+                    "stores c[0], c[1] down a column instead of along a row",
+                    "const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);",
+                    "const int r = m0 + g + 8 * (i & 1), c = n0 + 8 * h + 2 * t + (i >> 1);"),
+            Mistake("fp8_epilogue_adds_to_c", ("unwritten", "nan"), "the epilogue adds to C, which holds garbage",
+                    "= s * acc[h][i];", "+= s * acc[h][i];"),
+            Mistake("fp8_cuda_cores", ("no-tensor-cores",), "decodes the codes by hand and sums on the CUDA cores"),
+            Mistake("fp8_dequantised_to_fp16_mma", ("wrong-instruction",),
+                    "decodes the codes to fp16 and multiplies them with the fp16 mma.sync m16n8k16"),
+            Mistake("fp8_smem_overwritten_while_read", ("race",),
+                    "no __syncthreads() before the next k-step's tiles overwrite the shared ones", gpu=False),
+            Mistake("fp8_split_k_race", ("wrong-result", "race"),
+                    "the warps split K and the second adds to C without waiting for the first's store"),
         )),
 ]}
 

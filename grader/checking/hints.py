@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import re
 
-# gemm: a GEMM on CUDA cores (the fallback texts "*"), wmma: a tensor-core GEMM, then one family
-# per problem that is no GEMM
-FAMILIES = ("gemm", "wmma", "transpose", "im2col", "conv", "probe")
+# gemm: a GEMM on CUDA cores (the fallback texts "*"), wmma: a tensor-core GEMM, fp8: notebook 11's
+# scaled e4m3 GEMM in PTX mma.sync (no WMMA; B K-major), then one family per problem that is no GEMM
+FAMILIES = ("gemm", "wmma", "fp8", "transpose", "im2col", "conv", "probe")
 
 
 def family(ex) -> str:
     """The exercise's hint family (one of FAMILIES)."""
     return ex.hint_family
 
+
+# notebook 11's fragment layout of mma.sync m16n8k32 .e4m3 (the contract's words)
+FP8_LAYOUT = ("g = lane / 4, t = lane % 4, four codes to a register, the lowest k in the lowest byte: a[0] row g, "
+              "k 4t..4t+3; a[1] row g + 8; a[2], a[3] the same 16 further along k; b[0] row n0 + g of B, k "
+              "4t..4t+3; b[1] k 16 + 4t..16 + 4t+3; c[0], c[1] row g, columns 2t, 2t + 1; c[2], c[3] row g + 8")
 
 _WMMA_LDM = ("the leading dimension ldm of load_matrix_sync/store_matrix_sync is the row length of the "
              "whole matrix (K for A, N for B and C; a shared-memory tile's padded row length), not {t}.")
@@ -27,6 +32,10 @@ HINTS: dict[str, dict[str, str]] = {
              "(an early `return` or a bounds check that is too strict).",
         "wmma": "Each warp must store its whole {t}x{t} tile with store_matrix_sync (ldm = N): check the "
                 "tile's first row/column from blockIdx and that no warp returns early.",
+        "fp8": "Every element of C must be stored once, with `=`: C holds garbage before your kernel runs, so "
+               "`+=` (or atomicAdd) leaves garbage. Check that the warps' tiles (m0 = (blockIdx.y * 2 + warp) * 16, n0 = "
+               "blockIdx.x * 16) cover C, that each lane stores its four sums of each 16 x 8 half (c[0], c[1] "
+               "row g, columns 2t, 2t + 1; c[2], c[3] row g + 8), and that no warp returns early.",
         "transpose": "Each block writes one 32x32 tile of out (each thread 4 elements, j = 0, 8, 16, 24): "
                      "check the loop over j and the bounds check of the store (out is cols x rows).",
         "im2col": "Every element of col must be stored, the zeros of the padding included: write 0 where "
@@ -40,6 +49,9 @@ HINTS: dict[str, dict[str, str]] = {
              "gives NaN.",
         "wmma": "An accumulator fragment that was never initialised (wmma::fill_fragment(acc, 0.0f)), or "
                 "a load_matrix_sync that reads outside A or B, gives NaN.",
+        "fp8": "NaN or Inf from finite e4m3 codes: the mma must read them as .e4m3.e4m3 (as .e5m2, every code "
+               "from 0x7C up is Inf or NaN); a sum kept in fp16 overflows (the unscaled sums of codes up to 448 "
+               "pass 65504); an accumulator never set to 0, or a load past the end of A or B, gives NaN too.",
         "transpose": "out only copies elements of in, so NaN means a tile element no thread loaded: check "
                      "that the read of the shared tile swaps the two indices of the write (the transpose of "
                      "what was stored), and the bounds checks of the load.",
@@ -64,6 +76,8 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "Compare your index arithmetic with the contract: the tile of C at (tile_row, tile_col) "
                 "starts at C + tile_row*N + tile_col; check which of blockIdx.x/y runs along rows; "
                 + _WMMA_LDM,
+        "fp8": "Check the fragments against the contract (" + FP8_LAYOUT + "). B is N x K, K-major: element "
+               "(k, n) of the product is B[n * K + k]. Then C = scale_a * scale_b * sum, applied once.",
         "conv": "Check the implicit-GEMM indexing: row m = (n*P + p)*Q + q of y, column k, and inner index "
                 "(r*S + s)*C + c reading x[n][p - pad + r][q - pad + s][c]; w (KRSC) is B stored "
                 "column-major (a col_major matrix_b fragment); ldm is the row length of the tile in memory.",
@@ -71,12 +85,17 @@ HINTS: dict[str, dict[str, str]] = {
     "edge": {
         "*": "The size is not a multiple of {t}: the last tiles overhang the matrix. Check the bounds of "
              "your loads (pad with zeros) and of your stores.",
+        "fp8": "M or N is not a multiple of the warp's {t} x 16 tile, or K of the k-step's 32: codes past the edge "
+               "of A or B must be loaded as 0 (a row below M, or N for B, and each code's k below K), and only "
+               "the elements with row < M and column < N stored.",
         "conv": "N*P*Q is not a multiple of block_m: the last block tile overhangs y. Zero-fill the rows "
                 "beyond N*P*Q when loading and do not store them.",
     },
     "precision": {
         "*": "The result is close but not as accurate as fp32 accumulation allows: are you accumulating "
              "in half? Use a float accumulator fragment / float variable.",
+        "fp8": "The result is close but not as accurate as fp32 accumulation allows: keep the sums in fp32 (the "
+               ".f32 accumulators of mma.sync, float variables) and apply scale_a * scale_b once, to the final sum.",
     },
     # A load outside an input (emulator: named argument) and a store outside the output.
     "read-out-of-bounds": {
@@ -85,6 +104,9 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "load_matrix_sync reads a whole {t}x{t} tile from the pointer you pass: check it "
                 "(A + tile_row*K + k, B + k*N + tile_col) and ldm; an edge tile that overhangs the matrix "
                 "must be copied through zero-padded shared memory.",
+        "fp8": "A load past the end of A or B: a lane whose row (m0 + g of A, n0 + g of B) is not below M (N for "
+               "B), or a code whose k is not below K, must read 0 instead. A is M x K and B is N x K: row n of B "
+               "starts at B + n * K.",
         "transpose": "A read outside in. in is rows x cols: its row length (leading dimension) is cols, so "
                      "element (r, c) is at r * cols + c, not r * rows + c. A load needs the guard of in's own "
                      "shape: its row index below rows and its column index below cols.",
@@ -101,6 +123,8 @@ HINTS: dict[str, dict[str, str]] = {
         "wmma": "store_matrix_sync writes a whole {t}x{t} tile: check the pointer (C + tile_row*N + "
                 "tile_col) and ldm (N); an edge tile that overhangs C must go through shared memory and "
                 "be copied with a bounds check.",
+        "fp8": "A store outside C: store c[i] only where its row is below M and its column below N (C is M x N, "
+               "row-major: element (r, c) at C[r * N + c]).",
         "transpose": "A store outside out. out is cols x rows: its row length (leading dimension) is rows, "
                      "so element (c, r) is at c * rows + r, not c * cols + r. A store needs the guard of out's "
                      "own shape: its row index below cols and its column index below rows.",

@@ -10,6 +10,7 @@ from grader.checking import hints as _hints
 from grader.checking.cells import SourceCell, relabel
 from grader.checking.steps.compile import compile_item
 from grader.checking.verdict import FAIL, PASS, Item
+from grader.problems.fp8 import Fp8Gemm
 from grader.problems.kinds import Case, FragmentProbe, Transpose, is_poison
 from grader.runtime.errors import CompileError, CourseError, KernelFault, KernelTimeout
 
@@ -49,6 +50,12 @@ def epilogue_mistake(case: Case, vals: np.ndarray) -> str | None:
         if np.linalg.norm(vals - cand) <= 1e-3 * (np.linalg.norm(cand) or 1.0):
             return f"D matches {name}: {what}"
     return None
+
+
+def grid_sentence(contract: str) -> str:
+    """The sentence of an exercise's contract that says how the grid runs (the first that names it)."""
+    sentences = contract.split(". ")
+    return next((x for x in sentences if "grid" in x), sentences[1] if len(sentences) > 1 else contract)
 
 
 def tile_map(bad: np.ndarray, tile) -> np.ndarray | None:
@@ -138,8 +145,7 @@ def judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") ->
         hint = _hints.hint(ex, "unwritten", t)
         if _hints.family(ex) not in ("im2col", "probe") and top_left_block(~poison, exp.tile):
             # the evidence points at the grid first: whole tiles, a top-left rectangle
-            hint = _hints.SWAPPED_BLOCKS.format(contract=ex.contract.split(". ")[1] if ". " in ex.contract
-                                                else ex.contract) + " " + hint
+            hint = _hints.SWAPPED_BLOCKS.format(contract=grid_sentence(ex.contract)) + " " + hint
         return failed(f"{n_poison} of {total} elements of {name} were never written, first {name}{list(fp)}",
                       "unwritten", hint=hint, index=fp)
     nonfinite = ~np.isfinite(vals)
@@ -149,6 +155,8 @@ def judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") ->
         shared = _hints.shared_nan(source)  # the first suspect where tiles go through shared memory
         if shared:
             hint = f"{shared}Otherwise: {hint[0].lower()}{hint[1:]}"
+        if isinstance(ex.problem, Fp8Gemm):
+            hint = evidence.fp8_nonfinite(case, vals, source) or hint
         return failed(f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",
                       "nan", hint=hint, index=fn)
     expected_v, got = exp.ref[first], vals[first]
@@ -166,7 +174,20 @@ def judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") ->
             return failed(f"{detail} — {ld}", "wrong-result", hint=_hints.hint(
                 ex, "read-out-of-bounds" if "reads" in ld else "write-out-of-bounds", t))
         return failed(detail, "wrong-result", "wrong-exact")
-    whole = np.all(np.isfinite(vals)) and np.all(vals == np.round(vals))
+    # Errors only in the last, partial row or column of tiles: an edge bug.
+    edge_only = False
+    if out.ndim == 2:
+        th, tw = exp.tile
+        full_r, full_c = (out.shape[0] // th) * th, (out.shape[1] // tw) * tw
+        rows, cols = np.nonzero(bad)
+        edge_only = bool((full_r < out.shape[0] or full_c < out.shape[1])
+                         and np.all((rows >= full_r) | (cols >= full_c)))
+    if isinstance(ex.problem, Fp8Gemm) and not edge_only:  # what the wrong output equals: a scale, part of K ...
+        said = evidence.fp8_wrong_sum(case, vals)
+        if said:
+            return failed(f"{detail} — {said}", "wrong-result")
+    # from 2^23 on every float is whole: huge values say nothing of an integer accumulator
+    whole = np.all(np.isfinite(vals)) and np.all(vals == np.round(vals)) and np.any(np.abs(vals) < 2.0**23)
     if whole and not np.all(exp.ref == np.round(exp.ref)):
         return failed(detail + " — every value is a whole number", "wrong-result",
                       hint="The sum is kept in an integer: an `int` accumulator (or an `(int)` cast) drops "
@@ -174,13 +195,8 @@ def judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") ->
     epilogue = getattr(ex.problem, "epilogue", False)
     if epilogue:  # the scalars are part of the input: show them
         detail += f" (alpha = {float(case.args[7]):.6g}, beta = {float(case.args[8]):.6g})"
-    # Errors only in the last, partial row or column of tiles: an edge bug.
-    if out.ndim == 2:
-        th, tw = exp.tile
-        full_r, full_c = (out.shape[0] // th) * th, (out.shape[1] // tw) * tw
-        rows, cols = np.nonzero(bad)
-        if (full_r < out.shape[0] or full_c < out.shape[1]) and np.all((rows >= full_r) | (cols >= full_c)):
-            return failed(detail + " — all in the partial tiles at the edge", "edge")
+    if edge_only:
+        return failed(detail + " — all in the partial tiles at the edge", "edge")
     if epilogue:
         mistake = epilogue_mistake(case, vals)
         if mistake:
@@ -249,8 +265,10 @@ def fault_item(e: CourseError, step_label: str, ex=None, cell: SourceCell | None
             "assert": "Your own assert() failed: the message names the condition and line.",
             "crash": "A memory access far outside every array (a wrong pointer or a huge index): "
                      "print the index you compute for one thread, or check the offsets by hand.",
-            "misaligned-address": "A vector load/store (float4, 16-byte copy) needs an address that "
-                                  "is a multiple of its size: check the offsets and leading dimensions.",
+            "misaligned-address": "A vector load/store (float4, 16-byte copy, four fp8 codes as one unsigned) "
+                                  "needs an address that is a multiple of its size: check the offsets and leading "
+                                  "dimensions; where a row length is no multiple of that size, load element by "
+                                  "element.",
             "launch-resources": "Use fewer threads per block or fewer registers/shared memory per block.",
         }
         hint = e.hint or hints.get(e.kind, "")

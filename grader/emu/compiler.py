@@ -256,13 +256,16 @@ def scan_kernels(source: str, flags: list[str]) -> dict | None:
     return kernels
 
 
-# A source that uses vector types gets g++'s alignment checks: a misaligned float4 load faults
-# on a GPU, and the runner reports it (__ubsan_handle_type_mismatch_v1) with the user's line.
+# A source that uses vector types, or casts a pointer (four fp8 codes loaded as one unsigned), gets
+# g++'s alignment checks: a misaligned float4 or 32-bit load faults on a GPU, and the runner reports it
+# (__ubsan_handle_type_mismatch_v1) with the user's line.
 _VECTOR_TYPES = re.compile(r"\b(?:float|int|uint|double|short|ushort|char|uchar|longlong|ulonglong)[234]\b|\b__?half2\b")
+_POINTER_CASTS = re.compile(r"\breinterpret_cast\s*<|\(\s*(?:const\s+|volatile\s+)*[A-Za-z_][\w:]*"
+                            r"(?:\s+[A-Za-z_][\w:]*)*\s*(?:const\s*)?\*+\s*(?:const\s*)?\)")
 
 
 def _sanitize_flags(source: str) -> list[str]:
-    return ["-fsanitize=alignment"] if _VECTOR_TYPES.search(source) else []
+    return ["-fsanitize=alignment"] if _VECTOR_TYPES.search(source) or _POINTER_CASTS.search(source) else []
 
 
 def _build(tr: Translation, flags: list[str], std: str, filename: str) -> tuple[Path | None, str]:
@@ -306,8 +309,9 @@ def build_module(source: str, options: Sequence[str], name: str, traffic: bool =
     flags, std = filter_options(options)
     flags = flags + _sanitize_flags(source) + (TRAFFIC_FLAGS if traffic else [])
     # load_time.py's text: a build is reused only if the check of what it runs on load passed on it
+    # (with the flags the source decides, so a build from before a change of _sanitize_flags is not reused)
     key = hashlib.sha256(json.dumps([source, list(options), name, prelude_digest(), compiler_id(),
-                                     MODULE_FLAGS, _files_digest([HERE / "load_time.py"])]
+                                     MODULE_FLAGS, _files_digest([HERE / "load_time.py"]), flags]
                                     + (["traffic"] if traffic else [])).encode()).hexdigest()[:24]
     final = _cached(f"mod-{key}", "meta.json")
     if (final / "meta.json").exists() and (final / "kernel.so").exists():

@@ -172,8 +172,9 @@ class Program:
     def statement(self, stmt: str) -> None:
         if stmt.startswith("@"):
             raise _unsupported(f"the predicated PTX instruction '{stmt.split()[0]} ...'", self.line)
-        opcode, _, rest = stmt.partition(" ") if " " in stmt else stmt.partition("\t")
-        opcode, rest = opcode.strip(), rest.strip()
+        # any white space ends the opcode: a tab or a line break as well as a space
+        opcode, rest = (stmt.split(None, 1) + [""])[:2]
+        rest = rest.strip()
         args = [rest[a:b].strip() for a, b in _split_top(rest, rest, ",")] if rest else []
         parts = opcode.split(".")
         head = parts[0]

@@ -289,9 +289,10 @@ class EmuModule:
                         "full tiles cannot be loaded straight from global memory: copy them into shared memory "
                         "(as the edge tiles), whose row length is a multiple of 8 halves (16, or 24 with padding).",
             "misaligned-address": "A tile's first element must sit at a multiple of 32 bytes (16 halves, 8 floats) "
-                                  "from the start of its matrix, and a vector access (float4, 16-byte copy) at a "
-                                  "multiple of its size: check the offset you add to the pointer and the row "
-                                  "length (ldm).",
+                                  "from the start of its matrix, and a vector access (float4, 16-byte copy, four fp8 "
+                                  "codes as one unsigned) at a multiple of its size: check the offset you add to "
+                                  "the pointer and the row length (ldm); where a row length is no multiple of the "
+                                  "access's size, load element by element.",
             "async-copy": "Before any thread reads a tile, each thread waits for its own copies of it "
                           "(__pipeline_wait_prior(n) leaves only its n most recent commit groups in flight) and "
                           "then all meet at __syncthreads(); copies of a new tile go into a buffer no warp still "

@@ -24,6 +24,7 @@ class Bad:
     base: str = ""  # reference kernel the bug is applied to
     old: str = ""
     new: str = ""
+    gpu: bool = True  # the GPU shows it too (Mistake.gpu)
 
     def source(self) -> str:
         if not self.base:
@@ -33,5 +34,5 @@ class Bad:
         return src.replace(self.old, self.new)
 
 
-CASES = [Bad(m.name, ex.id, m.expect, m.why, ex.reference if m.old else "", m.old, m.new)
+CASES = [Bad(m.name, ex.id, m.expect, m.why, ex.reference if m.old else "", m.old, m.new, m.gpu)
          for ex in exercises.EXERCISES.values() for m in ex.mistakes]

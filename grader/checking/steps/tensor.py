@@ -19,8 +19,15 @@ def tensor_cores(sub: Submission) -> list[Item]:
         # a kernel the GPU stopped or that faulted fails already: counting its work would run it
         # again (on the emulator, under ncu on the GPU) and, for a hang, wait for it again
         return [Item("tensor cores", SKIP, "not counted: the kernel did not finish its runs on the GPU")]
-    return [tensor_item(ex, sub.source, sub.launch, sub.chosen, sub.dims_list, sub.result, sub.case_timeout,
-                        sub.arch, sub.cases, sub.job.get("tc_key", 0))]
+    item = tensor_item(ex, sub.source, sub.launch, sub.chosen, sub.dims_list, sub.result, sub.case_timeout,
+                        sub.arch, sub.cases, sub.job.get("tc_key", 0))
+    if item.status == FAIL and item.message.startswith("no launch") and isinstance(
+            sub.result["error"], (KernelTimeout, KernelFault)):
+        # the launches it did not finish counted nothing: no sign that it skips the tensor cores, so no
+        # advice to use them (the fault above is what to fix)
+        item.message += " (the kernel did not finish its runs: see the failure above)"
+        item.hint = "Fix the failure above first: the launches that did not finish could not be counted."
+    return [item]
 
 
 def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arch, cases, key=0) -> Item:
@@ -55,6 +62,15 @@ def tensor_item(ex, source, launch, chosen, dims_list, result, case_timeout, arc
         return emu_item
     if emu_item.status == FAIL and counted:  # counted and too few: the emulator's count stands
         return emu_item
+    if not counted and ex.tensor_shapes:
+        # ncu's tensor-pipe counter counts every shape alike (FP8's m16n8k32 and fp16's m16n8k16, WMMA's and
+        # mma.sync's): which instruction ran, only the emulator's count says; without it, fail closed
+        asked = " or ".join(f"m{m}n{n}k{k}" for m, n, k in ex.tensor_shapes)
+        return Item("tensor cores", FAIL, f"not proven: this exercise asks for {asked} (PTX mma.sync), which the "
+                    "GPU's counter cannot tell from other tensor-core instructions, and the CPU emulator, which "
+                    f"can, counted no launch of your kernel ({emu_item.message})", kind="no-tensor-cores",
+                    hint="Keep the kernel to what the CPU emulator runs (check it with backend='emu': its message "
+                         "names what it cannot run) so the instruction can be counted. " + tensor_work.shape_hint(ex))
     if gpu.status == FAIL or not counted:
         return gpu
     emu_item.message += "; " + gpu.message

@@ -98,7 +98,8 @@ EMU_AI __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2 x, __nv_saturation_t
 EMU_AI __nv_fp8_storage_t __nv_cvt_halfraw_to_fp8(__half_raw x, __nv_saturation_t s, __nv_fp8_interpretation_t t) {
   return __nv_cvt_float_to_fp8((float)__half(x), s, t);
 }
-EMU_AI __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2 x, __nv_saturation_t s, __nv_fp8_interpretation_t t) {
+EMU_AI __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2_raw r, __nv_saturation_t s, __nv_fp8_interpretation_t t) {
+  const __half2 x(r);
   return (__nv_fp8x2_storage_t)(__nv_cvt_float_to_fp8((float)x.y, s, t) << 8 | __nv_cvt_float_to_fp8((float)x.x, s, t));
 }
 EMU_AI __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw x, __nv_saturation_t s,
@@ -112,7 +113,7 @@ EMU_AI __nv_fp8x2_storage_t __nv_cvt_bfloat16raw2_to_fp8x2(__nv_bfloat162 x, __n
 EMU_AI __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t x, __nv_fp8_interpretation_t t) {
   return __half_raw{::emu::fp8::to_half_bits(x, t == __NV_E5M2)};
 }
-EMU_AI __half2 __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_interpretation_t t) {
+EMU_AI __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_interpretation_t t) {
   return __half2(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(x & 0xFF), t)),
                  __half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(x >> 8), t)));
 }

@@ -199,10 +199,13 @@ EMU_AI __half hfloor(__half a) { return __half(floorf((float)a.__x)); }
 EMU_AI __half hceil(__half a) { return __half(ceilf((float)a.__x)); }
 EMU_AI __half __low2half(__half a) { return a; }
 
+struct __half2_raw { unsigned short x, y; };  // CUDA's: the bits of two halves (what fp8 conversions return)
 struct __attribute__((aligned(4))) __half2 {
   __half x, y;
   __half2() = default;
   constexpr __half2(__half a, __half b) : x(a), y(b) {}
+  constexpr __half2(const __half2_raw& r) : x(__half_raw{r.x}), y(__half_raw{r.y}) {}
+  constexpr operator __half2_raw() const { return __half2_raw{__half_raw(x).x, __half_raw(y).x}; }
 };
 typedef __half2 half2;
 EMU_AI __half2 make_half2(__half a, __half b) { return __half2(a, b); }

@@ -475,6 +475,11 @@ void run_block(unsigned long long b) {
   g_done = 0;
   g_bar_arrived = 0;
   g_bar_red[0] = 0; g_bar_red[1] = 1; g_bar_red[2] = 0;
+  // The reversed run is also greedy: it resumes the first runnable thread in its order each time, so a
+  // warp whose collective (ldmatrix, mma.sync, shuffle) completes runs on to its next barrier before the
+  // other warps move. Round robin keeps the warps in step at every collective, which hides a warp that
+  // overwrites shared memory another warp has still to read (no __syncthreads() before the next tile).
+  const bool greedy = g_order_mode == 1;
   while (g_done < g_nthreads) {
     unsigned resumed = 0;
     for (unsigned k = 0; k < g_nthreads; ++k) {
@@ -485,6 +490,7 @@ void run_block(unsigned long long b) {
       emu_switch(&g_sched_sp, f->sp);
       if ((uintptr_t)f->sp < f->min_sp) f->min_sp = (uintptr_t)f->sp;
       if (f->state == DONE) refill_stack(*f);
+      if (greedy) k = (unsigned)-1;  // from the first thread in order again
     }
     __emu_cur = 0;
     if (tc_waiting() && !resumed) {  // every thread waits: its warp's instruction, a barrier, a collective
@@ -1076,9 +1082,9 @@ static void ubsan_mismatch(UbsanMismatch* d, uintptr_t ptr) {
       reg.kind == 3 ? "dynamic shared memory (extern __shared__)" : "__shared__ ", reg.kind == 3 ? "" : reg.name,
       (unsigned long long)(ptr - (uintptr_t)reg.base));
   const char* what = d->check_kind == 1 ? "store" : d->check_kind == 0 ? "load" : "access";
-  snprintf(msg, sizeof msg, "misaligned %s of a %s%s: a %llu-byte vector access needs an address that is a multiple of "
+  snprintf(msg, sizeof msg, "misaligned %s of a %s%s: a %llu-byte access needs an address that is a multiple of "
            "%llu bytes, but this one is %llu bytes past one (a GPU faults with \"misaligned address\"): check the "
-           "offset you cast to a vector pointer and that the row length keeps every row a multiple of %llu bytes",
+           "offset you cast to a wider pointer and that the row length keeps every row a multiple of %llu bytes",
            what, d->type ? d->type->name : "value", at, align, align, off % align, align);
   Rep r;
   r.add("kind=misaligned-address\n");
