@@ -31,7 +31,8 @@ class Mistake:
     old: str = ""
     new: str = ""
     # False: a race a GPU need not show (its warps may happen to run in a safe order): the emulator's
-    # reordered runs are what catch it, and the GPU twin of the suite leaves it out
+    # reordered runs are what catch it (on a GPU too, in the strict step after the GPU's own runs:
+    # tests/checking/test_gpu_strict.py), and the GPU twin of the suite leaves it out
     gpu: bool = True
 
 

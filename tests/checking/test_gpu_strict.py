@@ -175,3 +175,22 @@ def test_a_full_gpu_is_not_blamed_on_the_kernel():
         assert "not your kernel" in item.message and "instructor" in item.hint and "regrade" in item.hint
     assert isolate._no_gpu_memory(CUDARuntimeError("cudaErrorIllegalAddress")) is None
     assert isolate._no_gpu_memory(KeyError("x")) is None
+
+
+def test_on_a_gpu_the_strict_run_catches_the_fp8_race_a_gpu_need_not_show():
+    """fp8_smem_overwritten_while_read (no __syncthreads() before the next k-step's tiles land) may
+    run right on a GPU, whose other warp usually reads first; the GPU's grade still fails it, through
+    the emulator's strict run with the exercise's race check (the step a GPU check runs after its own
+    passes). The reference's strict run passes."""
+    from pathlib import Path
+
+    from grader.checking.exercises import get
+    from grader.checking.steps.strict import strict_items
+    from grader.runtime import kernels
+
+    ex = get("fp8-gemm")
+    race = (Path(__file__).parents[1] / "adversarial" / "fp8_smem_overwritten_while_read.cu").read_text()
+    items = strict_items(ex, race, dict(ex.launch_defaults or {}), None)
+    assert items and items[0].status == FAIL and "depends on the order the threads" in items[0].message, items
+    ok = strict_items(ex, kernels.source(ex.reference), dict(ex.launch_defaults or {}), None)
+    assert [i.status for i in ok] == [PASS], [i.message for i in ok]
