@@ -318,10 +318,24 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         slow_hint="Swizzle the shared-memory chunks so ldmatrix reads without bank conflicts, and keep "
                   "several k-tiles in flight (cp.async stages) while each warp issues many mma.sync. "
                   "Notebook 10 walks the ladder.",
-        hint_family="wmma", coach_sections=COACH_MMA, ladder="mma",
+        hint_family="mma", coach_sections=COACH_MMA, ladder="mma",
         # notebook 10's first mma.sync rung (ldmatrix, padded rows): what the student has before the
         # swizzle and the pipeline. Notebook 06's WMMA kernels do not count here at all (tensor_shapes).
-        previous="mma_gemm_ldmatrix"),
+        previous="mma_gemm_ldmatrix",
+        mistakes=(
+            Mistake("mma_b_fragments_mixed", ("wrong-result",),
+                    "B's ldmatrix.x4.trans registers handed out as if untransposed (b[1] of tile j from tile j + 1)",
+                    "ldsm_x4_trans(fb[buf][j][0], fb[buf][j][1], fb[buf][j + 1][0], fb[buf][j + 1][1],",
+                    "ldsm_x4_trans(fb[buf][j][0], fb[buf][j + 1][0], fb[buf][j][1], fb[buf][j + 1][1],"),
+            Mistake("mma_rows_g8_not_stored", ("unwritten",), "c[2], c[3] (row g + 8) never stored",
+                    "            *reinterpret_cast<float2*>(c + (size_t)8 * N) = make_float2(acc[i][j][2], acc[i][j][3]);\n",
+                    ""),
+            Mistake("mma_c_rows_swapped", ("wrong-result",), "c[0], c[1] stored at row g + 8 and c[2], c[3] at row g",
+                    "make_float2(acc[i][j][0], acc[i][j][1]);\n            *reinterpret_cast<float2*>(c + (size_t)8 * N)"
+                    " = make_float2(acc[i][j][2], acc[i][j][3]);",
+                    "make_float2(acc[i][j][2], acc[i][j][3]);\n            *reinterpret_cast<float2*>(c + (size_t)8 * N)"
+                    " = make_float2(acc[i][j][0], acc[i][j][1]);"),
+        )),
     Exercise(
         "fp8-gemm", "A scaled FP8 (e4m3) GEMM with mma.sync m16n8k32", "fp8_gemm", fp8.Fp8Gemm(), "fp8_gemm_mma",
         "C = scale_a * scale_b * A B^T: A (M x K) and B (N x K) e4m3 codes, one byte each, both K-major "

@@ -10,7 +10,7 @@ import re
 
 # gemm: a GEMM on CUDA cores (the fallback texts "*"), wmma: a tensor-core GEMM, fp8: notebook 11's
 # scaled e4m3 GEMM in PTX mma.sync (no WMMA; B K-major), then one family per problem that is no GEMM
-FAMILIES = ("gemm", "wmma", "fp8", "transpose", "im2col", "conv", "probe")
+FAMILIES = ("gemm", "wmma", "mma", "fp8", "transpose", "im2col", "conv", "probe")
 
 
 def family(ex) -> str:
@@ -23,6 +23,11 @@ FP8_LAYOUT = ("g = lane / 4, t = lane % 4, four codes to a register, the lowest 
               "k 4t..4t+3; a[1] row g + 8; a[2], a[3] the same 16 further along k; b[0] row n0 + g of B, k "
               "4t..4t+3; b[1] k 16 + 4t..16 + 4t+3; c[0], c[1] row g, columns 2t, 2t + 1; c[2], c[3] row g + 8")
 
+# notebook 10's fragment layout of mma.sync m16n8k16 .f16 with fp32 accumulators (PTX ISA 9.7.14.5.8)
+MMA_LAYOUT = ("g = lane / 4, t = lane % 4, two halves to a register: a[0] row g, k 2t and 2t+1; a[1] row g + 8; "
+              "a[2], a[3] the same 8 further along k; b[0] k 2t and 2t+1 of column g; b[1] the same 8 further along "
+              "k; c[0], c[1] row g, columns 2t, 2t + 1; c[2], c[3] row g + 8")
+
 _WMMA_LDM = ("the leading dimension ldm of load_matrix_sync/store_matrix_sync is the row length of the "
              "whole matrix (K for A, N for B and C; a shared-memory tile's padded row length), not {t}.")
 
@@ -30,6 +35,10 @@ HINTS: dict[str, dict[str, str]] = {
     "unwritten": {
         "*": "Check that the grid covers all of the output and that every thread that should store does "
              "(an early `return` or a bounds check that is too strict).",
+        "mma": "Every element of C must be stored: each lane stores c[0], c[1] (row g, columns 2t, 2t + 1) and "
+               "c[2], c[3] (row g + 8) of every 16 x 8 accumulator tile of its warp; check the warp's tile origin "
+               "(blockIdx.y * BLOCK_M rows, blockIdx.x * BLOCK_N columns, then the warp's place in the block) and "
+               "that no warp returns early.",
         "wmma": "Each warp must store its whole {t}x{t} tile with store_matrix_sync (ldm = N): check the "
                 "tile's first row/column from blockIdx and that no warp returns early.",
         "fp8": "Every element of C must be stored once, with `=`: C holds garbage before your kernel runs, so "
@@ -47,6 +56,9 @@ HINTS: dict[str, dict[str, str]] = {
     "nan": {
         "*": "An accumulator that was never initialised (float acc = 0.0f), or a read outside A or B, "
              "gives NaN.",
+        "mma": "An accumulator never set to 0.0f, or a fragment loaded (ldmatrix) from a shared-memory stage no "
+               "copy filled yet, gives NaN: every stage's cp.async group must be waited for (cp.async.wait_group) "
+               "and a __syncthreads() passed before any warp reads it.",
         "wmma": "An accumulator fragment that was never initialised (wmma::fill_fragment(acc, 0.0f)), or "
                 "a load_matrix_sync that reads outside A or B, gives NaN.",
         "fp8": "NaN or Inf from finite e4m3 codes: the mma must read them as .e4m3.e4m3 (as .e5m2, every code "
@@ -73,6 +85,9 @@ HINTS: dict[str, dict[str, str]] = {
     "wrong-result": {
         "*": "Compare your index arithmetic with the contract: row-major element (i, j) of a matrix with "
              "n columns is at i*n + j; check which of blockIdx.x/y runs along rows.",
+        "mma": "Check the fragments against mma.sync m16n8k16's layout (" + MMA_LAYOUT + "). A and B are "
+               "row-major (B is K x N): ldmatrix gives A's fragments as stored, B's only with .trans (its k pairs "
+               "run down a column). blockIdx.x runs along the columns of C.",
         "wmma": "Compare your index arithmetic with the contract: the tile of C at (tile_row, tile_col) "
                 "starts at C + tile_row*N + tile_col; check which of blockIdx.x/y runs along rows; "
                 + _WMMA_LDM,
@@ -101,6 +116,9 @@ HINTS: dict[str, dict[str, str]] = {
     "read-out-of-bounds": {
         "*": "A load past the edge of A or B: threads past the edge need a guard (the row they read below M, "
              "the column below N, and the k index below K for tiles; load 0 instead).",
+        "mma": "A copy past the end of A or B: the block's k-tile kt starts at A + (blockIdx.y * BLOCK_M) * K + kt * "
+               "BLOCK_K and B + (kt * BLOCK_K) * N + blockIdx.x * BLOCK_N; each cp.async moves 16 bytes (8 halves): "
+               "check the chunk indices against BLOCK_K / 8 for A and BLOCK_N / 8 for B.",
         "wmma": "load_matrix_sync reads a whole {t}x{t} tile from the pointer you pass: check it "
                 "(A + tile_row*K + k, B + k*N + tile_col) and ldm; an edge tile that overhangs the matrix "
                 "must be copied through zero-padded shared memory.",
@@ -120,6 +138,8 @@ HINTS: dict[str, dict[str, str]] = {
     "write-out-of-bounds": {
         "*": "A store without a bounds check: store only when the thread's row of C is below M and its "
              "column below N, or stage edge tiles through shared memory.",
+        "mma": "A store outside C (M x N, row-major): a lane's c[0], c[1] go to row (tile row + g), columns "
+               "(tile column + 2t, + 1), and c[2], c[3] to row + 8; check the warp's tile origin in the block.",
         "wmma": "store_matrix_sync writes a whole {t}x{t} tile: check the pointer (C + tile_row*N + "
                 "tile_col) and ldm (N); an edge tile that overhangs C must go through shared memory and "
                 "be copied with a bounds check.",

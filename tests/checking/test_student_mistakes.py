@@ -185,3 +185,28 @@ def test_enough_mistakes_per_notebook():
     assert per["wmma-gemm"] + per["wmma-gemm-any-size"] + per["wmma-gemm-epilogue"] >= 12
     assert per["fragment-probe"] >= 1
     assert len(MISTAKES) >= 28
+
+
+MMA_WORDS = {  # what the first failure of each of mma-gemm's recorded mistakes must say (an mma.sync student's terms)
+    "mma_b_fragments_mixed": r"m16n8k16.*\.trans",
+    "mma_rows_g8_not_stored": r"c\[2\], c\[3\] \(row g \+ 8\)",
+    "mma_c_rows_swapped": r"c\[0\], c\[1\] row g, columns 2t",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MMA_WORDS))
+def test_an_mma_sync_mistake_is_told_in_mma_sync_terms(name):
+    """mma-gemm's students write PTX mma.sync, ldmatrix and cp.async: the hint of their first failure
+    names the m16n8k16 fragments, never WMMA's load_matrix_sync / store_matrix_sync (which it did
+    before the exercise had a hint family of its own: h-fp8red's finding); and a kernel whose
+    results are mostly wrong is not also told its tensor-core work does not reach them."""
+    from grader.checking.exercises import get
+
+    ex = get("mma-gemm")
+    m = next(m for m in ex.mistakes if m.name == name)
+    v = check("mma-gemm", ref(ex.reference).replace(m.old, m.new, 1), backend="emu", case_timeout=20)
+    first = next(i for i in v.items if i.status == FAIL)
+    said = f"{first.message}\n{first.hint}"
+    assert first.kind in m.expect and re.search(MMA_WORDS[name], said, re.S), v.text()
+    assert not re.search(r"matrix_sync|fill_fragment|\bldm\b", said), v.text()
+    assert not [i for i in v.items if i.kind == "tensor-cores-unused"], v.text()
