@@ -37,7 +37,7 @@ from grader.classroom import regrade
 from grader.classroom.autograde import CourseExecute, TrustedGrade
 from grader.classroom.export import CourseCsvExport
 from grader.classroom.feedback import FeedbackClearHiddenTests, OneScorePerCell, StripHiddenTests
-from grader.classroom import standing
+from grader.classroom import due_dates, standing
 from grader.classroom.late import CourseLatePenalties
 from grader.classroom.nbgrader_ext import ColabSetupCell, CudaClearSolutions, QuietOverwriteCells, SpeedPoints
 from grader.classroom.safe_outputs import SafeOutputs
@@ -129,6 +129,9 @@ exchange.install()
 # hand-in's time as they are now: autograde (CourseLatePenalties), export, `term schedule`, and
 # every gradebook write in this process (a manual grade in the formgrader, `nbgrader db`).
 standing.install(LATE_PERCENT_PER_DAY)
+# ... and nbgrader's own commands keep due dates: `db assignment add` without a date, `db assignment remove`
+# then a new release (grader/classroom/due_dates.py).
+due_dates.install()
 # grades.csv sorted by assignment and student, with a status column: a submission the trusted
 # grader could not grade is flagged, never exported as a plain 0; late hand-ins show their penalty.
 c.ExportApp.plugin_class = CourseCsvExport

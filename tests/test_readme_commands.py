@@ -68,6 +68,8 @@ COVERED = {
     "nbgrader db student remove": "tests/classroom/test_term_actions.py::"
                                   "test_a_student_removed_and_added_back_is_graded_by_the_command_the_export_names",
     "nbgrader db assignment add": f"{THIS}::test_instructor_commands_on_a_tiny_course",
+    "nbgrader db assignment remove": "tests/classroom/test_term_actions.py::"
+                                     "test_an_assignment_removed_and_released_again_keeps_its_due_date",
     "nbgrader generate_assignment": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader autograde": f"{THIS}::test_instructor_commands_on_a_tiny_course",
     "nbgrader generate_feedback": f"{THIS}::test_instructor_commands_on_a_tiny_course",

@@ -16,7 +16,10 @@ warns ("cheating attempt?") and collects it, over the real hand-in (the course's
 newest). Such a folder is not collected, nor counted as a hand-in waiting (`impostor`), and the log
 names it; the student's own newest hand-in is collected as if it were not there. Where ids are not
 accounts here (one shared account, an LMS), nothing can tell who wrote a folder: nbgrader's warning
-stands.
+stands. Which it is, the exchange says (`self_owned`): ids are accounts once a hand-in there belongs to
+the account it is named for, other than the folder's own owner's; a folder the instructor (or root) owns
+is never refused. So a student whose id happens to name a system account (`news`) is collected where
+students write as one shared account, and a forger cannot pass by handing in as themselves.
 
 `nbgrader collect` copies what a hand-in holds, never what it points at: nbgrader's copy (shutil's
 copytree, run with the instructor's rights) follows links, so a hand-in's folder that was a link
@@ -43,7 +46,8 @@ submitted/, so no `submission_secret.txt` to name the released page by), or whos
 not text (a student can edit it in the exchange), is named and skipped, where nbgrader would stop at
 it (FileNotFoundError, AssertionError, UnicodeDecodeError) and release none after it. A page that no
 longer shows what the gradebook says (made before a regrade, a manual grade, a moved due date) is
-not released either: it is named, and the command exits 1 after releasing the others.
+not released either: it is named, and the command exits 1 after releasing the others. Those held back
+are never passed to nbgrader's comma-separated exclusion list: any id, one with a comma too, is held alone.
 """
 from __future__ import annotations
 
@@ -58,9 +62,31 @@ except ImportError:  # not on Windows, where nbgrader's exchange does not run ei
     pwd = None
 
 
-def impostor(path: str, student: str) -> str | None:
+def self_owned(inbound: str) -> set[int]:
+    """The accounts that hand in as themselves here: uids owning a folder of the exchange's inbound folder
+    named for their own account (`id+assignment+time`), the instructor's and root's left out. No student
+    can make a folder another account owns, so only those students' own hand-ins put a uid here."""
+    if pwd is None:
+        return set()
+    out = set()
+    try:
+        names = os.listdir(inbound)
+    except OSError:
+        return out
+    for name in names:
+        try:
+            uid, want = os.lstat(os.path.join(inbound, name)).st_uid, pwd.getpwnam(name.rsplit("+", 3)[0]).pw_uid
+        except (OSError, KeyError, ValueError):
+            continue
+        if uid == want and uid not in (0, os.geteuid()):
+            out.add(uid)
+    return out
+
+
+def impostor(path: str, student: str, accounts: set[int] | None = None) -> str | None:
     """Why the exchange folder `path`, named for `student`, is not that student's own (None when it
-    is, or when nothing here can tell: the id is no account of this machine). Never follows a link."""
+    is, or when nothing here can tell). Never follows a link. `accounts`: self_owned() of its inbound
+    folder (None: taken as ids being accounts)."""
     if pwd is None:
         return None
     try:
@@ -73,6 +99,15 @@ def impostor(path: str, student: str) -> str | None:
         return f"it cannot be read ({e.strerror})"
     if uid == want:
         return None
+    # yours (or root's): put there by you, or every student writes as your account (some container
+    # spawners): no student can make a folder you own
+    if uid in (0, os.geteuid()):
+        return None
+    # no other account hands in as itself: ids are not accounts here (the students write as one shared
+    # account), and an id that happens to name an account of this machine (news, backup) says nothing of
+    # who wrote the folder. Only the owner can have handed in as itself, so a forger alone cannot pass.
+    if accounts is not None and not accounts - {uid}:
+        return None
     try:
         owner = pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -80,7 +115,7 @@ def impostor(path: str, student: str) -> str | None:
     return f"it belongs to {owner}, not to {student}"
 
 
-def refusal(path: str, student: str, check_owner: bool = True) -> str | None:
+def refusal(path: str, student: str, check_owner: bool = True, accounts: set[int] | None = None) -> str | None:
     """Why the exchange entry `path`, named for `student`, is not collected (None: it is): not a real
     folder (a link, whatever it leads to), or, with nbgrader's owner check on, not the student's own."""
     import stat
@@ -93,14 +128,15 @@ def refusal(path: str, student: str, check_owner: bool = True) -> str | None:
         return "it is a link (to someone else's files?), not a hand-in's folder"
     if not stat.S_ISDIR(mode):
         return "it is not a folder"
-    return impostor(path, student) if check_owner else None
+    return impostor(path, student, accounts) if check_owner else None
 
 
 def _own_records(collector, records: list[dict]) -> tuple[list[dict], dict[str, str]]:
     """The records whose folder may be collected, and why each other one may not."""
-    refused = {}
+    refused, accounts = {}, self_owned(collector.inbound_path)
     for r in records:
-        why = refusal(os.path.join(collector.inbound_path, r["filename"]), r["username"], collector.check_owner)
+        why = refusal(os.path.join(collector.inbound_path, r["filename"]), r["username"], collector.check_owner,
+                      accounts)
         if why:
             refused[r["filename"]] = why
     return [r for r in records if r["filename"] not in refused], refused
@@ -237,6 +273,7 @@ def uncollected(coursedir, config) -> list[tuple[str, str, str]]:
     except OSError:
         return []  # no exchange here (or not readable): nothing to compare with
     newest: dict[tuple[str, str], object] = {}
+    accounts = self_owned(inbound)
     for name in names:
         parts = name.rsplit("+", 3)
         if len(parts) < 3:
@@ -245,7 +282,7 @@ def uncollected(coursedir, config) -> list[tuple[str, str, str]]:
             rec = collector._path_to_record(os.path.join(inbound, name))
         except Exception:  # noqa: BLE001 - a folder nbgrader itself could not read is not a hand-in
             continue
-        if refusal(os.path.join(inbound, name), rec["username"], collector.check_owner):
+        if refusal(os.path.join(inbound, name), rec["username"], collector.check_owner, accounts):
             continue  # never collected (install), so never waiting either
         key = (rec["username"], parts[1])
         if not (fnmatch.fnmatch(key[0], coursedir.student_id or "*")
@@ -330,13 +367,19 @@ def install() -> None:
             self.log.error("not released: %s's feedback page of %s is stale (%s): run `nbgrader generate_feedback "
                            "%s`, then release_feedback again", student, self.coursedir.assignment_id, why,
                            self.coursedir.assignment_id)
-        before = self.coursedir.student_id_exclude
-        if by_hand or stale:
-            self.coursedir.student_id_exclude = ",".join(filter(None, [before, *by_hand, *(s for s, _ in stale)]))
+        # each other student's folder released on its own, by a literal pattern: nbgrader's exclusion list
+        # (student_id_exclude) is split on commas, so an id with one ("kim,lee") was never held back (and held
+        # back "kim" and "lee"); an id may hold glob's [ ] * ? too. Your own --CourseDirectory.student_id_exclude
+        # still counts (nbgrader applies it in each call).
+        held = set(by_hand) | {s for s, _ in stale}
+        pattern, out = self.src_path, None
         try:
-            out = release(self)
+            for folder in sorted(glob.glob(pattern)):
+                if os.path.basename(os.path.dirname(folder)) not in held:
+                    self.src_path = glob.escape(folder)
+                    out = release(self)
         finally:
-            self.coursedir.student_id_exclude = before
+            self.src_path = pattern
         if stale:
             self.fail(f"{len(stale)} stale feedback page(s) not released (the others were): run `nbgrader "
                       f"generate_feedback {self.coursedir.assignment_id}`, then release_feedback again")

@@ -33,7 +33,7 @@ import signal
 from contextlib import contextmanager
 from pathlib import Path
 
-from grader.classroom.standing import KEEP  # under autograded/: where a regrade keeps the earlier result
+from grader.classroom.standing import KEEP, STOPPED  # under autograded/: where a regrade keeps the earlier result
 
 
 def _aside(coursedir, assignment: str, student: str) -> Path:
@@ -45,7 +45,11 @@ def _put_back(kept: Path, dest: Path, log) -> None:
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.replace(kept, dest)
-    log.warning("kept the earlier result of %s: the new grading did not finish", dest)
+    # the stopped grading may have saved new scores before it stopped: standing.behind then says so (not
+    # "a backup"), and the next plain autograde grades it again (not_done)
+    (dest / STOPPED).write_text("")
+    log.warning("kept the earlier result of %s: the new grading did not finish (where it had saved new scores "
+                "already, the next plain `nbgrader autograde` grades it again)", dest)
 
 
 def restore_all(coursedir, log) -> None:
@@ -205,10 +209,11 @@ def not_done(coursedir, assignment: str, student: str) -> str | None:
     half = sorted(p.name for p in dest.glob("*.ipynb") if unfinished(p))
     if half:
         return f"{', '.join(half)} is not a finished grading (an autograde killed half-way?)"
-    from grader.classroom.standing import behind, handin_replaced
+    from grader.classroom.standing import STOPPED_SAYS, behind, handin_replaced, regrade_stopped
 
-    if handin_replaced(coursedir, student, assignment):
-        return "its notebook in submitted/ is not the one graded (replaced, with a timestamp.txt no newer)"
+    if handin_replaced(coursedir, student, assignment):  # the stopped regrade's hand-in check may have repaired it
+        return STOPPED_SAYS if regrade_stopped(coursedir, student, assignment) else \
+            "its notebook in submitted/ is not the one graded (replaced, with a timestamp.txt no newer)"
     url = coursedir.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         return None
@@ -220,6 +225,7 @@ def not_done(coursedir, assignment: str, student: str) -> str | None:
         gone = behind(coursedir, sub)
         if gone:
             return f"the gradebook does not hold its latest grading: {gone}"
+    (dest / STOPPED).unlink(missing_ok=True)  # the gradebook holds what was put back: nothing to say any more
     return None
 
 

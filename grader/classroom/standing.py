@@ -32,7 +32,12 @@ from grader.classroom import handin_time
 # a hand-in's standing reads the list); hidden in every sandbox, skipped by nbgrader's globs
 LOGS = ".cohort-logs"
 KEEP = ".regrade"  # under autograded/: the earlier results a regrade keeps aside (grader.classroom.regrade)
-TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule)
+# in an autograded folder put back in place of a stopped regrade's (regrade._put_back): a gradebook ahead of
+# it (that regrade had saved new scores) is then told from one restored from a backup
+STOPPED = ".regrade-stopped"
+STOPPED_SAYS = "a regrade of it was stopped before it finished, and its earlier autograded notebook put back"
+TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule), extensions,
+REMOVED_DUE = "removed_due"  # ... and due dates of assignments removed from the gradebook (grader.classroom.due_dates)
 PERCENT_PER_DAY = [10.0]  # the course config's LATE_PERCENT_PER_DAY (install), one value per process
 
 
@@ -104,7 +109,10 @@ def _root_of(submission):
     `gradebook.db` in the course folder), or None."""
     from sqlalchemy.orm import object_session
 
-    session = object_session(submission)
+    return course_root_of(object_session(submission))
+
+
+def course_root_of(session):
     try:
         db = session.get_bind().url.database if session is not None else None
     except Exception:  # noqa: BLE001 - no engine bound: no course to read
@@ -275,9 +283,16 @@ def behind(coursedir, submission) -> str | None:
             then, now = stamps[g.name], g.auto_score
             if (then is None) != (now is None) or (then is not None and abs(float(then) - float(now)) > 1e-9):
                 show = lambda v: "nothing" if v is None else f"{float(v):g}"  # noqa: E731
-                return (f"its autograded notebook scored {g.name} {show(then)}, the gradebook holds {show(now)}; "
-                        f"a gradebook restored from a backup?")
+                cause = STOPPED_SAYS if regrade_stopped(coursedir, submission.student.id, submission.assignment.name) \
+                    else "a gradebook restored from a backup?"
+                return f"its autograded notebook scored {g.name} {show(then)}, the gradebook holds {show(now)}; {cause}"
     return None
+
+
+def regrade_stopped(coursedir, student: str, assignment: str) -> bool:
+    """Its autograded folder was put back in place of a stopped regrade's (grader.classroom.regrade), which
+    may have saved new scores (behind) or repaired the hand-in's notebook (handin_replaced) before it stopped."""
+    return (_folder(coursedir, "autograded_directory", student, assignment) / STOPPED).exists()
 
 
 def graded_with(notebook: dict) -> dict[str, str]:
@@ -351,8 +366,12 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
         st.status = (f"pending: handed in again after grading; these are the earlier hand-in's scores "
                      f"(run `nbgrader autograde {assignment.name}`)")
     elif there and not regrading and handin_replaced(coursedir, student_id, assignment.name):
-        st.status = (f"pending: its notebook in submitted/ was replaced after grading (its timestamp.txt is no newer); "
-                     f"these are the graded one's scores (run `nbgrader autograde {assignment.name}`)")
+        if regrade_stopped(coursedir, student_id, assignment.name):  # its hand-in check repaired the notebook
+            st.status = (f"pending: {STOPPED_SAYS}; these are the gradebook's scores (run `nbgrader autograde "
+                         f"{assignment.name}`)")
+        else:
+            st.status = (f"pending: its notebook in submitted/ was replaced after grading (its timestamp.txt is no "
+                         f"newer); these are the graded one's scores (run `nbgrader autograde {assignment.name}`)")
     elif there and not regrading and (gone := behind(coursedir, sub)):
         st.status = (f"pending: the gradebook does not hold its latest grading ({gone}); these are the gradebook's "
                      f"scores (run `nbgrader autograde {assignment.name}`)")
@@ -469,72 +488,6 @@ def _net_scores(api_method):
     return wrapped
 
 
-def _read_due(gb, name: str, value, log):
-    """A due date given to `nbgrader db assignment add/import`, read as the course reads every date (year
-    first; `03/12/2026` is refused, never guessed as nbgrader's parser would), or the assignment's own
-    due date where none was given (nbgrader would erase it, and every late penalty with it)."""
-    from nbgrader.api import MissingEntry
-
-    if value is None or (isinstance(value, str) and not value.strip()):
-        try:
-            kept = gb.find_assignment(name).duedate
-        except MissingEntry:
-            return None
-        if kept is not None:
-            log.warning("%s keeps its due date %s UTC (no due date given; to change it: `python -m "
-                        "grader.classroom.term schedule %s=DATE`)", name, kept, name)
-        return kept
-    return value if not isinstance(value, str) else handin_time.parse_time(value, f"{name} due date")
-
-
-def _guard_due_dates(app_class) -> None:
-    """`nbgrader db assignment add` and `import` set due dates through the course's reading of dates, keep
-    a due date they were not given, and say which penalties moved (course/README.md, "A term")."""
-    import csv
-
-    from nbgrader.api import Gradebook
-
-    start = app_class.start
-
-    def checked_start(self):
-        if app_class.__name__ == "DbAssignmentImportApp" and len(self.extra_args) == 1:
-            try:  # every date read before anything is written: one unreadable row changes nothing
-                with open(self.extra_args[0], newline="") as f:
-                    for row in csv.DictReader(f):
-                        row = {(k or "").strip().lower(): v for k, v in row.items()}
-                        if (row.get("duedate") or "").strip():
-                            handin_time.parse_time(row["duedate"], f"{row.get('name', '?')} due date")
-            except ValueError as e:
-                self.fail(f"{e} (nothing was changed)")
-            except OSError:
-                pass  # nbgrader says the file is missing
-        original = Gradebook.update_or_create_assignment
-
-        def update(gb, name, **kw):
-            if "duedate" not in kw:
-                return original(gb, name, **kw)
-            try:
-                kw["duedate"] = _read_due(gb, name, kw["duedate"], self.log)
-            except ValueError as e:
-                self.fail(f"{e} (nothing was changed)")
-            before = {sub.student.id: float(sub.late_submission_penalty or 0) for sub in
-                      (gb.assignment_submissions(name) if name in {a.name for a in gb.assignments} else [])}
-            out = original(gb, name, **kw)
-            for sub in gb.assignment_submissions(name):
-                now = float(sub.late_submission_penalty or 0)
-                if sub.student.id in before and before[sub.student.id] != now:
-                    self.log.warning("%s %s: late penalty %g -> %g", sub.student.id, name, before[sub.student.id], now)
-            return out
-
-        Gradebook.update_or_create_assignment = update
-        try:
-            return start(self)
-        finally:
-            Gradebook.update_or_create_assignment = original
-
-    app_class.start = checked_start
-
-
 def install(percent_per_day: float) -> None:
     """From course/nbgrader_config.py: the penalty rate, and penalties recomputed on every
     gradebook write in this process (idempotent)."""
@@ -545,12 +498,6 @@ def install(percent_per_day: float) -> None:
 
     if not event.contains(Session, "before_flush", _on_flush):
         event.listen(Session, "before_flush", _on_flush)
-    from nbgrader.apps.dbapp import DbAssignmentAddApp, DbAssignmentImportApp
-
-    for app in (DbAssignmentAddApp, DbAssignmentImportApp):
-        if not getattr(app, "_course_due_dates", False):
-            _guard_due_dates(app)
-            app._course_due_dates = True
     if not getattr(NbGraderAPI, "_course_net_scores", False):
         NbGraderAPI.get_submission = _net_scores(NbGraderAPI.get_submission)
         NbGraderAPI.get_submissions = _net_scores(NbGraderAPI.get_submissions)

@@ -13,6 +13,11 @@ the gradebook and the hand-ins say, and the guide's next command must do what th
   assignment's due date moves; moved past the extension, the assignment's date counts for them too.
 - a first autograde of a hand-in killed outright (SIGKILL: the out-of-memory killer, a machine
   lost): grades.csv and generate_feedback ask for `nbgrader autograde`, which must grade it.
+- an `autograde --force` regrade killed outright just after it saved the new scores in the gradebook,
+  before it wrote the autograded notebook: the earlier notebook is put back, and nothing says the
+  gradebook was restored from a backup; the next commands say to run `nbgrader autograde`, which grades it.
+- the assignment removed from the gradebook (`nbgrader db assignment remove A --force`) and released again:
+  its due date comes back with it, and a late hand-in graded again is as late as before.
 - the gradebook restored from a backup older than a grading: that hand-in is not shown as graded
   with the backup's scores beside the newer grading's verdicts; the export asks for `nbgrader
   autograde`, which grades it again (nobody else), and feedback waits for it.
@@ -59,6 +64,35 @@ def term_cli(course: Path, *args: str) -> tuple[int, str]:
     p = subprocess.run([sys.executable, "-m", "grader.classroom.term", *args, "--course", str(course)],
                        capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
+
+
+KILLED_AFTER_SAVING = r"""
+import os, signal, sys
+from grader.classroom import scores
+
+saved = scores.ReconcileManualScores.preprocess
+
+
+def then_killed(self, nb, resources):  # the new scores are in the gradebook; the notebook not yet written
+    saved(self, nb, resources)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+scores.ReconcileManualScores.preprocess = then_killed
+from nbgrader.apps.nbgraderapp import main
+main()
+"""
+
+
+def killed_after_saving(course: Path, assignment: str, student: str) -> str:
+    """`nbgrader autograde --force` of one student with the course's config, killed outright (SIGKILL,
+    as the out-of-memory killer does) the moment the new scores are saved in the gradebook; its output."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TC_SOURCE_DIR=(course / ".source").read_text(),
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    p = subprocess.run([sys.executable, "-c", KILLED_AFTER_SAVING, "autograde", assignment, "--student", student,
+                        "--force"], cwd=course, env=env, capture_output=True, text=True)
+    assert p.returncode == -signal.SIGKILL, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
+    return p.stdout + p.stderr
 
 
 def rows(course: Path, name: str) -> dict[str, dict]:
@@ -197,6 +231,16 @@ def term(tmp_path_factory):
         page.read_bytes() == kept
     run(moved, "export", "--to", "grades-repointed.csv")
 
+    # eve's regrade (`--force`: her maximum changed) killed outright the moment it saved her new scores, then
+    # another student's autograde (which puts her earlier result back), the export, her feedback, and the
+    # plain autograde the export names
+    logs["killed_after_save"] = killed_after_saving(moved, A, "eve")
+    logs["after_killed_save"], _ = run(moved, "autograde", A, "--student", "ada")
+    run(moved, "export", "--to", "grades-killed-after-save.csv")
+    logs["feedback_killed_after_save"] = run(moved, "generate_feedback", A, "--student", "eve", check=False)[0]
+    logs["regrade_killed_after_save"], _ = run(moved, "autograde", A)
+    run(moved, "export", "--to", "grades-killed-regraded.csv")
+
     # the term's record (.term.json: the extensions) cut short, as a full disk or a crash mid-write leaves
     # it: nothing may carry on as if there were no extension, nor write over what is left of it
     record = moved / ".term.json"
@@ -224,6 +268,13 @@ def term(tmp_path_factory):
                        env=env, capture_output=True, text=True)
     logs["alone"] = (p.returncode, p.stdout + p.stderr,
                      (alone / "autograded" / "ada" / A / f"{A}.ipynb").read_bytes() == kept)
+
+    # A removed from the gradebook with nbgrader's own command (--force: it has grades) and released again;
+    # eve's late hand-in graded again (the command the export names for a hand-in with no grades)
+    logs["remove_assignment"], _ = run(moved, "db", "assignment", "remove", A, "--force")
+    logs["release_again"], _ = run(moved, "generate_assignment", A, "--force")
+    logs["regrade_removed"], _ = run(moved, "autograde", A, "--student", "eve")
+    run(moved, "export", "--to", "grades-removed-released.csv")
     return dict(home=home, course=moved, logs=logs)
 
 
@@ -296,6 +347,40 @@ def test_an_extension_for_one_student_counts_everywhere(term):
     assert (later["status"], float(later["manual_score"]), float(later["late_submission_penalty"]),
             float(later["score"])) == ("graded", 1.0, 0.0, 3.0), later
     assert logs["page_eve"] == pytest.approx((3.0, 4.0, 0.0)), logs["feedback_eve"][-2000:]
+
+
+def test_a_regrade_killed_after_saving_scores_is_not_taken_for_a_restored_backup(term):
+    """Before: the put-back result's scores differ from the ones the killed regrade saved, and every
+    command said "a gradebook restored from a backup?" (whose guidance is to give manual scores again)."""
+    course, logs = term["course"], term["logs"]
+    assert "kept the earlier result" in logs["after_killed_save"], logs["after_killed_save"][-3000:]
+    eve = rows(course, "grades-killed-after-save.csv")["eve"]
+    assert eve["status"].startswith("pending"), eve
+    for said in (eve["status"], logs["feedback_killed_after_save"], logs["regrade_killed_after_save"]):
+        assert "a regrade of it was stopped before it finished" in said, said[-3000:]
+        assert "backup" not in said and "replaced" not in said, said[-3000:]  # nor "its notebook was replaced"
+    assert f"nbgrader autograde {A}" in eve["status"] and f"nbgrader autograde {A}" in \
+        logs["feedback_killed_after_save"], logs["feedback_killed_after_save"][-3000:]
+    assert "eve 02-precision: autograded before, but a regrade of it was stopped" in \
+        logs["regrade_killed_after_save"], logs["regrade_killed_after_save"][-3000:]
+    eve = rows(course, "grades-killed-regraded.csv")["eve"]
+    assert not eve["status"].startswith(("pending", "NOT GRADED")), eve
+    assert float(eve["raw_score"]) == float(eve["max_score"]) == 3.0, eve  # every answer, out of the new maximum
+    assert "graded out of 4" not in eve["check"], eve
+
+
+def test_an_assignment_removed_and_released_again_keeps_its_due_date(term):
+    """Before: `nbgrader db assignment remove A --force` took A's due date with it, and the next
+    release made A with none: eve's late hand-in, graded again, was on time."""
+    course, logs = term["course"], term["logs"]
+    before = rows(course, "grades-killed-regraded.csv")["eve"]
+    after = rows(course, "grades-removed-released.csv")["eve"]
+    assert before["status"] == "late" and float(before["late_submission_penalty"]) > 0, before
+    for k in ("duedate", "status", "raw_score", "late_submission_penalty", "score"):
+        assert after[k] == before[k], (k, after, before)
+    assert f"{A}'s due date 2026-12-01 12:00:00 UTC is kept" in logs["remove_assignment"], \
+        logs["remove_assignment"][-2000:]
+    assert f"{A} gets back its due date 2026-12-01 12:00:00" in logs["release_again"], logs["release_again"][-2000:]
 
 
 def test_an_extension_never_makes_a_due_date_earlier(term):

@@ -29,7 +29,9 @@ the instructor's, ben's a FIFO. None of it is collected, and everyone else is. e
 the timestamp.txt out of hers; gil renames his folder to a week earlier and rewrites its times. As root, where this
 machine has the accounts, `daemon` is a student who is a user of the machine (as on a Hub of system
 users) and `bin` hands in under daemon's name, later, and tries to rename daemon's own hand-in away:
-daemon's own hand-in is the one collected.
+daemon's own hand-in is the one collected. `news` is a student whose id happens to name a system account
+(the students here write as one account, as the others do): their hand-in is collected all the same.
+`kim,lee` has a comma in their id (nbgrader takes any id): their page, stale beside ben's, is held back too.
 """
 import csv
 import os
@@ -54,10 +56,13 @@ A = "02-precision"  # Python answers only: the same scores on a CPU and a GPU
 COURSE_ID = "tensor-cores"  # course/nbgrader_config.py
 # What each student's last hand-in must earn: answered grade ids -> (score, max); every cell
 # of 02 is worth 2 points and its test cell is "<id>-test".
-ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy": ("decode-fp16", "predictions")}
-FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": ()}  # cy's first hand-in: untouched
+COMMA = "kim,lee"  # an id with a comma: nbgrader's exclusion lists are comma-separated
+ANSWERS = {"ada": ("decode-fp16", "predictions"), "ben": ("decode-fp16",), "cy": ("decode-fp16", "predictions"),
+           COMMA: ("decode-fp16",)}
+FIRST = {"ada": ANSWERS["ada"], "ben": ANSWERS["ben"], "cy": (), COMMA: ANSWERS[COMMA]}  # cy's first: untouched
 CELLS = ("decode-fp16", "predictions")
-BEN_MANUAL = 0.5  # given by hand on ben's predictions cell after the second round
+BEN_MANUAL = 0.5  # given by hand on ben's (and kim,lee's) predictions cell after the second round
+MANUAL = {"ben": BEN_MANUAL, COMMA: BEN_MANUAL}
 BACKDATED = "2026-11-20 10:00:00.000000 UTC"  # gil's hand-in, renamed to a week before it was made
 
 
@@ -73,6 +78,10 @@ def _accounts(*names):
 ACCOUNTS = _accounts("daemon", "bin") if os.geteuid() == 0 else None
 if ACCOUNTS:
     ANSWERS["daemon"] = FIRST["daemon"] = ("decode-fp16",)
+# a student whose id happens to name a system account of this machine (not theirs: they write as everyone does)
+NAMESAKE = "news" if _accounts("news") else None
+if NAMESAKE:
+    ANSWERS[NAMESAKE] = FIRST[NAMESAKE] = ("decode-fp16", "predictions")
 def as_account(name: str, *cmd: str) -> subprocess.CompletedProcess:
     uid = ACCOUNTS[name]
     return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd],
@@ -247,12 +256,15 @@ def term(tmp_path_factory, request):
 
     # ben's empty predictions cell earns 0.5 by hand (the formgrader), and feedback is released
     # again without being made again: his page would still say 2 of 4
-    formgrader(course, "grade", "predictions-test", A, "ben", str(BEN_MANUAL), "ben")
+    for s, score in MANUAL.items():
+        formgrader(course, "grade", "predictions-test", A, s, str(score), s)
     p = subprocess.run([sys.executable, "-m", "nbgrader", "release_feedback", A], cwd=course, env=env,
                        capture_output=True, text=True)
     logs["release_stale"] = (p.returncode, p.stdout + p.stderr)
-    logs["fetch_stale-ben"] = nbg(homes["ben"], env, "fetch_feedback", A)
-    stale_fetch = page_scores(fetched_pages(homes["ben"])[-1])[1]
+    stale_fetch = {}
+    for s in MANUAL:
+        logs[f"fetch_stale-{s}"] = nbg(homes[s], env, "fetch_feedback", A)
+        stale_fetch[s] = page_scores(fetched_pages(homes[s])[-1])[1]
     instructor_round("3")  # the guide's commands: the page made again, then released
     return dict(stale_fetch=stale_fetch, scores2=scores2, home=home, course=course, exchange=exchange, homes=homes, logs=logs, scores1=scores1,
                 fetched=fetched, regraded={s for s in ANSWERS if graded2[s] != graded1[s]})
@@ -403,10 +415,10 @@ def test_every_student_fetches_their_own_verdicts_and_score(term):
         assert len(pages) == (2 if s == "cy" else 1), (s, pages)
         said, total = page_scores(pages[-1])
         want = points(ANSWERS[s])
-        if s == "ben":  # the trusted grader's line of a cell graded by hand gives way to the instructor's
+        if s in MANUAL:  # the trusted grader's line of a cell graded by hand gives way to the instructor's
             del want["predictions-test"]
         assert sorted(said) == sorted(want.values()), (s, said)
-        assert total == (sum(want.values()) + (BEN_MANUAL if s == "ben" else 0), 4.0), (s, total)
+        assert total == (sum(want.values()) + MANUAL.get(s, 0), 4.0), (s, total)
         text = text_of(pages[-1])
         assert "BEGIN HIDDEN TESTS" not in text
         assert "Graded by the course's trusted grader" in text and "WITHOUT the sandbox" not in text, s
@@ -422,8 +434,56 @@ def test_release_feedback_never_hands_out_a_page_the_gradebook_has_moved_past(te
     assert f"nbgrader generate_feedback {A}" in out and "Traceback" not in out, out[-3000:]
     assert "Releasing feedback for student 'ada'" in out, out[-3000:]  # everyone else's is released
     assert "student 'ben'" not in out, out[-3000:]
-    assert term["stale_fetch"] == (2.0, 4.0)  # ben still has the page released before, never a wrong new one
+    assert term["stale_fetch"]["ben"] == (2.0, 4.0)  # ben still has the page released before, never a wrong new one
     assert "Releasing feedback for student 'ben'" in term["logs"]["release_feedback3"]
+
+
+def test_an_id_with_a_comma_is_held_back_and_released_as_any_other(term):
+    """nbgrader's exclusion list (student_id_exclude) is split on commas: kim,lee's stale page was
+    released (and a "kim" or "lee" would have been held back)."""
+    rc, out = term["logs"]["release_stale"]
+    assert rc == 1 and f"not released: {COMMA}'s feedback page of {A} is stale" in out, out[-3000:]
+    assert f"student '{COMMA}'" not in out, out[-3000:]
+    assert term["stale_fetch"][COMMA] == (2.0, 4.0)  # the page released before, not the stale one
+    assert f"Releasing feedback for student '{COMMA}'" in term["logs"]["release_feedback3"]
+
+
+@pytest.mark.skipif(not NAMESAKE, reason="needs a system account named news")
+def test_collect_takes_the_hand_in_of_a_student_named_like_a_system_account(term):
+    """news writes as every other student here: their hand-in was refused ("belongs to root, not to
+    news") and never graded, because the id names an account of this machine."""
+    course, logs = term["course"], term["logs"]
+    for tag in ("1", "2"):
+        assert f"not collected: {NAMESAKE}+" not in logs[f"collect{tag}"], logs[f"collect{tag}"][-3000:]
+    assert (course / "submitted" / NAMESAKE / A / f"{A}.ipynb").is_file()
+    assert term["scores2"][0][NAMESAKE] == (4.0, 4.0)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not _accounts("news", "nobody"), reason="needs root (owners are given "
+                    "as root) and the accounts news and nobody")
+def test_collect_where_students_write_as_one_account_takes_every_hand_in(tmp_path):
+    """Students who all write as one account that is not yours (`nobody` here, as a Hub's shared user):
+    no hand-in in the exchange is its own account's, so ids are not accounts, and news's hand-in is
+    collected beside ada's, not refused as not belonging to the account news."""
+    exchange = Path(tempfile.mkdtemp(prefix="tc-exchange-"))
+    try:
+        hub = tmp_path / "hub-config"
+        hub.mkdir()
+        (hub / "nbgrader_config.py").write_text(f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\n")
+        inbound = exchange / COURSE_ID / "inbound"
+        inbound.mkdir(parents=True)
+        for s in ("news", "ada"):
+            folder = inbound / f"{s}+{A}+2026-11-27 10:00:00.000000 UTC+x"
+            folder.mkdir()
+            (folder / f"{A}.ipynb").write_text("{}")
+            (folder / "timestamp.txt").write_text("2026-11-27 10:00:00.000000 UTC")
+            subprocess.run(["chown", "-R", "nobody", str(folder)], check=True)
+        course = classroom.new_course(tmp_path / "course")
+        out = nbg(course, _env(hub), "collect", A)
+        assert "not collected" not in out, out[-3000:]
+        assert {p.name for p in (course / "submitted").iterdir()} == {"news", "ada"}, out[-3000:]
+    finally:
+        shutil.rmtree(exchange, ignore_errors=True)
 
 
 def test_feedback_fetched_is_the_page_the_instructor_made(term):
