@@ -19,7 +19,9 @@ accounts here (one shared account, an LMS), nothing can tell who wrote a folder:
 stands. Which it is, the exchange says (`self_owned`): ids are accounts once a hand-in there belongs to
 the account it is named for, other than the folder's own owner's; a folder the instructor (or root) owns
 is never refused. So a student whose id happens to name a system account (`news`) is collected where
-students write as one shared account, and a forger cannot pass by handing in as themselves.
+students write as one shared account, and a forger cannot pass by handing in as themselves. A folder
+owned by another student of the course (an id in the gradebook naming the folder's owner) is refused
+from the term's first hand-in on, before the exchange holds such evidence.
 
 `nbgrader collect` copies what a hand-in holds, never what it points at: nbgrader's copy (shutil's
 copytree, run with the instructor's rights) follows links, so a hand-in's folder that was a link
@@ -83,10 +85,24 @@ def self_owned(inbound: str) -> set[int]:
     return out
 
 
-def impostor(path: str, student: str, accounts: set[int] | None = None) -> str | None:
+def roster(coursedir) -> set[str]:
+    """The student ids of the course's gradebook (empty where it does not exist yet: never made here)."""
+    url = getattr(coursedir, "db_url", "") or ""
+    if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///"):]):
+        return set()
+    try:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(url) as gb:
+            return {st.id for st in gb.students}
+    except Exception:  # noqa: BLE001 - an unreadable gradebook: the exchange's own evidence alone decides
+        return set()
+
+
+def impostor(path: str, student: str, accounts: set[int] | None = None, students: set[str] = frozenset()) -> str | None:
     """Why the exchange folder `path`, named for `student`, is not that student's own (None when it
     is, or when nothing here can tell). Never follows a link. `accounts`: self_owned() of its inbound
-    folder (None: taken as ids being accounts)."""
+    folder (None: taken as ids being accounts); `students`: the course's student ids (roster())."""
     if pwd is None:
         return None
     try:
@@ -103,19 +119,24 @@ def impostor(path: str, student: str, accounts: set[int] | None = None) -> str |
     # spawners): no student can make a folder you own
     if uid in (0, os.geteuid()):
         return None
+    try:
+        owner = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        owner = f"uid {uid}"
+    if owner in students:
+        # written by another student of the course under their own account: a forgery from the term's
+        # first hand-in on, before the exchange holds any evidence that ids are accounts
+        return f"it belongs to {owner}, another student of this course, not to {student}"
     # no other account hands in as itself: ids are not accounts here (the students write as one shared
     # account), and an id that happens to name an account of this machine (news, backup) says nothing of
     # who wrote the folder. Only the owner can have handed in as itself, so a forger alone cannot pass.
     if accounts is not None and not accounts - {uid}:
         return None
-    try:
-        owner = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        owner = f"uid {uid}"
     return f"it belongs to {owner}, not to {student}"
 
 
-def refusal(path: str, student: str, check_owner: bool = True, accounts: set[int] | None = None) -> str | None:
+def refusal(path: str, student: str, check_owner: bool = True, accounts: set[int] | None = None,
+            students: set[str] = frozenset()) -> str | None:
     """Why the exchange entry `path`, named for `student`, is not collected (None: it is): not a real
     folder (a link, whatever it leads to), or, with nbgrader's owner check on, not the student's own."""
     import stat
@@ -128,15 +149,16 @@ def refusal(path: str, student: str, check_owner: bool = True, accounts: set[int
         return "it is a link (to someone else's files?), not a hand-in's folder"
     if not stat.S_ISDIR(mode):
         return "it is not a folder"
-    return impostor(path, student, accounts) if check_owner else None
+    return impostor(path, student, accounts, students) if check_owner else None
 
 
 def _own_records(collector, records: list[dict]) -> tuple[list[dict], dict[str, str]]:
     """The records whose folder may be collected, and why each other one may not."""
     refused, accounts = {}, self_owned(collector.inbound_path)
+    students = roster(collector.coursedir) if collector.check_owner else set()
     for r in records:
         why = refusal(os.path.join(collector.inbound_path, r["filename"]), r["username"], collector.check_owner,
-                      accounts)
+                      accounts, students)
         if why:
             refused[r["filename"]] = why
     return [r for r in records if r["filename"] not in refused], refused
@@ -274,6 +296,7 @@ def uncollected(coursedir, config) -> list[tuple[str, str, str]]:
         return []  # no exchange here (or not readable): nothing to compare with
     newest: dict[tuple[str, str], object] = {}
     accounts = self_owned(inbound)
+    students = roster(coursedir) if collector.check_owner else set()
     for name in names:
         parts = name.rsplit("+", 3)
         if len(parts) < 3:
@@ -282,7 +305,7 @@ def uncollected(coursedir, config) -> list[tuple[str, str, str]]:
             rec = collector._path_to_record(os.path.join(inbound, name))
         except Exception:  # noqa: BLE001 - a folder nbgrader itself could not read is not a hand-in
             continue
-        if refusal(os.path.join(inbound, name), rec["username"], collector.check_owner, accounts):
+        if refusal(os.path.join(inbound, name), rec["username"], collector.check_owner, accounts, students):
             continue  # never collected (install), so never waiting either
         key = (rec["username"], parts[1])
         if not (fnmatch.fnmatch(key[0], coursedir.student_id or "*")

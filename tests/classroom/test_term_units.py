@@ -578,3 +578,39 @@ def test_a_cohort_job_brings_back_what_each_result_rests_on(tmp_path):
         cohort.merge(gb, cohort.load_course(root), "A", dict(student="ann", status="graded", rows=rows,
                                                               autograded=None))
         assert scores.stored(gb, "A", "ann", "nb") == rows["notebooks"]["nb"]["graded_against"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="making folders other accounts own needs root")
+def test_a_folder_another_student_owns_is_refused_before_the_exchange_holds_evidence(tmp_path):
+    """At the term's first hand-in no folder in the exchange yet shows that ids are accounts
+    (self_owned is empty), so the exchange's own evidence lets a forged folder pass (h-term's open
+    finding). A folder owned by the account of another student of the course (the gradebook's ids)
+    is refused all the same; one owned by an account that is no student (the one shared account
+    students write as) is not, even under an id that names a system account (news)."""
+    import os
+    import pwd
+
+    from grader.classroom import exchange
+
+    inbound = tmp_path / "inbound"
+    inbound.mkdir()
+    forged, shared = inbound / "daemon+A+2026-11-28 10:00:00.000000 UTC", inbound / "news+A+2026-11-28 10:00:00.000000 UTC"
+    forged.mkdir()
+    shared.mkdir()
+    os.chown(forged, pwd.getpwnam("bin").pw_uid, -1)
+    os.chown(shared, pwd.getpwnam("nobody").pw_uid, -1)
+    accounts = exchange.self_owned(str(inbound))
+    assert accounts == set()
+    assert exchange.impostor(str(forged), "daemon", accounts) is None  # the exchange alone cannot tell
+    why = exchange.impostor(str(forged), "daemon", accounts, {"daemon", "bin", "news"})
+    assert why and "bin, another student of this course" in why
+    assert exchange.impostor(str(shared), "news", accounts, {"daemon", "bin", "news"}) is None
+    # the roster is read from the course's gradebook, which collect never creates
+    cd = CourseDirectory(root=str(tmp_path / "course"))
+    assert exchange.roster(cd) == set() and not (tmp_path / "course" / "gradebook.db").exists()
+    (tmp_path / "course").mkdir()
+    with Gradebook(cd.db_url) as gb:
+        gb.add_student("bin")
+        gb.add_student("daemon")
+    assert exchange.roster(cd) == {"bin", "daemon"}
