@@ -82,14 +82,18 @@ def main(fd):
     reply({"ready": True})
     for line in sys.stdin:
         req = json.loads(line)
-        fn = ns.get(req["call"])
+        name = req.get("call", req.get("map"))
+        fn = ns.get(name)
         if not callable(fn):
-            reply({"error": f"NameError: name '{req['call']}' is not defined as a function"})
+            reply({"error": f"NameError: name '{name}' is not defined as a function"})
             continue
-        try:
-            reply({"ok": plain(fn(*req["args"]))})
-        except BaseException as e:
-            reply({"error": f"{type(e).__name__}: {e}", "type": type(e).__name__, "message": str(e)})
+        # a map: the calls one after another, an answer each, none after the first error
+        for args in ([req["args"]] if "call" in req else ([i] for i in range(*req["range"]))):
+            try:
+                reply({"ok": plain(fn(*args))})
+            except BaseException as e:
+                reply({"error": f"{type(e).__name__}: {e}", "type": type(e).__name__, "message": str(e)})
+                break
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import math
 import os
 import pickle
 import subprocess
@@ -104,6 +105,38 @@ def test_answers_child_that_hangs_is_stopped(monkeypatch):
         a.close()
 
 
+def test_answers_map_gives_what_the_calls_give_in_one_request(monkeypatch):
+    """map(): the calls of a range answered in one request (no round trip each), each answer what
+    call() gives, the first error raised where it came; a map left early stops its child, so
+    nothing it still sends is read as a later call's answer; a call that hangs is stopped as one
+    call() would be."""
+    from grader.checking import answers
+
+    a = Answers(["import math"], ["def f(i):\n    if i == 7:\n        raise ValueError('seven')\n"
+                                  "    return math.sqrt(i)\n",
+                                  "import time\ndef slow(i):\n    if i == 3:\n        time.sleep(60)\n    return i\n"])
+    try:
+        assert list(a.map("f", range(5))) == [a.call("f", i) for i in range(5)] == [math.sqrt(i) for i in range(5)]
+        got = []
+        with pytest.raises(ValueError, match="seven"):
+            for v in a.map("f", range(100)):
+                got.append(v)
+        assert got == [math.sqrt(i) for i in range(7)]
+        assert a.call("f", 9) == 3.0  # nothing left over from the map's error
+        left = a.map("f", range(20, 1 << 16))
+        assert next(left) == math.sqrt(20)
+        before = a.proc.pid
+        assert a.call("f", 4) == 2.0 and a.proc.pid != before  # not one of the map's answers
+        monkeypatch.setattr(answers, "CALL_TIMEOUT", 1.0)
+        got = []
+        with pytest.raises(answers.AnswerError, match=r"no answer after 1 s while calling slow\(3,\)"):
+            for v in a.map("slow", range(10)):
+                got.append(v)
+        assert got == [0, 1, 2]
+    finally:
+        a.release()
+
+
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["plain", "sandboxed"])
 def test_answers_find_the_packages_the_grader_finds(tmp_path, monkeypatch, sandboxed):
     """A package only PYTHONPATH names (a GPU machine's wheels in /tmp/site): the course's import of
@@ -151,6 +184,23 @@ def test_course_constants_come_from_the_course_not_the_submission():
     forged = grade_notebook(dict(release=RELEASE, submission=[
         "CASES = {'a': 0}\ndef double(x):\n    return 16 if x == 8 else 0", "def double(x):\n    return x"]))
     assert forged["grades"][0]["score"] == 0.0
+
+
+def test_a_tests_map_over_a_students_function_scores_as_its_loop_does():
+    """The tests' map() of a student's function over a range (one request to the answers' child,
+    02-precision's hidden test of every fp16 pattern) passes and fails as the loop of calls does."""
+    def release(loop):
+        return [dict(kind="answer", grade_id="ans", points=0, source="def sq(i):\n    raise NotImplementedError"),
+                dict(kind="test", grade_id="t", points=1, source=(
+                    f"score = 0.0\ntry:\n    for i, got in {loop}:\n        assert got == i * i, i\n    score = 1.0\n"
+                    "except Exception as e:\n    print(e)\nscore"))]
+
+    loops = ("enumerate(map(sq, range(5000)))", "((i, sq(i)) for i in range(5000))")
+    for answer, want in (("def sq(i):\n    return i * i", 1.0), ("def sq(i):\n    return i * i if i < 4321 else 0", 0.0),
+                         ("def sq(i):\n    raise NotImplementedError", 0.0)):
+        for loop in loops:
+            got = grade_notebook(dict(release=release(loop), submission=[answer]))["grades"][0]
+            assert got["score"] == want, (answer, loop, got)
 
 
 def test_score_is_capped_and_must_be_a_number():
