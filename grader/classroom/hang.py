@@ -132,12 +132,13 @@ def ours(found: list[str]) -> list[str]:
     return [z for z in found if int(z.split()[1]) in mine]
 
 
-def wait_idle(t0: float, zombies_before: list[str], procs_before=()) -> dict:
-    """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen
-    (zombies: those that were not there before the scenario). `procs_before`: the GPU's processes
-    before the scenario began, which are not the scenario's to end (a caller's own CUDA context:
-    nvidia-smi names host pids in a container, so os.getpid() cannot exclude it; 4 H200s,
-    2026-11-28: a pytest process that had run GPU tests kept the GPU 'busy' for good)."""
+def wait_idle(t0: float, before: dict) -> dict:
+    """Seconds from t0 until the GPU is idle (None: not within IDLE_WAIT), and what was seen.
+    `before`: gpu_state() as the scenario began. Its processes are not the scenario's to end (a
+    caller's own CUDA context: nvidia-smi names host pids in a container, so os.getpid() cannot
+    exclude it; 4 H200s, 2026-11-28: a pytest process that had run GPU tests kept the GPU 'busy'
+    for good), nor are its zombies."""
+    procs_before = set(before["procs"])
     seen = None
     while time.monotonic() - t0 < IDLE_WAIT:
         seen = gpu_state(ignore=procs_before)
@@ -147,7 +148,7 @@ def wait_idle(t0: float, zombies_before: list[str], procs_before=()) -> dict:
         seen = None
     idle = None if seen is None else round(time.monotonic() - t0, 1)
     seen = seen or gpu_state(ignore=procs_before)
-    seen["zombies"] = [z for z in ours(seen["zombies"]) if z not in zombies_before]
+    seen["zombies"] = [z for z in ours(seen["zombies"]) if z not in before["zombies"]]
     return dict(idle_s=idle, **seen)
 
 
@@ -195,7 +196,7 @@ def shared(alone: list[dict]) -> dict:
     (tmp / "hang.cu").write_text(sources()["timed"][1])
     (tmp / "ref.cu").write_text(kernels.source(timed.reference))
     env = dict(os.environ, TC_GPU_LOCK=str(lock))
-    before, procs_before = zombies(), set(gpu_state()["procs"])
+    before = gpu_state()
     t0 = time.monotonic()
     jobs = []
     for name in ("hang.cu", "ref.cu"):
@@ -208,7 +209,7 @@ def shared(alone: list[dict]) -> dict:
         lines = o.strip().splitlines()
         out.append(json.loads(lines[-1]) if lines else dict(error=e.strip()[-500:]))
     verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic(), before, procs_before)
+    idle = wait_idle(time.monotonic(), before)
     hung, ref = out
     alone_ms = [r["kernel_ms"] for r in alone if r.get("kernel_ms")]
     late = (ref.get("verdict_s") or 1e9) - max(r["verdict_s"] for r in alone)
@@ -230,18 +231,18 @@ def scenario(name: str, exercise: str, source: str, beside=None, says=None) -> d
     stopped, or faulted)."""
     from grader.checking.check import check
 
-    before, procs_before = zombies(), set(gpu_state()["procs"])
+    before = gpu_state()
     with (beside or contextlib.nullcontext)() as held:
         t0 = time.monotonic()
         v = check(exercise, source, backend="gpu")
         verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic(), before, procs_before)
+    idle = wait_idle(time.monotonic(), before)
     text = v.text()
     said = says(text) if says else re.search(r"stopped|illegal|trap|crash|fault|failed", text, re.I)
     failed = [i for i in v.items if i.status == "fail"]
     first = failed[0].message.splitlines()[0][:300] if failed else ""
     return dict(scenario=name, exercise=exercise, verdict_s=round(verdict_s, 1), score=v.score, says_stopped=bool(said),
-                first_failure=first, beside=held, there_before=sorted(procs_before), **idle)
+                first_failure=first, beside=held, there_before=sorted(before["procs"]), **idle)
 
 
 # Takes every byte of the GPU it can (cudaMalloc, past CuPy's pool), says so, and holds it until stdin closes
@@ -297,11 +298,11 @@ def trusted() -> dict:
     d = course / "submitted" / "hang" / a
     d.mkdir(parents=True)
     nbformat.write(nb, d / f"{a}.ipynb")
-    before, procs_before = zombies(), set(gpu_state()["procs"])
+    before = gpu_state()
     t0 = time.monotonic()
     proc = workflow.nbgrader(course, "autograde", a, "--student", "hang", "--create", check=False)
     verdict_s = time.monotonic() - t0
-    idle = wait_idle(time.monotonic(), before, procs_before)
+    idle = wait_idle(time.monotonic(), before)
     cells = workflow.cell_scores(course, a, "hang")
     out = course / "autograded" / "hang" / a / f"{a}.ipynb"
     said = ""

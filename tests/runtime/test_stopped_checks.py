@@ -163,13 +163,13 @@ def test_the_idle_watch_leaves_out_what_held_the_gpu_before_the_scenario(tmp_pat
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(hang, "IDLE_WAIT", 1.5)
-    before = set(hang.gpu_state()["procs"])
-    assert before == {25566}
-    assert hang.wait_idle(time.monotonic(), [])["idle_s"] is None  # the old watch: busy for good
-    got = hang.wait_idle(time.monotonic(), [], before)
+    before = hang.gpu_state()
+    assert set(before["procs"]) == {25566}
+    assert hang.wait_idle(time.monotonic(), dict(zombies=[], procs={}))["idle_s"] is None  # the old watch: busy for good
+    got = hang.wait_idle(time.monotonic(), before)
     assert got["idle_s"] is not None and got["procs"] == {}, got
     listed.write_text("25566, 1816\n50703, 586\n")  # a process the scenario left behind
-    got = hang.wait_idle(time.monotonic(), [], before)
+    got = hang.wait_idle(time.monotonic(), before)
     assert got["idle_s"] is None and got["procs"] == {50703: "586"}, got
 
 
@@ -245,7 +245,7 @@ def test_the_zombie_watch_counts_its_own_zombies_only(monkeypatch):
         assert own, "the child did not become a zombie"
         neighbour, orphan = "777777 999999 python3", "777778 1 bwrap"
         monkeypatch.setattr(hang, "gpu_state", lambda ignore=(): dict(procs={}, util=0, zombies=[*own, neighbour, orphan]))
-        got = hang.wait_idle(time.monotonic(), [])
+        got = hang.wait_idle(time.monotonic(), dict(zombies=[], procs={}))
         assert got["idle_s"] is not None
         assert set(got["zombies"]) == {*own, orphan}, got["zombies"]
     finally:
