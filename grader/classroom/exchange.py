@@ -152,13 +152,19 @@ def refusal(path: str, student: str, check_owner: bool = True, accounts: set[int
     return impostor(path, student, accounts, students) if check_owner else None
 
 
+def refuser(collector, inbound: str):
+    """refusal() for the entries of the inbound folder `inbound`, by `collector`'s owner check, with what
+    it reads once for them all (the exchange's evidence, the gradebook's ids): (path, student) -> why or None."""
+    accounts = self_owned(inbound)
+    students = roster(collector.coursedir) if collector.check_owner else set()
+    return lambda path, student: refusal(path, student, collector.check_owner, accounts, students)
+
+
 def _own_records(collector, records: list[dict]) -> tuple[list[dict], dict[str, str]]:
     """The records whose folder may be collected, and why each other one may not."""
-    refused, accounts = {}, self_owned(collector.inbound_path)
-    students = roster(collector.coursedir) if collector.check_owner else set()
+    refused, why_not = {}, refuser(collector, collector.inbound_path)
     for r in records:
-        why = refusal(os.path.join(collector.inbound_path, r["filename"]), r["username"], collector.check_owner,
-                      accounts, students)
+        why = why_not(os.path.join(collector.inbound_path, r["filename"]), r["username"])
         if why:
             refused[r["filename"]] = why
     return [r for r in records if r["filename"] not in refused], refused
@@ -295,8 +301,7 @@ def uncollected(coursedir, config) -> list[tuple[str, str, str]]:
     except OSError:
         return []  # no exchange here (or not readable): nothing to compare with
     newest: dict[tuple[str, str], object] = {}
-    accounts = self_owned(inbound)
-    students = roster(coursedir) if collector.check_owner else set()
+    why_not = refuser(collector, inbound)
     for name in names:
         parts = name.rsplit("+", 3)
         if len(parts) < 3:
@@ -305,7 +310,7 @@ def uncollected(coursedir, config) -> list[tuple[str, str, str]]:
             rec = collector._path_to_record(os.path.join(inbound, name))
         except Exception:  # noqa: BLE001 - a folder nbgrader itself could not read is not a hand-in
             continue
-        if refusal(os.path.join(inbound, name), rec["username"], collector.check_owner, accounts, students):
+        if why_not(os.path.join(inbound, name), rec["username"]):
             continue  # never collected (install), so never waiting either
         key = (rec["username"], parts[1])
         if not (fnmatch.fnmatch(key[0], coursedir.student_id or "*")
