@@ -151,6 +151,7 @@ class Paired:
     kernel: Timing  # all rounds' samples together
     baseline: Timing
     round_ratios: np.ndarray  # baseline median / kernel median, one per round
+    round_ms: np.ndarray | None = None  # [[kernel median, baseline median] per round]: which side moved
 
     @property
     def ratio(self) -> float:
@@ -181,7 +182,7 @@ def paired(fn: Callable[[], object], baseline: Callable[[], object], *, rounds: 
 
 def _paired(fn, baseline, rounds, max_seconds, bench, baseline_bench, kwargs) -> Paired:
     per_call = max_seconds / (2 * rounds)
-    k_samples, b_samples, ratios = [], [], []
+    k_samples, b_samples, ratios, medians = [], [], [], []
     flushed = False
     for r in range(rounds):
         order = ((fn, k_samples, bench), (baseline, b_samples, baseline_bench))
@@ -191,9 +192,10 @@ def _paired(fn, baseline, rounds, max_seconds, bench, baseline_bench, kwargs) ->
             sink.extend(np.asarray(t.times_ms).tolist())
             got[id(sink)] = t
             flushed = t.flushed
-        ratios.append(got[id(b_samples)].median_ms / got[id(k_samples)].median_ms)
+        medians.append((got[id(k_samples)].median_ms, got[id(b_samples)].median_ms))
+        ratios.append(medians[-1][1] / medians[-1][0])
     return Paired(Timing(np.asarray(k_samples), flushed), Timing(np.asarray(b_samples), flushed),
-                  np.asarray(ratios))
+                  np.asarray(ratios), np.asarray(medians))
 
 
 def cublas_ceilings(n: int = 4096) -> dict[str, float]:

@@ -24,7 +24,7 @@ from browser import browser_page  # noqa: F401 (the fixture)
 from grader.checking import exercises, trusted
 from grader.checking.steps.speed import speed_item
 from grader.checking.verdict import FAIL, PASS, SKIP, Item, Verdict
-from grader.classroom import ladder, leaderboard, pseudonyms
+from grader.classroom import ladder, leaderboard, leaderboard_page, pseudonyms
 from grader.classroom.autograde import VERDICTS, TrustedGrade
 from grader.classroom.safe_outputs import SafeOutputs
 
@@ -327,3 +327,14 @@ def test_the_notebook_view_renders_in_a_browser(course, browser_page):
     assert frame.locator("table tr").nth(1).locator("td").nth(1).inner_text() == HOSTILE
     assert frame.locator("img").evaluate("i => i.complete ? i.naturalWidth : 0") > 100
     assert page.title() == "cell" and page.console_log == []
+
+
+def test_rows_shown_alike_share_a_rank_and_none_shows_slower_above_faster():
+    # 166.249 % and 166.241 % both read 166.2 %; 166.251 % reads 166.3 % (a 2-GPU run's page once
+    # ranked a 166.2 % row above a 166.3 % one, both 6th)
+    ratios = {"zed": 1.66249, "amy": 1.66251, "bea": 1.66241, "cal": 1.5}
+    ranked = [leaderboard.Entry(s, r, None, None, "") for s, r in ratios.items()]
+    leaderboard.rank(ranked)
+    rows = [(leaderboard_page.pct(e.ratio), e.rank) for e in ranked]
+    assert rows == [("166.3%", 1), ("166.2%", 2), ("166.2%", 2), ("150.0%", 4)]
+    assert [e.student for e in ranked][1:3] == ["bea", "zed"]  # a tie: by id, stable across runs

@@ -39,3 +39,5 @@ def test_paired_ratio_is_a_median_of_rounds():
     bench = lambda fn, max_seconds, **kw: Timing(np.array([next(times)]), False)  # noqa: E731
     p = paired(lambda: None, lambda: None, rounds=5, bench=bench)
     assert p.ratio == 0.5 and p.round_ratios.max() == 25.0
+    # each round's two medians, kernel first whatever the order: the disturbed round names its side
+    assert p.round_ms.tolist() == [[2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [2.0, 50.0], [2.0, 1.0]]
