@@ -58,6 +58,27 @@ SHARED = {"test_cheats": "redteam", "test_cheats_runtime": "redteam", "test_hand
 SPREAD = ["test_compile"]
 
 
+# - Modules that tell a term's story in dozens of small nbgrader commands (export, db, feedback,
+#   one student's autograde): there nbgrader's own start-up (about 2 s of CPU each) was much of the
+#   cost, so their commands run as forks of one warm nbgrader (TC_NBGRADER_FORK,
+#   grader.classroom.workflow.nbgrader), as the cohort runs them. The red team, the class workflow
+#   and the machine-safety runs keep a fresh process per command, as the guide's instructor has.
+FORKED = ["test_term", "test_term_actions", "test_term_exchange", "test_term_regrade", "test_term_cohort",
+          "test_term_concurrent", "test_term_units"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_nbgrader(request):
+    if request.module.__name__.rsplit(".", 1)[-1] not in FORKED or "TC_NBGRADER_FORK" in os.environ:
+        yield
+        return
+    os.environ["TC_NBGRADER_FORK"] = "1"
+    try:
+        yield
+    finally:
+        del os.environ["TC_NBGRADER_FORK"]
+
+
 def _stem(nodeid: str) -> str:
     return nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
 

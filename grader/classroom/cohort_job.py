@@ -89,7 +89,8 @@ LAUNCH = ("import ctypes, os, sys\n"
 
 
 # The fork server: its first seconds die with the worker (as LAUNCH), then it imports what every
-# job needs, once, and forks one child per request line {"cwd", "env", "argv", "log", "pidfile"}
+# job needs, once, and forks one child per request line {"cwd", "env", "argv", "log", "pidfile"; "err":
+# its stderr apart, optional}
 # on stdin, answering {"pid"} at once and {"rc"} when the child ends (on its own protocol fd;
 # its stdout and stderr go to /dev/null).
 SERVER = r"""
@@ -141,7 +142,7 @@ for line in sys.stdin:
             tempfile.tempdir = None  # TMPDIR is the job's
             log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             os.dup2(log, 1)
-            os.dup2(log, 2)
+            os.dup2(os.open(req["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if req.get("err") else log, 2)
             os.dup2(null, 0)
             sys.stdin = open(os.devnull)
             with open(req["pidfile"], "w") as f:
@@ -220,11 +221,14 @@ class ForkServer:
         return json.loads(line)
 
     def run(self, argv: list[str], *, cwd: Path, env: dict, log: Path, timeout: float,
-            usage: Usage | None = None) -> int | None:
+            usage: Usage | None = None, err: Path | None = None, pidfile: Path | None = None) -> int | None:
         """Run `nbgrader *argv` as a fork; its exit status (negative: killed by that signal), or
-        None past `timeout` (then it is killed). `usage` gets its CPU seconds and peak memory."""
-        self.proc.stdin.write(json.dumps(dict(cwd=str(cwd), env=env, argv=argv, log=str(log),
-                                              pidfile=str(cwd / "nbgrader.pid"))) + "\n")
+        None past `timeout` (then it is killed). `usage` gets its CPU seconds and peak memory; `err`:
+        its stderr apart from `log`."""
+        req = dict(cwd=str(cwd), env=env, argv=argv, log=str(log), pidfile=str(pidfile or cwd / "nbgrader.pid"))
+        if err is not None:
+            req["err"] = str(err)
+        self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         deadline = time.monotonic() + timeout
         pid = (self._read(timeout=30) or {})["pid"]

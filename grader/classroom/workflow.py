@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import nbformat
@@ -48,12 +49,42 @@ def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.Complet
     if src.exists():
         env["TC_SOURCE_DIR"] = src.read_text()
     env.setdefault("PYTHONUNBUFFERED", "1")
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
-                          capture_output=True, text=True)
+    if os.environ.get("TC_NBGRADER_FORK") == "1":
+        proc = _forked(course, list(args), env)
+    else:
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                              capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
                            f"{proc.stderr[-6000:]}")
     return proc
+
+
+_FORKS: dict = {}  # PYTHONPATH -> this process's warm nbgrader (grader.classroom.cohort_job.ForkServer)
+_FORK_LOCK = threading.Lock()
+
+
+def _forked(course: Path, args: list[str], env: dict) -> subprocess.CompletedProcess:
+    """`nbgrader ARGS` as a fork of a process that imported nbgrader and the course's pipeline once
+    (TC_NBGRADER_FORK=1; the test suite's): nbgrader's own start-up is about 2 s of CPU per command,
+    and the suite runs hundreds. The command itself is nbgrader's entry point in a fresh fork, as the
+    cohort runs it; a server per PYTHONPATH, since what it imported is what the fork runs."""
+    from grader.classroom.cohort_job import ForkServer
+
+    key = env.get("PYTHONPATH", "")
+    with _FORK_LOCK:  # one request at a time on a server's pipe (a test's threads may share it)
+        server = _FORKS.get(key)
+        if server is None or not server.alive():
+            server = _FORKS[key] = ForkServer(env)
+        return _fork_run(server, course, args, env)
+
+
+def _fork_run(server, course: Path, args: list[str], env: dict) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="tc-nbgrader-") as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        rc = server.run(args, cwd=course, env=env, log=out, err=err, timeout=3600, pidfile=Path(tmp) / "pid")
+        read = lambda p: p.read_text(errors="replace") if p.exists() else ""  # noqa: E731
+        return subprocess.CompletedProcess(["nbgrader", *args], 1 if rc is None else rc, read(out), read(err))
 
 
 def release(course: Path, assignment: str) -> Path:

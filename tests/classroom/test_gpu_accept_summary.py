@@ -89,7 +89,23 @@ def _stand_in_repo(tmp_path) -> Path:
         (repo / ".ci" / f).chmod(0o755)
     for a in ("00-a", "01-b", "02-c"):
         (repo / "solutions" / a).mkdir(parents=True)
+    for d in (".whl", ".whl-nbgrader"):  # what `carry` brings (stand-ins: gpu-record is one too)
+        (repo / d).mkdir()
+        (repo / d / "stand_in-1.0-py3-none-any.whl").write_bytes(b"")
     return repo
+
+
+def test_a_call_that_carried_no_wheels_stops_at_once(tmp_path):
+    """A new session's checkout has no wheel folders until .ci/gpu-wheels runs: its first call
+    carried none and ran 578 s on 2 H200s with nothing back (2026-11-28)."""
+    import shutil
+
+    repo = _stand_in_repo(tmp_path)
+    shutil.rmtree(repo / ".whl-nbgrader")
+    r = subprocess.run([".ci/gpu-accept", str(tmp_path / "out"), "nb"], cwd=repo, capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin", "GPUS": "1"})
+    assert r.returncode == 2 and ".ci/gpu-wheels" in r.stderr, r.stdout + r.stderr
+    assert not (tmp_path / "out").exists()  # no job started
 
 
 @pytest.mark.parametrize("env, want", [
