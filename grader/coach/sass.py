@@ -403,17 +403,22 @@ def _loops(instrs: list[Instr]) -> list[tuple[int, int]]:
     return out
 
 
-def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
+def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool, nested=()) -> Mix:
+    """`nested`: the spans of loops inside `span` (without math: else one of them would be the main loop)."""
     mx = Mix(span=span, in_loop=in_loop)
     body = [i for i in instrs if span[0] <= i.pc <= span[1]]
     for i in body:
         mx.counts[i.op] = mx.counts.get(i.op, 0) + 1
         mx.fp_flops += fp_flops(i)
+        # a nested loop's integer ops are left out of the ALU pipe: SASS counts its body once, but it runs as often as
+        # its trip count says (a tile copy `for (c = threadIdx.x; c < CHUNKS; c += THREADS)` once or not at all, its
+        # 4x-unrolled and remainder versions both in the SASS), and its memory traffic is charged by the emulator
+        skip_alu = i.op in PIPES["alu"] and any(a <= i.pc <= e for a, e in nested)
         for pipe, ops in PIPES.items():
-            if i.op in ops:
+            if i.op in ops and not (pipe == "alu" and skip_alu):
                 mx.pipes[pipe] = mx.pipes.get(pipe, 0) + 1
         for key, hit in (("fp64", on_fp64(i)), ("BAR", i.op == "BAR"), ("LDL", i.op == "LDL"), ("STL", i.op == "STL"),
-                         ("alu", i.op in PIPES["alu"]), ("atomic", i.op in ATOMICS)):
+                         ("alu", i.op in PIPES["alu"] and not skip_alu), ("atomic", i.op in ATOMICS)):
             if hit:
                 if key == "fp64":
                     pipe = "fp64" if i.op in PIPES["fp64"] else "convert"
@@ -468,4 +473,5 @@ def analyse(sass: str) -> tuple[Mix, Mix]:
     if not loops:
         return whole, whole
     best = max(loops)[2]
-    return _mix(instrs, best, True), whole
+    nested = [s for s in _loops(instrs) if best[0] <= s[0] and s[1] <= best[1] and s != best]
+    return _mix(instrs, best, True, nested), whole
