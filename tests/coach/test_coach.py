@@ -713,7 +713,11 @@ FIXTURE_FINDINGS = [("uncoalesced_copy.cu", "coalescing"), ("uncoalesced_2byte.c
                     ("sgemm_tiled_strided_b.cu", "coalescing"), ("transpose_two_way_tile.cu", "none"),
                     # held out, round 3: coalesced kernels whose first finding is not about memory at all
                     ("sgemm_tiled_double_acc.cu", "fp64"), ("sgemm_tiled_transposed_bs.cu", "conflicts"),
-                    ("transpose_tile_rows_on_x.cu", "coalescing"), ("conv2d_unpadded_rows.cu", "conflicts")]
+                    ("transpose_tile_rows_on_x.cu", "coalescing"), ("conv2d_unpadded_rows.cu", "conflicts"),
+                    # held out, round 4 (NOT RUN on a GPU yet): the new kinds, integer index math, atomics into the
+                    # output, a local array
+                    ("sgemm_tiled_mod_in_k.cu", "integer"), ("sgemm_tiled_atomic_acc.cu", "output"),
+                    ("sgemm_tiled_local_array.cu", "local")]
 
 
 @pytest.mark.gpu
