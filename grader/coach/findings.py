@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from grader.coach import sass as sass_mod
 from grader.coach.machine import H100
 from grader.coach.model import Result
 from grader.coach.static import Static
@@ -37,7 +38,12 @@ DEFAULT = {"global-low": ("06", "smem"), "global-l2": ("06", "order"), "conflict
            # float math promoted to double: notebook 02 on what each precision costs and why fp32 accumulates
            "fp64": ("02", "precision"),
            # barriers beyond the two a tile loop needs: where notebook 03 places them and says why
-           "barriers": ("03", "tiling")}
+           "barriers": ("03", "tiling"),
+           # the output updated inside the main loop, and index math there: notebook 03's tiled loop keeps its sum
+           # in a register and stores it once, with addresses stepped by constants
+           "output": ("03", "tiling"), "integer": ("03", "tiling"),
+           # a per-thread array in local memory: notebook 03's register blocking keeps its arrays in registers
+           "local": ("03", "regblock")}
 
 NOTEBOOK = {"01": "01 · Memory layout", "02": "02 · Precision", "03": "03 · GEMM on CUDA cores", "06": "06 · A fast WMMA GEMM", "10": "10 · Beyond WMMA"}
 BOTTLENECK = 1.15  # a fix the model gives less than this speed-up is not called a bottleneck
@@ -50,8 +56,8 @@ UNSEEN = ("Not in the model: a barrier's wait (a main loop's barriers beyond two
 
 @dataclass
 class Finding:
-    key: str  # global-low | global-l2 | coalescing | conflicts | shared | spills | pipeline | occupancy | divergence |
-    # fp64 | barriers (not ranked: said after the rest) | none
+    key: str  # global-low | global-l2 | output | coalescing | conflicts | shared | spills | local | pipeline |
+    # occupancy | divergence | fp64 | integer | barriers (not ranked: said after the rest) | none
     gain: float  # the model's speed-up for the fix
     sentence: str
     next_step: str
@@ -109,6 +115,11 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                                "them" if big else
                                "a larger block tile (e.g. 128x256) or a block order that keeps tiles in L2 raises "
                                "FLOP per byte", section(sections, "none" if big else "global-l2")))
+    if g.get("output", 1) >= BOTTLENECK:
+        out.append(Finding("output", g["output"], _output_sentence(st, res),
+                           "accumulate in a register (or a register tile) over the whole loop and store each output "
+                           "once; where several blocks must add into one output (split-K), add one partial sum per "
+                           "block, not one per product", section(sections, "output")))
     if g.get("coalescing", 1) >= BOTTLENECK:
         out.append(Finding("coalescing", g["coalescing"],
                            coalescing_sentence(tr) + f" The wasted sectors keep L1 busy {terms['L1']:.0f} cycles per "
@@ -123,8 +134,19 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            "pad each shared row by one element (a [TILE][TILE + 1] float tile: row r starts r banks "
                            "further on), so lanes that walk down a column of the tile hit 32 different banks",
                            section(sections, "conflicts")))
-    if g.get("spills", 1) >= BOTTLENECK:
-        r = st.resources or {}
+    r = st.resources or {}
+    if g.get("spills", 1) >= BOTTLENECK and not (r.get("spill_stores") or r.get("spill_loads")) \
+            and r.get("stack_bytes"):  # local traffic without spills: an array ptxas put in the stack frame
+        out.append(Finding("local", g["spills"],
+                           f"Local memory, not spills: ptxas spilled nothing at {r.get('registers', 0)} registers, "
+                           f"but each thread keeps {r['stack_bytes']} bytes in local memory (its stack frame) and the "
+                           f"main loop moves {ev.spill_bytes_iter / max(ev.warps, 1):.0f} bytes of it per warp per "
+                           f"iteration{_spill_lines(st, 'most at')}: an array indexed by a value the compiler cannot "
+                           "resolve at compile time lives in local memory, not in registers.",
+                           "index per-thread arrays only with compile-time constants (loops over them fully unrolled "
+                           "with constant bounds), so they stay in registers; or keep the values in shared memory",
+                           section(sections, "local")))
+    elif g.get("spills", 1) >= BOTTLENECK:
         out.append(Finding("spills", g["spills"],
                            f"Register spills: ptxas spilled {r.get('spill_stores', 0)} bytes (stores) / "
                            f"{r.get('spill_loads', 0)} bytes (loads) per thread at {r.get('registers', 0)} registers; "
@@ -164,6 +186,17 @@ def rank(st: Static, res: Result | None, sections: dict | None = None) -> list[F
                            "give every lane the same work in the main loop (one output each, not some lanes computing "
                            "for idle neighbours): branch on the data, not on threadIdx.x",
                            section(sections, "divergence")))
+    if g.get("alu", 1) >= BOTTLENECK:
+        out.append(Finding("integer", g["alu"],
+                           f"Integer arithmetic: per warp per iteration {st.loop.pipes.get('alu', 0)} integer "
+                           f"instructions of index and address math (add, compare, select, shift, LEA)"
+                           f"{_worst_lines(st, 'alu')}. An H100 runs 64 of them per clock per SM, half "
+                           f"its fp32 rate: its ALU is busy {res.pipe_cycles.get('alu', 0):.0f} cycles per iteration "
+                           f"against {terms['math']:.0f} of math.",
+                           "take index arithmetic out of the inner loop: no / or % by a value known only at run time "
+                           "(blockDim.x, N, K) there (a compile-time constant such as TILE, or a counter that steps "
+                           "with the loop), pointers computed once and advanced by a constant stride, loops with "
+                           "constant trip counts the compiler unrolls into fixed offsets", section(sections, "integer")))
     if g.get("fp64", 1) >= BOTTLENECK:
         out.append(Finding("fp64", g["fp64"], _fp64_sentence(st, res), "keep the main loop in float: a float "
                            "accumulator (several float partial sums where accuracy matters), literals with an f "
@@ -210,14 +243,16 @@ def _fp64_sentence(st: Static, res: Result) -> str:
     loop, terms = st.loop, res.terms
     n = loop.fp64_pipes
     where = _worst_lines(st, "fp64")
+    c = res.pipe_cycles or {res.busiest_pipe: terms["pipes"]}
+    pipe = max((p for p in ("fp64", "convert") if p in c), key=c.get, default=res.busiest_pipe)
     return (f"Double precision in a float kernel's main loop: per warp per iteration {n.get('fp64', 0)} fp64 "
             f"instructions and {n.get('convert', 0)} conversions to or from double{where}. An H100 converts 16 "
             f"values per clock per SM (an eighth of its fp32 rate) and does fp64 at half of it (GeForce GPUs at "
-            f"1/64): its {res.busiest_pipe} pipe is busy {terms['pipes']:.0f} cycles per iteration against "
+            f"1/64): its {pipe} pipe is busy {c[pipe]:.0f} cycles per iteration against "
             f"{terms['math']:.0f} of float math.")
 
 
-def _spill_lines(st: Static) -> str:
+def _spill_lines(st: Static, verb: str = "reloaded most at") -> str:
     """Where the main loop's local loads and stores sit (SASS line info): the lines whose values ptxas keeps in
     local memory and reloads, which are not always the ones that made registers short."""
     at: dict = {}
@@ -226,7 +261,7 @@ def _spill_lines(st: Static) -> str:
             at[ln] = at.get(ln, 0) + n
     top = sorted(at, key=lambda ln: -at[ln])[:2]
     quotes = [f"line {ln}: {st.quotes[ln]}" if st.quotes.get(ln) else f"line {ln}" for ln in top]
-    return f" (reloaded most at {'; '.join(quotes)})" if quotes else ""
+    return f" ({verb} {'; '.join(quotes)})" if quotes else ""
 
 
 def _worst_lines(st: Static, key: str, most: int = 2) -> str:
@@ -243,7 +278,7 @@ def _minor(g: dict, tr: dict) -> str:
     guessing whether a defect they know of matters here."""
     worst = {"coalescing": (tr.get("uncoalesced") or [{}])[0], "conflicts": tr.get("worst_shared") or {}}
     names = {"coalescing": "uncoalesced global accesses", "conflicts": "bank conflicts", "spills": "spills",
-             "fp64": "double precision in the loop"}
+             "fp64": "double precision in the loop", "alu": "integer arithmetic", "output": "the output updated in the loop"}
     minor = [f"{names[k]} ~{100 * (g[k] - 1):.0f}%"
              + (f" (worst: line {worst[k]['line']})" if worst.get(k, {}).get("line") else "")
              for k in names if 1.02 <= g.get(k, 1) < BOTTLENECK]
@@ -358,6 +393,19 @@ def _rank_stream(st: Static, res: Result, sections: dict | None) -> list[Finding
                            "time it beside a device-to-device copy of the same bytes: that is its roof",
                            section(sections, "conflicts")))
     return out
+
+
+def _output_sentence(st: Static, res: Result) -> str:
+    """The output read or written more than once per element (the emulator), and the global atomics SASS puts in
+    the main loop, with their line."""
+    ev, tr, terms = st.evidence, st.traffic or {}, res.terms
+    what = ", ".join(f"{k} read or updated {r:.0f}x and stored {w:.0f}x per element"
+                     for k, (r, w) in (tr.get("outputs") or {}).items()) or "the output read or stored repeatedly"
+    n = st.loop.n(*sass_mod.ATOMICS) if st.loop is not None else 0
+    atomics = f"; {n} global atomics per warp per iteration{_worst_lines(st, 'atomic')}" if n else ""
+    return (f"The output is updated inside the main loop: {what} at the emulator's size{atomics}. That is "
+            f"{100 * ev.output_per_flop / ev.global_per_flop:.0f}% of the global bytes, each a read-modify-write at L2, "
+            f"which is busy {terms['L2']:.0f} cycles per iteration against {terms['math']:.0f} of math.")
 
 
 def _conflict_sentence(tr: dict) -> str:

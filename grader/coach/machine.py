@@ -83,8 +83,9 @@ class Rates:
     # Instructions", compute capability 9.0: fp64 64 results per clock per SM, conversions and special functions
     # 16). Not issue (4 per clock per SM): a loop's SASS also holds the predicated-off copy code the emulator
     # sees skipped, and with it the course's first WMMA rung (measured: shared-memory stalls, 6-way conflicts)
-    # came out issue-bound.
-    pipe_per_clk: tuple = (("fp64", 2.0), ("convert", 0.5), ("mufu", 0.5))
+    # came out issue-bound. "alu": 32-bit integer add, compare, select, shift and bitwise ops, 64 results per clock
+    # per SM (the same table), a pipe of its own beside the fp32 math.
+    pipe_per_clk: tuple = (("fp64", 2.0), ("convert", 0.5), ("mufu", 0.5), ("alu", 2.0))
 
     def per_clk(self, per_s: float) -> float:
         return per_s / (self.sms * self.clock_hz)
@@ -112,5 +113,5 @@ RATES_SOURCE = ("model of an H100 SXM: tensor cores 625 TFLOP/s for mma.sync/WMM
                 "registers only), fp64 62.5 and fp32 51 TFLOP/s (cuBLAS, measured), L2 9.8 TB/s (the median peak "
                 "Nsight Compute implied on the course's H100), HBM 3.0 TB/s (measured copy), shared memory 128 B per clock per SM "
                 "(CUDA guide), uncoalesced global sectors one per clock per SM (L1 wavefronts), per clock per SM 2 warp "
-                "instructions of fp64, 0.5 of conversions or special functions (CUDA guide), a global load ~600 "
+                "instructions of fp64 or of integer ALU ops, 0.5 of conversions or special functions (CUDA guide), a global load ~600 "
                 "cycles (assumed)")

@@ -12,9 +12,9 @@ bytes and W shared-memory wavefronts per iteration):
               `shared + L1` is what that path is busy
     L2        B*S / (L2 bytes per clock per SM)
     latency   L / d: a load takes L cycles; d iterations' loads are in flight while one computes
-    pipes     B*warps*n / rate for each narrow pipe (fp64 math, conversions, special functions): the
-              busiest of them; a float kernel whose loop converts to double and back is held here, not
-              by `math`
+    pipes     B*warps*n / rate for each narrow pipe (fp64 math, conversions, special functions, the
+              integer ALU): the busiest of them; a float kernel whose loop converts to double and back, or
+              computes its indices with / and % by a run-time value, is held here, not by `math`
     (math on tensor cores is divided by min(1, warps per scheduler / 2.5): fewer warps cannot keep
     the pipe fed, Rates.tensor_warps)
     (a divergent warp, `lanes` of its 32 lanes active in its requests: math and shared are what its
@@ -66,6 +66,9 @@ class Evidence:
     # "convert", "mufu"; and of those, the ones there only because a value is double
     pipes: dict = field(default_factory=dict)
     fp64_pipes: dict = field(default_factory=dict)
+    # of global_per_flop, the bytes of an output read or written beyond its one final store (emulator: an output
+    # buffer's loads and its stores past one per element, e.g. atomicAdd into C inside the main loop)
+    output_per_flop: float = 0.0
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Result:
     warps_per_scheduler: float = 0.0  # set where too few to feed the tensor pipe
     rates: str = ""
     busiest_pipe: str = ""  # which of Rates.pipe_per_clk sets terms["pipes"]
+    pipe_cycles: dict = field(default_factory=dict)  # each of Rates.pipe_per_clk -> its cycles per iteration
     stream: bool = False  # a data-movement kernel (stream()): terms DRAM, L2, shared, L1; no math
     bandwidth: float = 0.0  # stream(): the bytes per second (of unique data) the model allows
 
@@ -96,20 +100,25 @@ def _per_scheduler(ev: Evidence, blocks: int) -> float:
     return blocks * max(ev.warps, 1) / 4
 
 
-def _pipes(ev: Evidence, r: Rates, B: int, fp64: bool = True) -> tuple[float, str]:
-    """Clocks per SM per iteration of the busiest narrow pipe, and its name; without the
-    instructions that are there only because a value is double where `fp64` is False."""
-    best, name = 0.0, ""
+def _pipe_cycles(ev: Evidence, r: Rates, B: int, fp64: bool = True, alu: bool = True) -> dict:
+    """Clocks per SM per iteration of each narrow pipe; without the instructions that are there only because a
+    value is double where `fp64` is False, without the integer ALU's where `alu` is False."""
+    out = {}
     for pipe, rate in r.pipe_per_clk:
         n = ev.pipes.get(pipe, 0) - (0 if fp64 else ev.fp64_pipes.get(pipe, 0))
-        c = B * max(ev.warps, 1) * n / rate
-        if c > best:
-            best, name = c, pipe
-    return best, name
+        out[pipe] = 0.0 if pipe == "alu" and not alu else B * max(ev.warps, 1) * n / rate
+    return out
+
+
+def _pipes(ev: Evidence, r: Rates, B: int, fp64: bool = True, alu: bool = True) -> tuple[float, str]:
+    """Clocks per SM per iteration of the busiest narrow pipe, and its name."""
+    c = _pipe_cycles(ev, r, B, fp64, alu)
+    name = max(c, key=c.get) if c and max(c.values()) > 0 else ""
+    return (c[name] if name else 0.0), name
 
 
 def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, overlapped=None, depth=None,
-          fed=None, excess=None, lanes=None, fp64=True):
+          fed=None, excess=None, lanes=None, fp64=True, alu=True):
     B = ev.blocks if blocks is None else blocks
     x = ev.global_excess_per_flop if excess is None else excess
     if g is not None and ev.global_per_flop:  # fewer bytes requested: fewer wasted sectors too
@@ -131,7 +140,7 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
         "L2": B * done * g / r.per_clk(r.l2_bytes_per_s),
         "latency": r.load_latency / d if ov else float(r.load_latency),
         "L1": B * done * x / 32 / r.scattered_sectors_per_clk,
-        "pipes": _pipes(ev, r, B, fp64)[0],
+        "pipes": _pipes(ev, r, B, fp64, alu)[0],
     }
     pipe = terms["shared"] + terms["L1"]  # shared memory and L1 share one data path
     compute = max(terms["math"], terms["pipes"])
@@ -149,18 +158,24 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     res = Result(terms=terms, serial=not ev.overlapped, cycles=t, flop_per_clk=fpc, tflops=r.tflops(fpc),
                  peak_tflops=r.tflops(_peak(ev, r)),
                  intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name,
-                 busiest_pipe=_pipes(ev, r, B)[1])
+                 busiest_pipe=_pipes(ev, r, B)[1], pipe_cycles=_pipe_cycles(ev, r, B))
 
     def gain(**kw):
         t2, _ = _time(ev, r, **kw)
         return t / t2 if t2 else 1.0
 
-    # global traffic: up to a 128x128 block tile's intensity, or (already there) a quarter less traffic
-    if ev.global_per_flop:
-        target = min(ev.global_per_flop, 1 / ev.good_intensity)
-        if target >= ev.global_per_flop / 1.1:  # already near a 128x128 tile: a quarter less traffic
-            target = ev.global_per_flop * 0.75
-        res.gains["global"] = gain(g=target)
+    # the output stored once: no reads of it, no stores past one per element, in the main loop
+    g0 = ev.global_per_flop
+    if 0 < ev.output_per_flop < g0:
+        g0 = g0 - ev.output_per_flop
+        res.gains["output"] = gain(g=g0)
+    # global traffic: up to a 128x128 block tile's intensity, or (already there) a quarter less traffic; beyond
+    # what storing the output once gives
+    if g0:
+        target = min(g0, 1 / ev.good_intensity)
+        if target >= g0 / 1.1:  # already near a 128x128 tile: a quarter less traffic
+            target = g0 * 0.75
+        res.gains["global"] = gain(g=target) / res.gains.get("output", 1.0)
     # coalesced: every global request moves only the sectors that hold the bytes it uses
     if ev.global_excess_per_flop:
         res.gains["coalescing"] = gain(excess=0.0)
@@ -180,6 +195,9 @@ def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result
     # the loop in float: no fp64 math, no conversions to or from double
     if any(ev.fp64_pipes.values()):
         res.gains["fp64"] = gain(fp64=False)
+    # integer index arithmetic off the ALU pipe (an upper bound: the loop keeps some, e.g. its counter)
+    if ev.pipes.get("alu"):
+        res.gains["alu"] = gain(alu=False)
     # every lane busy: the same instructions do 1/lanes times the work (and move that much more data)
     if 0 < ev.lanes < 1.0:
         t2, _ = _time(ev, r, lanes=1.0)

@@ -345,8 +345,12 @@ def fp_flops(i: Instr) -> int:
 # The SM's narrow pipes (CUDA C++ Programming Guide, "Arithmetic Instructions", compute capability 9.0: results
 # per clock per SM): fp64 add/multiply/fma 64, type conversions 16 (to and from 64-bit types, and all others but
 # 8/16-bit integers), special functions (MUFU: reciprocal, sqrt, exp...) 16. Instructions per warp on each.
+# "alu": the integer and logic instructions of the ALU pipe (integer add, compare, select, shift, bitwise, LEA: 64
+# results per clock per SM, half the fp32 rate); IMAD is left out: ptxas issues it to the fp32 pipe, often as a move.
 PIPES = {"fp64": ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX"), "convert": ("F2F", "F2I", "I2F", "FRND"),
-         "mufu": ("MUFU",)}
+         "mufu": ("MUFU",), "alu": ("IADD3", "ISETP", "SEL", "LEA", "LOP3", "SHF", "IMNMX", "IABS", "PRMT", "FSEL")}
+# read-modify-writes of global memory (atomicAdd and the like), done at L2
+ATOMICS = ("RED", "REDG", "ATOM", "ATOMG")
 
 
 def on_fp64(i: Instr) -> bool:
@@ -375,7 +379,7 @@ class Mix:
     fp_flops: int = 0  # FLOPs the CUDA-core floating-point instructions do, per warp
     pipes: dict = field(default_factory=dict)  # PIPES name -> instructions per warp
     fp64_pipes: dict = field(default_factory=dict)  # of `pipes`, those there because a value is double
-    lines: dict = field(default_factory=dict)  # "fp64" | "BAR" | "LDL" | "STL" -> {source line: instructions}
+    lines: dict = field(default_factory=dict)  # "fp64" | "BAR" | "LDL" | "STL" | "alu" | "atomic" -> {line: instructions}
     wait_depth: int | None = None  # the least N of the DEPBAR.LE SB0, N waits (cp.async groups left in flight)
     overlapped: bool = False  # loads of a later iteration are issued before this iteration's math
     span: tuple = (0, 0)
@@ -399,16 +403,22 @@ def _loops(instrs: list[Instr]) -> list[tuple[int, int]]:
     return out
 
 
-def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool) -> Mix:
+def _mix(instrs: list[Instr], span: tuple[int, int], in_loop: bool, nested=()) -> Mix:
+    """`nested`: the spans of loops inside `span` (without math: else one of them would be the main loop)."""
     mx = Mix(span=span, in_loop=in_loop)
     body = [i for i in instrs if span[0] <= i.pc <= span[1]]
     for i in body:
         mx.counts[i.op] = mx.counts.get(i.op, 0) + 1
         mx.fp_flops += fp_flops(i)
+        # a nested loop's integer ops are left out of the ALU pipe: SASS counts its body once, but it runs as often as
+        # its trip count says (a tile copy `for (c = threadIdx.x; c < CHUNKS; c += THREADS)` once or not at all, its
+        # 4x-unrolled and remainder versions both in the SASS), and its memory traffic is charged by the emulator
+        skip_alu = i.op in PIPES["alu"] and any(a <= i.pc <= e for a, e in nested)
         for pipe, ops in PIPES.items():
-            if i.op in ops:
+            if i.op in ops and not (pipe == "alu" and skip_alu):
                 mx.pipes[pipe] = mx.pipes.get(pipe, 0) + 1
-        for key, hit in (("fp64", on_fp64(i)), ("BAR", i.op == "BAR"), ("LDL", i.op == "LDL"), ("STL", i.op == "STL")):
+        for key, hit in (("fp64", on_fp64(i)), ("BAR", i.op == "BAR"), ("LDL", i.op == "LDL"), ("STL", i.op == "STL"),
+                         ("alu", i.op in PIPES["alu"] and not skip_alu), ("atomic", i.op in ATOMICS)):
             if hit:
                 if key == "fp64":
                     pipe = "fp64" if i.op in PIPES["fp64"] else "convert"
@@ -463,4 +473,5 @@ def analyse(sass: str) -> tuple[Mix, Mix]:
     if not loops:
         return whole, whole
     best = max(loops)[2]
-    return _mix(instrs, best, True), whole
+    nested = [s for s in _loops(instrs) if best[0] <= s[0] and s[1] <= best[1] and s != best]
+    return _mix(instrs, best, True, nested), whole

@@ -52,6 +52,10 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
     """The emulator's numbers, per FLOP at the timed size."""
     loaded = sum(v[1] for v in t.buffers.values())
     stored = sum(v[2] for v in t.buffers.values())
+    # an output's stores past one per element, and its reads past one (a beta*C epilogue reads C once): work of
+    # the main loop (atomicAdd into C per product, C += per tile), growing with the sum, so never scaled below
+    more = {k: max(0, v[1] - v[0]) + max(0, v[2] - v[0]) for k, v in t.buffers.items() if v[2] and v[0]}
+    stored_more = sum(max(0, v[2] - v[0]) for k, v in t.buffers.items() if k in more)
     scale = 1.0
     summed = getattr(problem, "summed", None)
     if summed is not None and perf_dims:
@@ -67,7 +71,10 @@ def _traffic(t, flops: float, dims: dict, perf_dims: dict | None, problem=None) 
     worst_ld = t.worst("shared", False)
     return dict(
         flops=flops, loaded=loaded, stored=stored,
-        global_per_flop=(loaded + stored * scale) / flops if flops else 0.0,
+        global_per_flop=(loaded + (stored - stored_more) * scale + stored_more) / flops if flops else 0.0,
+        output_per_flop=sum(more.values()) / flops if flops else 0.0,
+        # each output's reads and stores per element, where it is read or stored more than once per element
+        outputs={k: (t.buffers[k][1] / t.buffers[k][0], t.buffers[k][2] / t.buffers[k][0]) for k, m in more.items() if m},
         reads={k: (v[1] / v[0] if v[0] else 0.0) for k, v in t.buffers.items() if v[1]},
         shared_store_wf_per_flop=st_bytes / 128 / flops if flops else 0.0,
         ways_load=t.bank_ways(False), ways_store=t.bank_ways(True), ways=t.bank_ways(),
@@ -181,7 +188,7 @@ def _evidence(st: Static, problem) -> Evidence | None:
                     shared_per_flop=w, shared_per_flop_ideal=w_load + w_store, spill_bytes_iter=spill,
                     overlapped=loop.overlapped, depth=depth, math=_math(loop),
                     good_intensity=128 / _elem(problem), global_excess_per_flop=tr["global_excess_per_flop"],
-                    lanes=lanes, pipes=dict(loop.pipes),
+                    lanes=lanes, pipes=dict(loop.pipes), output_per_flop=tr.get("output_per_flop", 0.0),
                     # an fp64 exercise (DMMA, DGEMM) is double by design: its fp64 math is the work, not a defect
                     fp64_pipes={} if "float64" in (getattr(problem, "in_dtype", ""), getattr(problem, "out_dtype", ""))
                     else dict(loop.fp64_pipes))
