@@ -344,10 +344,14 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "each a 16x16 tile of C, stacked along M; grid (ceil(N/16), ceil(M/32)). Any M, N, K >= 1: "
         "codes past the edges count as zero. Needs sm_89 or newer. Speed: ratio to the course's fp16 "
         "rung (kernels/mma_gemm_tuned.cu, notebook 10) on the same GEMM in fp16, at 4096^3.",
-        # K = 43 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 43 is
+        # K = 59 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 59 is
         # no multiple of 4: a guard of whole groups of four codes drops the last three, and rows of A and B
-        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333)
-        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 43)),
+        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333). Its last
+        # k-step (27 codes) reaches the upper 16 (a[2], a[3], b[1]). M = 77, N = 60: three blocks along M
+        # and four along N (a tile offset that forgets a factor still covers C with two), the last tiles
+        # ending inside rows g + 8 and inside the second n8 half, and a grid whose axes, swapped, cover
+        # only 48 of the 60 columns (with 3 x 3 blocks, or 2 x 2, the swapped axes cover C)
+        cpu_sizes=(_g(33, 20, 96), _g(77, 60, 59)),
         gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
         # floor and target from FP8_GEMM_SPEED (above). A 4096^3 check holds 16 + 16 MB of codes, a 64 MB
         # output and the rung's 32 + 32 + 64 MB.
@@ -419,6 +423,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "            }"),
             Mistake("fp8_last_k_step_skipped", ("wrong-result",), "the K loop stops before the partial last k-step",
                     "k0 < K; k0 += 32", "k0 + 32 <= K; k0 += 32"),
+            # seen only where a partial last k-step reaches its upper 16 codes (K % 32 > 16)
+            Mistake("fp8_partial_step_upper_half_dropped", ("wrong-result",),
+                    "a[2], a[3] (k 16..31 of the k-step) loaded only when the whole k-step is inside K",
+                    "a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);\n        a[3] = load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K);",
+                    "const bool whole = k0 + 32 <= K;\n"
+                    "        a[2] = whole ? load4(A, m0 + g, M, k0 + 16 + 4 * t, K) : 0u;\n"
+                    "        a[3] = whole ? load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K) : 0u;"),
+            Mistake("fp8_grid_axes_swapped", ("unwritten",), "the tile's rows from blockIdx.x, its columns from blockIdx.y",
+                    "const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;",
+                    "const int m0 = (blockIdx.x * 2 + warp) * 16, n0 = blockIdx.y * 16;"),
+            # seen only with three or more blocks along M: with two, the overlapping tiles still cover C
+            Mistake("fp8_block_rows_overlap", ("unwritten",), "the block's first row forgets its two warps: "
+                    "m0 = (blockIdx.y + warp) * 16, so blocks overlap and rows past 16 * (gridDim.y + 1) are never computed",
+                    "const int m0 = (blockIdx.y * 2 + warp) * 16,", "const int m0 = (blockIdx.y + warp) * 16,"),
             Mistake("fp8_c_pairs_down_columns", ("wrong-result",),
                     "stores c[0], c[1] down a column instead of along a row",
                     "const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);",
