@@ -448,6 +448,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "decodes the codes to fp16 and multiplies them with the fp16 mma.sync m16n8k16"),
             Mistake("fp8_smem_overwritten_while_read", ("race",),
                     "no __syncthreads() before the next k-step's tiles overwrite the shared ones", gpu=False),
+            # a GPU's copies often land before the fragments are read; the emulator lands them at the wait only
+            Mistake("fp8_cp_async_not_waited", ("nan",),
+                    "tiles copied by cp.async and read after commit_group and __syncthreads(), with no wait_group",
+                    gpu=False),
             Mistake("fp8_split_k_race", ("wrong-result", "race"),
                     "the warps split K and the second adds to C without waiting for the first's store"),
         )),
