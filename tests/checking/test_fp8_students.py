@@ -248,6 +248,8 @@ NAMES = {
     "fp8_codes_converted": r"codes of A and B were converted as numbers",
     "fp8_b_halves_swapped": r"b\[0\] and b\[1\] are swapped",
     "fp8_last_k_step_skipped": r"last, partial k-step",
+    "fp8_c_operand_zero": r"last k-step .* only.*C operand",
+    "fp8_scales_inside_k_loop": r"last k-step .* only.*not inside it",
     "fp8_partial_step_upper_half_dropped": r"k < \d+ only: the last \d+ codes",
     "fp8_block_rows_overlap": r"m0 = \(blockIdx\.y \* 2 \+ warp\) \* 16",
     "fp8_grid_axes_swapped": r"blockIdx\.x and blockIdx\.y swapped",
