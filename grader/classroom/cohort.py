@@ -69,7 +69,7 @@ from grader.classroom import course_lock, phases, regrade
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
-from grader.classroom.standing import LOGS
+from grader.classroom.standing import LOGS, job_log
 from grader.classroom.workflow import ROOT
 DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 s (RESULTS-grader.md)
 TICK = 1.0  # seconds between progress redraws
@@ -454,9 +454,12 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                         _set_pending(course, assignment, pending(course, assignment) - {r["student"]})
                     else:
                         forget(course, assignment, r["student"])
-                    (logs / f"{r['student']}.log").write_text(
-                        f"# {r['status']} on {r.get('worker')} ({r.get('host', '')}) in {r['seconds']:.1f} s "
-                        f"{r.get('why', '')}\n{r.get('log', '')}")
+                    try:  # its log is bookkeeping: a write that fails never stops the merging of the rest
+                        job_log(logs, r["student"]).write_text(
+                            f"# {r['status']} on {r.get('worker')} ({r.get('host', '')}) in {r['seconds']:.1f} s "
+                            f"{r.get('why', '')}\n{r.get('log', '')}")
+                    except OSError as e:
+                        print(f"cohort: {r['student']}: its job's log not written ({e})", file=out, flush=True)
                     for k in ("rows", "autograded", "log", "phases"):  # the phases are in TC_PHASES, if asked
                         r.pop(k, None)
                     results.append(r)
