@@ -14,6 +14,7 @@ beside it:
 - "extras": files named like the course's own beside the notebook (a gradebook.db, an
   nbgrader_config.py that would leave a mark if any process ran it, report.json, phases-*.jsonl,
   .term.json, a link to the course's gradebook): graded as ann, the course's files untouched.
+Open (xfail, strict): every hand-in is packed in the instructor's process before the first job ends.
 """
 from __future__ import annotations
 
@@ -107,3 +108,48 @@ def test_files_named_like_the_courses_own_change_nothing(graded):
         assert set(GRADED) <= {s.id for s in gb.students} <= set(STUDENTS)
         assert "forged" not in {r[0] for r in gb.db.execute(
             __import__("sqlalchemy").text("SELECT name FROM sqlite_master"))}
+
+
+class _Client:
+    """A Dask client that records what the cohort hands it: the hand-in packs of the jobs it submits."""
+
+    def __init__(self):
+        self.packs: list[int] = []
+
+    def submit(self, fn, *args, **kw):
+        if fn.__name__ == "grade_job":
+            self.packs.append(len(args[3]))  # the hand-in, packed whole in the instructor's process
+        return object()
+
+    def cancel(self, futures):
+        pass
+
+
+@pytest.mark.xfail(strict=True, reason="open: the cohort packs every hand-in before the first job ends (each up to "
+                                       "TC_LIMIT_HANDIN_MB, 1 GB): a few hostile hand-ins of incompressible bytes "
+                                       "fill the instructor's memory and stop the whole class; jobs should be packed "
+                                       "and submitted as workers free up")
+def test_hand_ins_are_packed_as_workers_free_up_not_all_at_once(tmp_path, monkeypatch):
+    import types
+
+    import distributed
+
+    from grader.classroom import cohort
+
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    root = classroom.new_course(tmp_path / "course")
+    classroom.release(root, A)
+    for i in range(6):
+        folder = root / "submitted" / f"s{i}" / A
+        folder.mkdir(parents=True)
+        (folder / f"{A}.ipynb").write_text((root / "release" / A / f"{A}.ipynb").read_text())
+        (folder / "blob.bin").write_bytes(os.urandom(1 << 20))  # incompressible
+    client = _Client()
+    engine = types.SimpleNamespace(auto=False, groups={}, labels=["cpu0"], resources={}, client=client)
+
+    def stop(*a, **kw):  # the instructor's Ctrl-C while the first job runs: what is held by then
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distributed, "wait", stop)
+    cohort.autograde(cohort.load_course(root), A, engine=engine, out=open(os.devnull, "w"))
+    assert len(client.packs) <= 2 * len(engine.labels), f"{len(client.packs)} hand-ins packed for 1 worker"
