@@ -364,16 +364,12 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     keys = {}
     futures = []
 
-    # A hand-in is packed (read whole, up to the folder limit) only when its job is submitted, and only
-    # so many jobs are submitted ahead as keep every worker busy: packing the whole class first held
-    # every hand-in in this process at once, so a few hostile ones of incompressible bytes could
-    # exhaust its memory and stop everyone's grading.
+    # hand-ins are packed (each read whole) as their jobs go, a few ahead of the workers: never a whole class at once
     ahead = 2 * max(len(engine.labels), 1)
     queue: list[tuple] = []  # (student, its workers or None, threads) not submitted yet
-    waiting: set = set()  # the jobs not finished (not `pending`: that is the function of the students still to grade)
+    waiting: set = set()  # unfinished jobs (not `pending`: that is the function of the students still to grade)
 
     def top_up() -> set:
-        """Submit queued jobs while fewer than `ahead` are unfinished; the new futures."""
         new = set()
         while queue and len(waiting) + len(new) < ahead:
             s, where_s, threads = queue.pop(0)
@@ -388,9 +384,7 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         return new
 
     def submit(students: list[str], where: list[list[str]] | None = None, threads: int | None = None) -> set:
-        """Jobs for these students, queued and submitted as workers free up; where[i]: the workers
-        (addresses) student i's job runs on (others only if all of those are gone: a worker that died
-        comes back under a new address). Returns the futures submitted now."""
+        """Queue their jobs (top_up submits them); where[i]: student i's workers (others only if all are gone)."""
         queue.extend((s, where[i] if where else None, threads) for i, s in enumerate(students))
         return top_up()
 
