@@ -69,7 +69,7 @@ from grader.classroom import course_lock, phases, regrade
 from grader.classroom.cohort_engines import LocalEngine, RemoteEngine, _workers, gpu_ids
 from grader.classroom.cohort_job import grade_job, tar_folder, untar
 from grader.classroom.cohort_report import Progress, gpu_name, load_baseline, summary
-from grader.classroom.standing import LOGS
+from grader.classroom.standing import LOGS, job_log
 from grader.classroom.workflow import ROOT
 DEFAULT_TIMEOUT = 1200.0  # seconds per submission; a GPU autograde takes 12-48 s (RESULTS-grader.md)
 TICK = 1.0  # seconds between progress redraws
@@ -364,21 +364,29 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
     keys = {}
     futures = []
 
-    def submit(students: list[str], where: list[list[str]] | None = None, threads: int | None = None) -> list:
-        """Jobs for these students; where[i]: the workers (addresses) student i's job runs on (others
-        only if all of those are gone: a worker that died comes back under a new address)."""
-        new = []
-        for i, s in enumerate(students):
+    # hand-ins are packed (each read whole) as their jobs go, a few ahead of the workers: never a whole class at once
+    ahead = 2 * max(len(engine.labels), 1)
+    queue: list[tuple] = []  # (student, its workers or None, threads) not submitted yet
+    waiting: set = set()  # unfinished jobs (not `pending`: that is the function of the students still to grade)
+
+    def top_up() -> set:
+        new = set()
+        while queue and len(waiting) + len(new) < ahead:
+            s, where_s, threads = queue.pop(0)
             key = f"grade-{uuid.uuid4().hex[:8]}"
             keys[key] = s
-            new.append(client.submit(grade_job, shared, assignment, s,
-                                     tar_folder(course.path("submitted_directory", s, assignment)),
-                                     dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
-                                     hidden, timeout, threads, key=key, pure=False, resources=engine.resources or None,
-                                     retries=0, **(dict(workers=where[i], allow_other_workers=True)
-                                                   if where and where[i] else {})))
+            new.add(client.submit(grade_job, shared, assignment, s,
+                                  tar_folder(course.path("submitted_directory", s, assignment)),
+                                  dict(submitted=rel("submitted_directory", s), autograded=rel("autograded_directory", s)),
+                                  hidden, timeout, threads, key=key, pure=False, resources=engine.resources or None,
+                                  retries=0, **(dict(workers=where_s, allow_other_workers=True) if where_s else {})))
         futures.extend(new)
         return new
+
+    def submit(students: list[str], where: list[list[str]] | None = None, threads: int | None = None) -> set:
+        """Queue their jobs (top_up submits them); where[i]: student i's workers (others only if all are gone)."""
+        queue.extend((s, where[i] if where else None, threads) for i, s in enumerate(students))
+        return top_up()
 
     # --jobs-per-gpu auto: the first submissions one per GPU, each alone on its GPU (its first
     # worker); the rest once their figures say how many jobs a GPU pays for (cohort_concurrency)
@@ -389,12 +397,13 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         shown = [labels[0] for labels in engine.groups.values()][:len(todo)]
         firsts = engine.addresses(shown)
         # alone on its GPU, a first job gets the threads it would have at the default jobs per GPU
-        probes = set(submit(todo[:len(firsts)], [[a] for a in firsts], engine.threads(concurrency.FALLBACK)))
+        probes = submit(todo[:len(firsts)], [[a] for a in firsts], engine.threads(concurrency.FALLBACK))
+        waiting |= probes
         later = todo[len(firsts):]
         engine.labels = shown
         engine.choice = dict(n=1, measured=False, why="no more submissions than GPUs: each graded alone on its GPU")
     else:
-        submit(todo)
+        waiting |= submit(todo)
     t_probe = time.time()
     probed: list[dict] = []
     progress = Progress(len(todo), shown, out=out)
@@ -428,10 +437,9 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
         except Exception:
             return {}
 
-    waiting = set(futures)  # not `pending`: that is the function of the students still to grade
     try:
         with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-            while waiting or later:
+            while waiting or later or queue:
                 if later and (len(probed) == len(probes) or time.time() - t_probe > concurrency.PROBE_WAIT):
                     size()
                 try:
@@ -454,14 +462,18 @@ def autograde(course: Course, assignment: str, *, engine, force: bool = False, p
                         _set_pending(course, assignment, pending(course, assignment) - {r["student"]})
                     else:
                         forget(course, assignment, r["student"])
-                    (logs / f"{r['student']}.log").write_text(
-                        f"# {r['status']} on {r.get('worker')} ({r.get('host', '')}) in {r['seconds']:.1f} s "
-                        f"{r.get('why', '')}\n{r.get('log', '')}")
+                    try:  # its log is bookkeeping: a write that fails never stops the merging of the rest
+                        job_log(logs, r["student"]).write_text(
+                            f"# {r['status']} on {r.get('worker')} ({r.get('host', '')}) in {r['seconds']:.1f} s "
+                            f"{r.get('why', '')}\n{r.get('log', '')}")
+                    except OSError as e:
+                        print(f"cohort: {r['student']}: its job's log not written ({e})", file=out, flush=True)
                     for k in ("rows", "autograded", "log", "phases"):  # the phases are in TC_PHASES, if asked
                         r.pop(k, None)
                     results.append(r)
                     progress.finished(r, running())
                     f.release()
+                waiting |= top_up()  # as many more as finished
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (main): keep what is merged, stop the rest
         client.cancel(futures)
         finished = {r["student"] for r in results}

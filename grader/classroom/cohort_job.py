@@ -23,6 +23,7 @@ instructor's TC_PHASES file, if one is named): `--jobs-per-gpu auto` is chosen f
 """
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -54,7 +55,7 @@ def _rejection(scratch: Path, assignment: str, student: str) -> str | None:
     scratch course's autograded/), or None when it did not."""
     from grader.classroom.handin_check import NOT_GRADED
 
-    for p in scratch.glob(f"*/{NOT_GRADED}/{student}/{assignment}.txt"):
+    for p in scratch.glob(f"*/{NOT_GRADED}/{glob.escape(student)}/{glob.escape(assignment)}.txt"):
         return p.read_text(errors="replace")[:4000]
     return None
 
@@ -425,7 +426,9 @@ def grade_job(shared: bytes, assignment: str, student: str, submission: bytes, l
             env[gpulock.ENV] = gpulock.lock_file(lock, out["device"])
         log = scratch / "job.log"
         manual_before = _manual_scores(scratch / "gradebook.db", assignment, student)
-        argv = ["autograde", assignment, "--student", student, "--create"]
+        # one argument, the id as a literal: nbgrader reads --student as a glob, and a separate value
+        # that starts with "-" as an option of its own (a student "-h" got nbgrader's help, not a grading)
+        argv = ["autograde", assignment, f"--student={glob.escape(student)}", "--create"]
         server = None
         if os.environ.get("TC_COHORT_FORK", "1") != "0":
             try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.classroom.cohort_concurrency import describe
+from grader.classroom.standing import job_log
 
 def _hms(s: float) -> str:
     s = int(round(s))
@@ -146,6 +147,6 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
                         f"{sum(r['status'] != 'graded' for r in mine)} | {_hms(sum(r['seconds'] for r in mine))} |")
     if failures:
         text += ["", "Failures (the rest of the cohort is unaffected; a rerun grades these again):"]
-        text += [f"- {r['student']}: {r['status']}: {r.get('why', '')} (log: {logs / (r['student'] + '.log')})"
+        text += [f"- {r['student']}: {r['status']}: {r.get('why', '')} (log: {job_log(logs, r['student'])})"
                  for r in failures]
     return "\n".join(text) + "\n"

@@ -152,6 +152,10 @@ def collect(course: Path, assignment: str) -> tuple[list[Board], list[str]]:
             raise NoBoard(f"no assignment '{assignment}' in the gradebook (the assignments: {known})") from None
         students = standing.everyone(gb, coursedir)
         handed = {s.student.id for s in gb.assignment_submissions(assignment)}
+        # an autograded notebook that is not the grading of the hand-in as it is now (handed in again since,
+        # replaced, being regraded: grades.csv says pending) ranks nothing: its verdicts are another kernel's
+        a = gb.find_assignment(assignment)
+        stale = {sid for sid in handed if standing.of(gb, coursedir, a, sid).status.startswith("pending")}
     boards: dict[str, Board] = {}
     for cells in tests.values():
         for ids in cells.values():
@@ -165,6 +169,10 @@ def collect(course: Path, assignment: str) -> tuple[list[Board], list[str]]:
         if sid not in handed and not (course / "submitted" / sid / assignment).is_dir():
             for b in boards.values():
                 b.counted[NOTHING] += 1
+            continue
+        if sid in stale:
+            for b in boards.values():
+                b.counted[NOT_GRADED] += 1
             continue
         got: dict[str, dict] = {}
         kept = False

@@ -31,6 +31,19 @@ from grader.classroom import handin_time
 # under autograded/: the cohort's job logs and its pending list (grader.classroom.cohort writes them,
 # a hand-in's standing reads the list); hidden in every sandbox, skipped by nbgrader's globs
 LOGS = ".cohort-logs"
+def job_log(logs: Path, student: str) -> Path:
+    """A cohort job's log in `logs` (autograded/.cohort-logs/ASSIGNMENT): STUDENT.log, or, where that
+    name would not fit a file name (an id of up to 255 bytes is a valid folder name; 4 more are
+    not), its first bytes and a digest of the whole id."""
+    import hashlib
+
+    name = f"{student}.log"
+    if len(name.encode("utf-8", "surrogateescape")) > 255:
+        digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        name = f"{student.encode('utf-8', 'surrogateescape')[:200].decode('utf-8', 'ignore')}-{digest}.log"
+    return Path(logs) / name
+
+
 KEEP = ".regrade"  # under autograded/: the earlier results a regrade keeps aside (grader.classroom.regrade)
 # in an autograded folder put back in place of a stopped regrade's (regrade._put_back): a gradebook ahead of
 # it (that regrade had saved new scores) is then told from one restored from a backup
@@ -342,8 +355,8 @@ def of(gb, coursedir, assignment, student_id: str, records=None) -> Standing:
         st.timestamp = sub.timestamp
     if sub is None:
         if there and _cohort_failed(coursedir, assignment.name, student_id):
-            st.status = (f"NOT GRADED: its cohort job did not finish (autograded/.cohort-logs/{assignment.name}/"
-                         f"{student_id}.log); run the cohort command again")
+            log = job_log(Path("autograded") / LOGS / assignment.name, student_id)
+            st.status = f"NOT GRADED: its cohort job did not finish ({log}); run the cohort command again"
         elif there:
             st.status = (f"pending: collected, not autograded yet (run `nbgrader autograde {assignment.name}`)")
         else:

@@ -319,6 +319,25 @@ def test_a_gpu_speed_record_in_the_autograded_notebook_is_ranked(real_course, tm
     assert b.counted[leaderboard.NOT_TIMED] == 1
 
 
+@pytest.mark.slow
+def test_a_hand_in_newer_than_its_grading_is_not_ranked_by_the_earlier_one(real_course, tmp_path):
+    """The student hands in again after a GPU grading (the new one not graded yet, or refused, or its
+    cohort job timed out: the earlier autograded folder stays): grades.csv says pending, and the
+    page must not rank the earlier kernel's speed as this hand-in's."""
+    course = tmp_path / "course"
+    shutil.copytree(real_course, course)
+    path = course / "autograded" / "honest" / REAL / f"{REAL}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "transpose-test")
+    cell.metadata[VERDICTS] = [_verdict("transpose", correct=True, ratio=0.83)["record"]]
+    nbformat.write(nb, path)
+    b = next(b for b in leaderboard.collect(course, REAL)[0] if b.exercise == "transpose")
+    assert [e.student for e in b.ranked] == ["honest"]  # graded: ranked
+    (course / "submitted" / "honest" / REAL / "timestamp.txt").write_text("2099-01-01 00:00:00 UTC")
+    b = next(b for b in leaderboard.collect(course, REAL)[0] if b.exercise == "transpose")
+    assert b.ranked == [] and b.counted[leaderboard.NOT_GRADED] == 1
+
+
 def test_the_notebook_view_renders_in_a_browser(course, browser_page):
     page = browser_page
     page.set_content("<!doctype html><title>cell</title>" + leaderboard.show(A, course, names=True)._repr_html_())
