@@ -43,7 +43,7 @@ def redteam(tmp_path_factory):
 # - The modules whose fixtures grade whole courses through nbgrader go first, costliest first
 #   (seconds on the 2-core CI machine), so that the many short modules fill in around them.
 HEAVY = ["test_class_workflow", "test_cheats", "test_cheats_runtime", "test_handin_guards", "test_term",
-         "test_cohort", "test_handin_extras", "test_readme_commands", "test_term_exchange", "test_term_actions",
+         "test_cohort", "test_cohort_redteam", "test_handin_extras", "test_readme_commands", "test_term_exchange", "test_term_actions",
          "test_instructor_guide",
          "test_handout", "test_colab_setup", "test_add_exercise"]
 # - Modules whose fixture the xdist controller starts at once (tests/early.py: mostly waiting) go
