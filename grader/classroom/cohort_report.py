@@ -100,6 +100,16 @@ def gpu_name() -> str | None:
         return None
 
 
+def md(text: object) -> str:
+    """A hand-in's text (a student id is a folder name: any character but '/') as one Markdown table cell
+    or list item: no line breaks, no '|' to end the cell, no HTML or code span (the summary is printed and kept
+    as summary.md, which JupyterLab and GitHub render)."""
+    import html
+
+    s = html.escape(" ".join(str(text).splitlines()))
+    return s.replace("|", "&#124;").replace("`", "&#96;")
+
+
 def summary(assignment: str, results: list[dict], skipped: list[str], wall: float, labels: list[str],
             gpus: bool, logs: Path, baseline: dict | None = None, command_wall: float | None = None,
             n_gpus: int | None = None, jobs_per_gpu: dict | None = None) -> str:
@@ -114,7 +124,7 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
     if secs:
         slow = max(ran, key=lambda r: r["seconds"])
         rows += [("time per submission", f"median {statistics.median(secs):.1f} s, mean {statistics.mean(secs):.1f} s, "
-                                         f"slowest {slow['seconds']:.1f} s ({slow['student']})"),
+                                         f"slowest {slow['seconds']:.1f} s ({md(slow['student'])})"),
                  ("wall time", f"{_hms(wall)} on " + (
                      f"{n_gpus} GPU(s), {len(labels)} job(s) at a time: " if gpus and n_gpus and n_gpus != len(labels)
                      else f"{len(labels)} {'GPU' if gpus else 'worker'}(s): ") + ", ".join(labels)),
@@ -147,6 +157,6 @@ def summary(assignment: str, results: list[dict], skipped: list[str], wall: floa
                         f"{sum(r['status'] != 'graded' for r in mine)} | {_hms(sum(r['seconds'] for r in mine))} |")
     if failures:
         text += ["", "Failures (the rest of the cohort is unaffected; a rerun grades these again):"]
-        text += [f"- {r['student']}: {r['status']}: {r.get('why', '')} (log: {job_log(logs, r['student'])})"
+        text += [f"- {md(r['student'])}: {r['status']}: {md(r.get('why', ''))} (log: {md(job_log(logs, r['student']))})"
                  for r in failures]
     return "\n".join(text) + "\n"

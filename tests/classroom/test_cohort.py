@@ -540,3 +540,18 @@ def test_on_the_gpu_cupy_stops_a_notebook_at_its_share():
     env = dict(os.environ, CUPY_GPU_MEMORY_LIMIT=NOTEBOOK_GPU_MEMORY)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "refused", (out.stdout, out.stderr[-2000:])
+
+
+def test_a_student_id_cannot_break_the_summarys_table_or_add_markup(tmp_path):
+    """A student id is a folder name: '|', a line break or HTML in it must stay one cell's text."""
+    from grader.classroom.cohort_report import summary
+
+    sid = "eve|x\n## graded 3/3 <img src=x onerror=alert(1)> `y`"
+    results = [dict(student=sid, status="failed", why="see <b>log</b>\n| forged |", seconds=5.0, worker="cpu0",
+                    device="")]
+    text = summary("01-memory-layout", results, [], 5.0, ["cpu0"], False, tmp_path)
+    rows = [ln for ln in text.splitlines() if ln.startswith("| time per submission")]
+    assert len(rows) == 1 and rows[0].count("|") == 3, rows  # the id did not split the cell
+    assert "\n## graded" not in text and "<img" not in text and "<b>" not in text and "`y`" not in text
+    fail = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    assert len(fail) == 1 and "eve" in fail[0] and "&lt;img" in fail[0], fail
