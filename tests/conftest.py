@@ -69,14 +69,10 @@ FORKED = ["test_term", "test_term_actions", "test_term_exchange", "test_term_reg
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_nbgrader(request):
-    if request.module.__name__.rsplit(".", 1)[-1] not in FORKED or "TC_NBGRADER_FORK" in os.environ:
+    with pytest.MonkeyPatch.context() as mp:
+        if _stem(request.module.__file__) in FORKED and "TC_NBGRADER_FORK" not in os.environ:
+            mp.setenv("TC_NBGRADER_FORK", "1")
         yield
-        return
-    os.environ["TC_NBGRADER_FORK"] = "1"
-    try:
-        yield
-    finally:
-        del os.environ["TC_NBGRADER_FORK"]
 
 
 def _stem(nodeid: str) -> str:

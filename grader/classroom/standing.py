@@ -31,6 +31,16 @@ from grader.classroom import handin_time
 # under autograded/: the cohort's job logs and its pending list (grader.classroom.cohort writes them,
 # a hand-in's standing reads the list); hidden in every sandbox, skipped by nbgrader's globs
 LOGS = ".cohort-logs"
+KEEP = ".regrade"  # under autograded/: the earlier results a regrade keeps aside (grader.classroom.regrade)
+# in an autograded folder put back in place of a stopped regrade's (regrade._put_back): a gradebook ahead of
+# it (that regrade had saved new scores) is then told from one restored from a backup
+STOPPED = ".regrade-stopped"
+STOPPED_SAYS = "a regrade of it was stopped before it finished, and its earlier autograded notebook put back"
+TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule), extensions,
+REMOVED_DUE = "removed_due"  # ... and due dates of assignments removed from the gradebook (grader.classroom.due_dates)
+PERCENT_PER_DAY = [10.0]  # the course config's LATE_PERCENT_PER_DAY (install), one value per process
+
+
 def job_log(logs: Path, student: str) -> Path:
     """A cohort job's log in `logs` (autograded/.cohort-logs/ASSIGNMENT): STUDENT.log, or, where that
     name would not fit a file name (an id of up to 255 bytes is a valid folder name; 4 more are
@@ -42,16 +52,6 @@ def job_log(logs: Path, student: str) -> Path:
         digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:16]
         name = f"{student.encode('utf-8', 'surrogateescape')[:200].decode('utf-8', 'ignore')}-{digest}.log"
     return Path(logs) / name
-
-
-KEEP = ".regrade"  # under autograded/: the earlier results a regrade keeps aside (grader.classroom.regrade)
-# in an autograded folder put back in place of a stopped regrade's (regrade._put_back): a gradebook ahead of
-# it (that regrade had saved new scores) is then told from one restored from a backup
-STOPPED = ".regrade-stopped"
-STOPPED_SAYS = "a regrade of it was stopped before it finished, and its earlier autograded notebook put back"
-TERM_FILE = ".term.json"  # in the course folder: when each assignment opened (term schedule), extensions,
-REMOVED_DUE = "removed_due"  # ... and due dates of assignments removed from the gradebook (grader.classroom.due_dates)
-PERCENT_PER_DAY = [10.0]  # the course config's LATE_PERCENT_PER_DAY (install), one value per process
 
 
 def penalty(raw: float, days: int, percent_per_day: float | None = None) -> float:

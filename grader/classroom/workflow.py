@@ -76,15 +76,11 @@ def _forked(course: Path, args: list[str], env: dict) -> subprocess.CompletedPro
         server = _FORKS.get(key)
         if server is None or not server.alive():
             server = _FORKS[key] = ForkServer(env)
-        return _fork_run(server, course, args, env)
-
-
-def _fork_run(server, course: Path, args: list[str], env: dict) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory(prefix="tc-nbgrader-") as tmp:
-        out, err = Path(tmp) / "out", Path(tmp) / "err"
-        rc = server.run(args, cwd=course, env=env, log=out, err=err, timeout=3600, pidfile=Path(tmp) / "pid")
-        read = lambda p: p.read_text(errors="replace") if p.exists() else ""  # noqa: E731
-        return subprocess.CompletedProcess(["nbgrader", *args], 1 if rc is None else rc, read(out), read(err))
+        with tempfile.TemporaryDirectory(prefix="tc-nbgrader-") as tmp:
+            out, err = Path(tmp) / "out", Path(tmp) / "err"
+            rc = server.run(args, cwd=course, env=env, log=out, err=err, timeout=3600, pidfile=Path(tmp) / "pid")
+            read = lambda p: p.read_text(errors="replace") if p.exists() else ""  # noqa: E731
+            return subprocess.CompletedProcess(["nbgrader", *args], 1 if rc is None else rc, read(out), read(err))
 
 
 def release(course: Path, assignment: str) -> Path:

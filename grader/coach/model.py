@@ -112,7 +112,10 @@ def _pipe_cycles(ev: Evidence, r: Rates, B: int, fp64: bool = True, alu: bool = 
 
 def _pipes(ev: Evidence, r: Rates, B: int, fp64: bool = True, alu: bool = True) -> tuple[float, str]:
     """Clocks per SM per iteration of the busiest narrow pipe, and its name."""
-    c = _pipe_cycles(ev, r, B, fp64, alu)
+    return _busiest(_pipe_cycles(ev, r, B, fp64, alu))
+
+
+def _busiest(c: dict) -> tuple[float, str]:
     name = max(c, key=c.get) if c and max(c.values()) > 0 else ""
     return (c[name] if name else 0.0), name
 
@@ -154,11 +157,12 @@ def _time(ev: Evidence, r: Rates, *, blocks=None, g=None, w=None, spill=None, ov
 def run(ev: Evidence, r: Rates = H100, next_blocks: int | None = None) -> Result:
     t, terms = _time(ev, r)
     B, F = max(ev.blocks, 1), ev.flops_iter
+    cycles = _pipe_cycles(ev, r, B)
     fpc = B * F * ev.lanes / t if t else 0.0
     res = Result(terms=terms, serial=not ev.overlapped, cycles=t, flop_per_clk=fpc, tflops=r.tflops(fpc),
                  peak_tflops=r.tflops(_peak(ev, r)),
                  intensity=1 / ev.global_per_flop if ev.global_per_flop else float("inf"), rates=r.name,
-                 busiest_pipe=_pipes(ev, r, B)[1], pipe_cycles=_pipe_cycles(ev, r, B))
+                 busiest_pipe=_busiest(cycles)[1], pipe_cycles=cycles)
 
     def gain(**kw):
         t2, _ = _time(ev, r, **kw)

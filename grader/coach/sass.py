@@ -468,10 +468,11 @@ def analyse(sass: str) -> tuple[Mix, Mix]:
         body = [i for i in instrs if span[0] <= i.pc <= span[1]]
         return sum(tensor_flops(i) for i in body) or sum(fp_flops(i) for i in body)
 
-    loops = [(work(s), -(s[1] - s[0]), s) for s in _loops(instrs)]
+    spans = _loops(instrs)
+    loops = [(work(s), -(s[1] - s[0]), s) for s in spans]
     loops = [x for x in loops if x[0] > 0]
     if not loops:
         return whole, whole
     best = max(loops)[2]
-    nested = [s for s in _loops(instrs) if best[0] <= s[0] and s[1] <= best[1] and s != best]
+    nested = [s for s in spans if best[0] <= s[0] and s[1] <= best[1] and s != best]
     return _mix(instrs, best, True, nested), whole
