@@ -127,6 +127,8 @@ def fp8_wrong_sum(case: Case, vals: np.ndarray) -> str:
         if _matches(got, f * unscaled):
             return said
     steps = [(k0, min(k0 + 32, K)) for k0 in range(0, K, 32)]
+    split = ("a K loop that skips them, or warps that split K whose partial sums are not all added: a race "
+             "between the warps' stores to C, or a missing __syncthreads() between them")
     if 1 < len(steps) <= 8:  # the sum over some k-steps only (a k-loop, or warps that split K)
         for mask in range(1, 2 ** len(steps) - 1):
             kept = [st for i, st in enumerate(steps) if mask >> i & 1]
@@ -137,9 +139,13 @@ def fp8_wrong_sum(case: Case, vals: np.ndarray) -> str:
                 return (f"C is the sum over k < {steps[-1][0]} only: the K loop stops before the last, partial "
                         f"k-step (K = {K} is no multiple of 32); run it while k0 < K and load 0 past K")
             ks = ", ".join(f"{a}..{b - 1}" for a, b in kept)
-            return (f"C is the sum over the k-steps k = {ks} only: the others never reach it (a K loop that "
-                    "skips them, or warps that split K whose partial sums are not all added: a race between "
-                    "the warps' stores to C, or a missing __syncthreads() between them)")
+            if mask == 2 ** (len(steps) - 1):  # the last k-step alone: what came before was lost each time
+                return (f"C is the sum over the last k-step (k = {ks}) only: each k-step's sum replaces the ones "
+                        "before it. The mma adds A B to its C operand: C must be the running sums (\"+f\" on the "
+                        "accumulators), not zeros or fresh registers, and a sum kept outside the mma needs +=; "
+                        "and scale_a * scale_b goes on after the K loop, not inside it (each multiply there "
+                        "shrinks the earlier k-steps to nothing); otherwise " + split)
+            return f"C is the sum over the k-steps k = {ks} only: the others never reach it ({split})"
     for k in sorted({K // 4 * 4, K // 8 * 8, K // 16 * 16} - {0, K}):
         if _matches(got, s * da[:, :k] @ db[:, :k].T):
             return (f"C is the sum over k < {k} only: the last {K - k} codes of each row of A and B "

@@ -344,10 +344,14 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "each a 16x16 tile of C, stacked along M; grid (ceil(N/16), ceil(M/32)). Any M, N, K >= 1: "
         "codes past the edges count as zero. Needs sm_89 or newer. Speed: ratio to the course's fp16 "
         "rung (kernels/mma_gemm_tuned.cu, notebook 10) on the same GEMM in fp16, at 4096^3.",
-        # K = 43 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 43 is
+        # K = 59 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 59 is
         # no multiple of 4: a guard of whole groups of four codes drops the last three, and rows of A and B
-        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333)
-        cpu_sizes=(_g(33, 20, 96), _g(32, 48, 43)),
+        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333). Its last
+        # k-step (27 codes) reaches the upper 16 (a[2], a[3], b[1]). M = 77, N = 60: three blocks along M
+        # and four along N (a tile offset that forgets a factor still covers C with two), the last tiles
+        # ending inside rows g + 8 and inside the second n8 half, and a grid whose axes, swapped, cover
+        # only 48 of the 60 columns (with 3 x 3 blocks, or 2 x 2, the swapped axes cover C)
+        cpu_sizes=(_g(33, 20, 96), _g(77, 60, 59)),
         gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
         # floor and target from FP8_GEMM_SPEED (above). A 4096^3 check holds 16 + 16 MB of codes, a 64 MB
         # output and the rung's 32 + 32 + 64 MB.
@@ -419,6 +423,37 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "            }"),
             Mistake("fp8_last_k_step_skipped", ("wrong-result",), "the K loop stops before the partial last k-step",
                     "k0 < K; k0 += 32", "k0 + 32 <= K; k0 += 32"),
+            Mistake("fp8_c_operand_zero", ("wrong-result",), "each k-step's mma from a zero C operand, its D "
+                    "overwriting the sums (\"=f\" outputs, \"f\"(0.0f) as C)",
+                    '"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"\n'
+                    '                         : "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])\n'
+                    '                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));',
+                    '"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\\n"\n'
+                    '                         : "=f"(acc[h][0]), "=f"(acc[h][1]), "=f"(acc[h][2]), "=f"(acc[h][3])\n'
+                    '                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), '
+                    '"f"(0.0f));'),
+            Mistake("fp8_scales_inside_k_loop", ("wrong-result",),
+                    "the running sums multiplied by scale_a * scale_b after every k-step (and not in the epilogue)",
+                    '"r"(b[0]), "r"(b[1]));\n        }\n        // END SOLUTION\n    }\n'
+                    "    // BEGIN SOLUTION (about 6 lines)\n    const float s = scale_a * scale_b;",
+                    '"r"(b[0]), "r"(b[1]));\n'
+                    "            for (int i = 0; i < 4; ++i) acc[h][i] *= scale_a * scale_b;\n"
+                    "        }\n        // END SOLUTION\n    }\n"
+                    "    // BEGIN SOLUTION (about 6 lines)\n    const float s = 1.0f;"),
+            # seen only where a partial last k-step reaches its upper 16 codes (K % 32 > 16)
+            Mistake("fp8_partial_step_upper_half_dropped", ("wrong-result",),
+                    "a[2], a[3] (k 16..31 of the k-step) loaded only when the whole k-step is inside K",
+                    "a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);\n        a[3] = load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K);",
+                    "const bool whole = k0 + 32 <= K;\n"
+                    "        a[2] = whole ? load4(A, m0 + g, M, k0 + 16 + 4 * t, K) : 0u;\n"
+                    "        a[3] = whole ? load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K) : 0u;"),
+            Mistake("fp8_grid_axes_swapped", ("unwritten",), "the tile's rows from blockIdx.x, its columns from blockIdx.y",
+                    "const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;",
+                    "const int m0 = (blockIdx.x * 2 + warp) * 16, n0 = blockIdx.y * 16;"),
+            # seen only with three or more blocks along M: with two, the overlapping tiles still cover C
+            Mistake("fp8_block_rows_overlap", ("unwritten",), "the block's first row forgets its two warps: "
+                    "m0 = (blockIdx.y + warp) * 16, so blocks overlap and rows past 16 * (gridDim.y + 1) are never computed",
+                    "const int m0 = (blockIdx.y * 2 + warp) * 16,", "const int m0 = (blockIdx.y + warp) * 16,"),
             Mistake("fp8_c_pairs_down_columns", ("wrong-result",),
                     "stores c[0], c[1] down a column instead of along a row",
                     "const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);",
@@ -430,6 +465,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "decodes the codes to fp16 and multiplies them with the fp16 mma.sync m16n8k16"),
             Mistake("fp8_smem_overwritten_while_read", ("race",),
                     "no __syncthreads() before the next k-step's tiles overwrite the shared ones", gpu=False),
+            # a GPU's copies often land before the fragments are read; the emulator lands them at the wait only
+            Mistake("fp8_cp_async_not_waited", ("nan",),
+                    "tiles copied by cp.async and read after commit_group and __syncthreads(), with no wait_group",
+                    gpu=False),
             Mistake("fp8_split_k_race", ("wrong-result", "race"),
                     "the warps split K and the second adds to C without waiting for the first's store"),
         )),

@@ -173,7 +173,10 @@ def shared_nan(source: str) -> str:
     if "__shared__" not in code:
         return ""
     if re.search(r"__pipeline_memcpy_async|cp\.async|cuda::memcpy_async|__pipeline_commit", code):
-        wait = ("__pipeline_wait_prior(...) and then a __syncthreads() between starting the copy "
+        # the wait in the words the kernel copies with: inline PTX, or the __pipeline intrinsics
+        ptx = re.search(r"cp\.async\.(?:ca|cg)\b", code) and "__pipeline_memcpy_async" not in code
+        waits = "cp.async.wait_group N (or cp.async.wait_all)" if ptx else "__pipeline_wait_prior(...)"
+        wait = (f"{waits} and then a __syncthreads() between starting the copy "
                 "(cp.async) into shared memory and reading it")
     else:
         wait = ("a __syncthreads() between copying into shared memory and reading it (a __syncwarp() where "

@@ -154,7 +154,10 @@ def judge_output(ex, case: Case, pos: int, out: np.ndarray, source: str = "") ->
         hint = _hints.hint(ex, "nan", t)
         shared = _hints.shared_nan(source)  # the first suspect where tiles go through shared memory
         if shared:
-            hint = f"{shared}Otherwise: {hint[0].lower()}{hint[1:]}"
+            # a capital that only starts the sentence is lowered; "NaN", "WMMA" stay as they are
+            word = hint.split(None, 1)[0]
+            first = hint[0] if any(ch.isupper() for ch in word[1:]) else hint[0].lower()
+            hint = f"{shared}Otherwise: {first}{hint[1:]}"
         if isinstance(ex.problem, Fp8Gemm):
             hint = evidence.fp8_nonfinite(case, vals, source) or hint
         return failed(f"{int(nonfinite.sum())} elements of {name} are NaN or Inf, first {name}{list(fn)}",

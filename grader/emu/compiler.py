@@ -15,7 +15,7 @@ from typing import Sequence
 
 from grader.emu.load_time import load_time_code
 from grader.emu.translate import Translation, translate
-from grader.runtime.errors import CompileError, Diagnostic
+from grader.runtime.errors import CompileError, Diagnostic, Unsupported
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -304,6 +304,11 @@ TRAFFIC_FLAGS = ["-fsanitize=kernel-address", "--param", "asan-instrumentation-w
                  "--param", "asan-stack=0", "--param", "asan-globals=0", "-fno-sanitize-address-use-after-scope"]
 
 
+# g++'s word for a name it does not know; one that starts with "__" is CUDA's (C++ reserves such names for
+# the implementation): a device function NVRTC has and the emulator's headers lack, not the student's mistake
+_MISSING = re.compile(r"[‘'`](__\w+)[’'] was not declared in this scope")
+
+
 def build_module(source: str, options: Sequence[str], name: str, traffic: bool = False) -> Built:
     filename = f"{name}.cu"
     flags, std = filter_options(options)
@@ -340,6 +345,12 @@ def build_module(source: str, options: Sequence[str], name: str, traffic: bool =
         first = errors[0] if errors else None
         msg = "compilation failed"
         if first:
+            missing = _MISSING.search(first.message)
+            if missing:
+                raise Unsupported(
+                    f"{missing[1]} (line {first.line}) is not known to the CPU emulator: a CUDA function it does not "
+                    f"have (NVRTC, which compiles for the GPU, knows every one; check its spelling there). Run this "
+                    f"kernel on a GPU, or write what {missing[1]} does with plain C++ operators.")
             msg = f"compilation failed: {first}"
         raise CompileError(msg, log=log, diagnostics=diags)
     meta = {

@@ -63,6 +63,17 @@ def _param(text: str, position: int) -> Param:
     return Param(name=name, ctype=ctype, base=base, is_pointer=is_pointer, is_const=is_const)
 
 
+def same_type(base: str, other: str) -> bool:
+    """Two spellings of one parameter's element type: the same text, or two names of the one NumPy
+    dtype the grader passes for it (unsigned char, uint8_t and __nv_fp8_storage_t all take uint8
+    codes; int and int32_t an int32), which is all the launch hands over (launch.prepare checks the
+    same dtype)."""
+    if base == other:
+        return True
+    a, b = DTYPES.get(base), DTYPES.get(other)
+    return a is not None and b is not None and np.dtype(a) == np.dtype(b)
+
+
 def parse_kernels(source: str) -> dict[str, list[Param]]:
     """Map each `extern "C" __global__` kernel name to its parameters, in order."""
     code = _COMMENTS.sub(" ", source)

@@ -31,6 +31,10 @@ def edit(*pairs: str) -> str:
 
 
 MMA = 'asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "'
+ASM = '''            asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+                         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"
+                         : "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));'''
 STORE = "if (r < M && c < N) C[(size_t)r * N + c] = s * acc[h][i];"
 LOAD4 = """    unsigned r = 0;
     if (row < rows)
@@ -128,8 +132,86 @@ RIGHT = [
     for (int j = 0; j < 4; ++j)
         if (k + j < K) r |= (unsigned)p[at + j] << (8 * j);
     return r;""")),
-    ("ldmatrix-from-shared", (HERE / "ldmatrix_smem.cu").read_text()),
-    ("split-k-over-warps", (HERE / "split_k_warps.cu").read_text()),
+    # the asm written otherwise: comments, tabs, spaces inside the braces, a "memory" clobber
+    ("asm-spaced-and-commented", edit(ASM, r"""            asm volatile(
+                "// one k-step of the 16x8 tile\n\t"
+                "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32\t"
+                "{ %0,%1 , %2,%3 },   /* D */\n\t"
+                "{ %4, %5,%6, %7 },   /* A */\n\t"
+                "{ %8,%9 },           /* B */\n\t"
+                "{ %0,%1 , %2,%3 } ;  /* C = D */\n"
+                : "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])
+                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])
+                : "memory");""")),
+    # the mma in a __device__ helper, a plain (not volatile) asm with D "=f" and C "f" operands
+    ("asm-in-a-helper", edit("extern \"C\" __global__", """__device__ __forceinline__ void mma_e4m3(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(d[0]), "f"(d[1]), "f"(d[2]), "f"(d[3]));
+}
+
+extern "C" __global__""", ASM, "            mma_e4m3(acc[h], a, b);")),
+    # each k-step's mma from a zero C (a .reg set by mov inside the asm), the sums kept in double
+    ("per-step-from-zero-summed-in-double", edit(
+        "float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};", "double acc[2][4] = {};",
+        ASM, r"""            float p[4];
+            asm volatile("{\n\t.reg .b32 z;\n\tmov.b32 z, 0;\n\t"
+                         "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+                         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {z, z, z, z};\n\t}\n"
+                         : "=f"(p[0]), "=f"(p[1]), "=f"(p[2]), "=f"(p[3])
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+            for (int i = 0; i < 4; ++i) acc[h][i] += p[i];""",
+        STORE, "if (r < M && c < N) C[(size_t)r * N + c] = (float)((double)scale_a * scale_b * acc[h][i]);")),
+    # four codes through cuda_fp8.h's vector type where K % 4 == 0, or a uchar4 where the address is aligned
+    ("fp8x4-vector-loads", edit(LOAD4, """    if (row < rows && K % 4 == 0 && k + 3 < K)
+        return reinterpret_cast<const __nv_fp8x4_e4m3*>(p + (size_t)row * K)[k / 4].__x;
+""" + LOAD4)),
+    ("uchar4-loads", edit(LOAD4, """    if (row < rows && ((size_t)row * K + k) % 4 == 0 && k + 3 < K) {
+        const uchar4 v = *reinterpret_cast<const uchar4*>(p + (size_t)row * K + k);
+        return (unsigned)v.x | (unsigned)v.y << 8 | (unsigned)v.z << 16 | (unsigned)v.w << 24;
+    }
+""" + LOAD4)),
+    # codes 8t..8t+7 of a row, one 8-byte load where aligned, as the mma's k 4t..4t+3 and 16+4t..16+4t+3:
+    # the same permutation of k in A and B
+    ("k-permuted-eight-codes-a-lane", edit("extern \"C\" __global__", """__device__ __forceinline__ uint2 load8(const __nv_fp8_storage_t* p, int row, int rows, int k, int K)
+{
+    if (row < rows && k + 7 < K && ((size_t)row * K + k) % 8 == 0)
+        return *reinterpret_cast<const uint2*>(p + (size_t)row * K + k);
+    return make_uint2(load4(p, row, rows, k, K), load4(p, row, rows, k + 4, K));
+}
+
+extern "C" __global__""", A_FRAG, """        const uint2 lo = load8(A, m0 + g, M, k0 + 8 * t, K), hi = load8(A, m0 + g + 8, M, k0 + 8 * t, K);
+        const unsigned a[4] = {lo.x, hi.x, lo.y, hi.y};
+        for (int h = 0; h < 2; ++h) {
+            const uint2 bb = load8(B, n0 + 8 * h + g, N, k0 + 8 * t, K);
+            const unsigned b[2] = {bb.x, bb.y};""")),
+    # warp 1 leaves at once and warp 0 computes both 16-row tiles (the launch is the grader's, the split the student's)
+    ("one-warp-does-both-tiles", edit(
+        "const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;",
+        "if (warp != 0) return;\n    const int n0 = blockIdx.x * 16;\n    for (int w = 0; w < 2; ++w) {\n"
+        "    const int m0 = (blockIdx.y * 2 + w) * 16;",
+        "    // END SOLUTION\n}", "    // END SOLUTION\n    }\n}")),
+    ("launch-bounds-and-unroll", edit("extern \"C\" __global__ void", "extern \"C\" __global__ void __launch_bounds__(64, 4)",
+                                      "        for (int h = 0; h < 2; ++h) {", "#pragma unroll\n        for (int h = 0; h < 2; ++h) {")),
+    # the codes' pointers spelled as the same bytes otherwise: unsigned char (what __nv_fp8_storage_t is), or
+    # cuda_fp8.h's __nv_fp8_e4m3 (one byte, the code in .__x)
+    ("codes-as-unsigned-char", edit(
+        "fp8_gemm(const __nv_fp8_storage_t* A, const __nv_fp8_storage_t* B, float* C,",
+        "fp8_gemm(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, float* __restrict__ C,")),
+    ("codes-as-nv-fp8-e4m3", edit(
+        "fp8_gemm(const __nv_fp8_storage_t* A, const __nv_fp8_storage_t* B, float* C,",
+        "fp8_gemm(const __nv_fp8_e4m3* A, const __nv_fp8_e4m3* B, float* C,",
+        "unsigned load4(const __nv_fp8_storage_t* p,", "unsigned load4(const __nv_fp8_e4m3* p,",
+        "r |= (unsigned)p[(size_t)row * K + k + j] << (8 * j);", "r |= (unsigned)p[(size_t)row * K + k + j].__x << (8 * j);")),
+    # the four codes packed by __byte_perm: [c0, c1, ., .] and [c2, c3, ., .] into [c0, c1, c2, c3]
+    ("codes-packed-by-byte-perm", edit(LOAD4, """    unsigned c[4] = {0u, 0u, 0u, 0u};
+    if (row < rows)
+        for (int j = 0; j < 4; ++j)
+            if (k + j < K) c[j] = p[(size_t)row * K + k + j];
+    return __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);""")),
+    # whole files: every fp8_right/*.cu
+    *[(f.stem.replace("_", "-"), f.read_text()) for f in sorted(HERE.glob("*.cu"))],
 ]
 
 
@@ -166,9 +248,15 @@ NAMES = {
     "fp8_codes_converted": r"codes of A and B were converted as numbers",
     "fp8_b_halves_swapped": r"b\[0\] and b\[1\] are swapped",
     "fp8_last_k_step_skipped": r"last, partial k-step",
-    "fp8_k_guard_whole_words": r"k < 40 only.*k \+ j < K",
+    "fp8_c_operand_zero": r"last k-step .* only.*C operand",
+    "fp8_scales_inside_k_loop": r"last k-step .* only.*not inside it",
+    "fp8_partial_step_upper_half_dropped": r"k < \d+ only: the last \d+ codes",
+    "fp8_block_rows_overlap": r"m0 = \(blockIdx\.y \* 2 \+ warp\) \* 16",
+    "fp8_grid_axes_swapped": r"blockIdx\.x and blockIdx\.y swapped",
+    "fp8_k_guard_whole_words": r"k < \d+ only.*k \+ j < K",
     "fp8_c_pairs_down_columns": r"right sums at the wrong elements",
     "fp8_epilogue_adds_to_c": r"`\+=`",
+    "fp8_cp_async_not_waited": r"cp\.async\.wait_group.*Otherwise: NaN",
     "fp8_split_k_race": r"k-steps? .* only.*warps",
     "fp8_smem_overwritten_while_read": r"__syncthreads\(\).*before overwriting",
     "fp8_store_unguarded": r"below M",
@@ -224,3 +312,16 @@ def test_on_a_gpu_the_fp8_instruction_is_proven_not_assumed(monkeypatch, source)
     monkeypatch.setattr(tensor_work, "gpu_item", lambda *a: Item("tensor cores", "pass", "counted on the GPU by ncu"))
     item = tensor.tensor_item(exercises.get("fp8-gemm"), source, {}, "gpu", [], {}, 20.0, 90, [])
     assert item.status == FAIL and "m16n8k32" in item.message + item.hint, item.message
+
+
+def test_a_cuda_function_the_emulator_lacks_is_the_emulators_limit_not_a_compile_error():
+    """NVRTC compiles it, so g++'s "was not declared" for a __ name is the emulator's gap (it read as a compile
+    error on the student's line: __byte_perm, before the emulator had it); nor is the kernel told to use tensor
+    cores. __vabsdiffu4 stands for any CUDA function the emulator lacks (replace it if the emulator gains it)."""
+    src = edit("r |= (unsigned)p[(size_t)row * K + k + j] << (8 * j);",
+               "r = __vabsdiffu4(r, 0u) | (unsigned)p[(size_t)row * K + k + j] << (8 * j);")
+    v = check("fp8-gemm", src, backend="emu")
+    first = next(i for i in v.items if i.status == FAIL)
+    assert first.kind == "Unsupported" and "__vabsdiffu4 (line" in first.message and "GPU" in first.message, v.text()
+    tc = next(i for i in v.items if i.name == "tensor cores")
+    assert "must run on tensor cores" not in tc.hint and "could not run" in tc.hint, v.text()

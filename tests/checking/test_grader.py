@@ -80,6 +80,12 @@ def test_wrong_signature_is_named():
     assert "no kernel named sgemm" in renamed.message and "gemm" in renamed.message
     renamed_param = base.replace("float* C,", "float* out,").replace("C[row", "out[row")
     assert signature_item(renamed_param).status == PASS  # parameter names are the student's
+    # another name of the type the grader passes is the same parameter (the signature step alone: NVRTC
+    # knows int32_t only from <cstdint>); another type is not
+    from grader.checking.steps.signature import signature_item as step
+    ex = exercises.get("sgemm-naive")
+    assert step(ex, base.replace("int M, int N, int K)", "int32_t M, int N, int K)")).status == PASS
+    assert step(ex, base.replace("int M, int N, int K)", "unsigned M, int N, int K)")).status == FAIL
 
 
 def test_unknown_launch_parameter_is_refused():

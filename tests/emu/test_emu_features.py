@@ -331,3 +331,36 @@ def test_argument_errors(mod):
     assert e.value.argument == "x"
     with pytest.raises(LaunchArgumentError):
         mod.launch("nosuchkernel", 1, 32, [])
+
+
+BITS_SRC = r"""
+extern "C" __global__ void bits(const unsigned* x, const unsigned* y, const unsigned* s, unsigned* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[5 * i + 0] = __byte_perm(x[i], y[i], s[i]);
+  out[5 * i + 1] = __funnelshift_l(x[i], y[i], s[i]);
+  out[5 * i + 2] = __funnelshift_lc(x[i], y[i], s[i]);
+  out[5 * i + 3] = __funnelshift_r(x[i], y[i], s[i]);
+  out[5 * i + 4] = __funnelshift_rc(x[i], y[i], s[i]);
+}
+"""
+
+
+def test_byte_perm_and_funnel_shifts():
+    """__byte_perm and __funnelshift_{l,lc,r,rc} (byte packing in FP8 kernels; NVRTC has them, the emulator
+    refused them with a g++ error) against the CUDA Math API's words, byte by byte and bit by bit."""
+    n = 2000
+    x, y = (RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    s = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    s[:64] = np.arange(64)  # shifts 0..63: the clamp at 32 and the & 31
+    out = np.zeros(5 * n, np.uint32)
+    compile_module(BITS_SRC).launch("bits", ((n + 127) // 128,), (128,), [x, y, s, out, n])
+    got = out.reshape(n, 5)
+    for i in range(n):
+        xi, yi, si = int(x[i]), int(y[i]), int(s[i])
+        eight = [(xi >> (8 * k)) & 0xFF for k in range(4)] + [(yi >> (8 * k)) & 0xFF for k in range(4)]
+        perm = sum(eight[(si >> (4 * b)) & 7] << (8 * b) for b in range(4))  # selector bits 4b..4b+2
+        wide = yi << 32 | xi
+        want = [perm, (wide << (si & 31)) >> 32 & 0xFFFFFFFF, (wide << min(si, 32)) >> 32 & 0xFFFFFFFF,
+                (wide >> (si & 31)) & 0xFFFFFFFF, (wide >> min(si, 32)) & 0xFFFFFFFF]
+        assert [int(v) for v in got[i]] == want, (hex(xi), hex(yi), hex(si))

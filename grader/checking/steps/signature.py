@@ -4,7 +4,7 @@ from __future__ import annotations
 from grader.checking import exercises
 from grader.checking.steps.context import Stop, Submission
 from grader.checking.verdict import FAIL, PASS, Item
-from grader.runtime.signature import parse_kernels
+from grader.runtime.signature import parse_kernels, same_type
 
 
 def signature(sub: Submission) -> list[Item]:
@@ -26,7 +26,7 @@ def signature_item(ex: exercises.Exercise, source: str) -> Item:
                                        f"{len(want)}", kind="signature", hint=f"Use exactly: {ex.signature}")
     for pos, (p, (name, ctype)) in enumerate(zip(params, want), 1):
         base = ctype.replace("const ", "").replace("*", "").strip()
-        if p.base != base or p.is_pointer != ctype.endswith("*"):
+        if not same_type(p.base, base) or p.is_pointer != ctype.endswith("*"):
             return Item("signature", FAIL,
                         f"parameter {pos} is `{p.ctype} {p.name}`, but the grader passes `{ctype}` ({name})",
                         kind="signature", hint=f"Use exactly: {ex.signature}")

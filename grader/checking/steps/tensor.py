@@ -8,7 +8,7 @@ import numpy as np
 from grader.checking import isolate
 from grader.checking.steps.context import Submission
 from grader.checking.verdict import FAIL, PASS, SKIP, Item
-from grader.runtime.errors import KernelFault, KernelTimeout
+from grader.runtime.errors import KernelFault, KernelTimeout, Unsupported
 
 
 def tensor_cores(sub: Submission) -> list[Item]:
@@ -27,6 +27,11 @@ def tensor_cores(sub: Submission) -> list[Item]:
         # advice to use them (the fault above is what to fix)
         item.message += " (the kernel did not finish its runs: see the failure above)"
         item.hint = "Fix the failure above first: the launches that did not finish could not be counted."
+    elif item.status == FAIL and item.message.startswith("no launch") and isinstance(sub.result["error"], Unsupported):
+        # nor when the emulator could not run it at all (a form or function it lacks): nothing ran to count
+        item.message += " (the emulator could not run it: see the failure above)"
+        item.hint = ("The CPU emulator could not run this kernel (the failure above says why), so nothing could be "
+                     "counted: keep to what it runs to have the tensor-core work counted, on a GPU too.")
     return [item]
 
 

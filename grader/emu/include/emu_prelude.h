@@ -340,6 +340,29 @@ EMU_AI unsigned __umul24(unsigned a, unsigned b) { return a * b; }
 EMU_AI int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 EMU_AI unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 EMU_AI unsigned __sad(int a, int b, unsigned c) { return (unsigned)(a > b ? a - b : b - a) + c; }
+// byte n of the result is byte (s >> 4n) & 7 of the eight bytes y:x (x bytes 0-3, y bytes 4-7); the
+// selector's upper 16 bits and each nibble's top bit are not used (CUDA Math API, __byte_perm)
+EMU_AI unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long xy = (unsigned long long)y << 32 | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= (unsigned)(xy >> (8 * ((s >> (4 * n)) & 7)) & 0xFF) << (8 * n);
+  return r;
+}
+// hi:lo shifted by shift & 31 (the ...c forms: by min(shift, 32)); _l keeps the upper 32 bits, _r the lower
+EMU_AI unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+  return (unsigned)(((unsigned long long)hi << 32 | lo) << (shift & 31) >> 32);
+}
+EMU_AI unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned n = shift < 32 ? shift : 32;
+  return (unsigned)(((unsigned long long)hi << 32 | lo) << n >> 32);
+}
+EMU_AI unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  return (unsigned)(((unsigned long long)hi << 32 | lo) >> (shift & 31));
+}
+EMU_AI unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned n = shift < 32 ? shift : 32;
+  return (unsigned)(((unsigned long long)hi << 32 | lo) >> n);
+}
 
 // CUDA's global min/max overloads
 #define EMU_MINMAX(R, A, B) EMU_AI R min(A a, B b) { return (R)a < (R)b ? (R)a : (R)b; } \
