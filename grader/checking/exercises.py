@@ -424,29 +424,12 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
             Mistake("fp8_last_k_step_skipped", ("wrong-result",), "the K loop stops before the partial last k-step",
                     "k0 < K; k0 += 32", "k0 + 32 <= K; k0 += 32"),
             Mistake("fp8_c_operand_zero", ("wrong-result",), "each k-step's mma from a zero C operand, its D "
-                    "overwriting the sums (\"=f\" outputs, \"f\"(0.0f) as C)",
-                    '"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"\n'
-                    '                         : "+f"(acc[h][0]), "+f"(acc[h][1]), "+f"(acc[h][2]), "+f"(acc[h][3])\n'
-                    '                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));',
-                    '"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\\n"\n'
-                    '                         : "=f"(acc[h][0]), "=f"(acc[h][1]), "=f"(acc[h][2]), "=f"(acc[h][3])\n'
-                    '                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), '
-                    '"f"(0.0f));'),
+                    "overwriting the sums (\"=f\" outputs, \"f\"(0.0f) as C)"),
             Mistake("fp8_scales_inside_k_loop", ("wrong-result",),
-                    "the running sums multiplied by scale_a * scale_b after every k-step (and not in the epilogue)",
-                    '"r"(b[0]), "r"(b[1]));\n        }\n        // END SOLUTION\n    }\n'
-                    "    // BEGIN SOLUTION (about 6 lines)\n    const float s = scale_a * scale_b;",
-                    '"r"(b[0]), "r"(b[1]));\n'
-                    "            for (int i = 0; i < 4; ++i) acc[h][i] *= scale_a * scale_b;\n"
-                    "        }\n        // END SOLUTION\n    }\n"
-                    "    // BEGIN SOLUTION (about 6 lines)\n    const float s = 1.0f;"),
+                    "the running sums multiplied by scale_a * scale_b after every k-step (and not in the epilogue)"),
             # seen only where a partial last k-step reaches its upper 16 codes (K % 32 > 16)
             Mistake("fp8_partial_step_upper_half_dropped", ("wrong-result",),
-                    "a[2], a[3] (k 16..31 of the k-step) loaded only when the whole k-step is inside K",
-                    "a[2] = load4(A, m0 + g, M, k0 + 16 + 4 * t, K);\n        a[3] = load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K);",
-                    "const bool whole = k0 + 32 <= K;\n"
-                    "        a[2] = whole ? load4(A, m0 + g, M, k0 + 16 + 4 * t, K) : 0u;\n"
-                    "        a[3] = whole ? load4(A, m0 + g + 8, M, k0 + 16 + 4 * t, K) : 0u;"),
+                    "a[2], a[3] (k 16..31 of the k-step) loaded only when the whole k-step is inside K"),
             Mistake("fp8_grid_axes_swapped", ("unwritten",), "the tile's rows from blockIdx.x, its columns from blockIdx.y",
                     "const int m0 = (blockIdx.y * 2 + warp) * 16, n0 = blockIdx.x * 16;",
                     "const int m0 = (blockIdx.x * 2 + warp) * 16, n0 = blockIdx.y * 16;"),
