@@ -346,13 +346,15 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "rung (kernels/mma_gemm_tuned.cu, notebook 10) on the same GEMM in fp16, at 4096^3.",
         # K = 59 and 96: a partial last k-step and three full ones; M = 33, N = 20: edge tiles. K = 59 is
         # no multiple of 4: a guard of whole groups of four codes drops the last three, and rows of A and B
-        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 333). Its last
+        # start at addresses a 32-bit load of four codes faults on (a GPU's sizes have K = 347). Its last
         # k-step (27 codes) reaches the upper 16 (a[2], a[3], b[1]). M = 77, N = 60: three blocks along M
         # and four along N (a tile offset that forgets a factor still covers C with two), the last tiles
         # ending inside rows g + 8 and inside the second n8 half, and a grid whose axes, swapped, cover
         # only 48 of the 60 columns (with 3 x 3 blocks, or 2 x 2, the swapped axes cover C)
         cpu_sizes=(_g(33, 20, 96), _g(77, 60, 59)),
-        gpu_sizes=(_g(1000, 777, 333), _g(1024, 1024, 1024)),
+        # K = 347: a last k-step of 27 codes, as the CPU's K = 59 (with K = 333, 13 codes, a kernel that drops
+        # the upper 16 of a partial k-step earned the point on a GPU)
+        gpu_sizes=(_g(1000, 777, 347), _g(1024, 1024, 1024)),
         # floor and target from FP8_GEMM_SPEED (above). A 4096^3 check holds 16 + 16 MB of codes, a 64 MB
         # output and the rung's 32 + 32 + 64 MB.
         perf_size=_g(4096, 4096, 4096), floor=FP8_GEMM_FLOOR, target=FP8_GEMM_TARGET, points_speed=1.0,

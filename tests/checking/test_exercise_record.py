@@ -244,3 +244,18 @@ def test_every_exercise_is_graded_by_one_notebook_cell():
                 "python -m grader.classroom.notebooks sync" for ex_id in sorted(IDS - set(cells))]
     twice = [f"{ex_id} is graded twice: {', '.join(where)}" for ex_id, where in sorted(cells.items()) if len(where) > 1]
     assert not (unknown or ungraded or twice), "\n".join(unknown + ungraded + twice)
+
+
+@pytest.mark.parametrize("ex", [e for e in exercises.EXERCISES.values() if e.tensor_shapes], ids=lambda e: e.id)
+def test_gpu_sizes_reach_every_k_tail_the_cpu_sizes_reach(ex):
+    """A mistake in a partial last k-step shows only at a K whose tail reaches it (fp8-gemm's dropped
+    upper half needs K % 32 > 16): the GPU grades what the emulator's sizes were chosen to catch, so
+    its sizes hold every tail class the CPU's do, counted in the exercise's own mma k."""
+    k = ex.tensor_shapes[0][2]
+
+    def tail(s):
+        r = s["K"] % k
+        return "none" if r == 0 else "within the lower half" if r <= k // 2 else "into the upper half"
+
+    missing = {tail(s) for s in ex.cpu_sizes} - {tail(s) for s in ex.gpu_sizes}
+    assert not missing, f"{ex.id}: no GPU size has a last k-step {missing} (k = {k})"

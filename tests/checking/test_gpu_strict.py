@@ -144,7 +144,7 @@ def test_a_grader_error_reaches_the_instructors_log_not_only_the_student():
     from grader.classroom.autograde import grader_errors
 
     e = isolate._grader_fault(KeyError(np.dtype("uint8")))
-    ours = Verdict("fp8-gemm", "gpu", items=[fault_item(e, "correct: 1000x777x333 e4m3")], max_score=1, score=0.0)
+    ours = Verdict("fp8-gemm", "gpu", items=[fault_item(e, "correct: 1000x777x347 e4m3")], max_score=1, score=0.0)
     theirs = Verdict("transpose", "gpu", items=[Item("correct: 64x64", FAIL, "wrong", kind="wrong-result")],
                      max_score=2, score=0.0)
     results = dict(grades=[dict(grade_id="fp8-gemm-test", verdicts=[trusted._render(ours)]),
