@@ -165,7 +165,11 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "parameter `tile` (default 32), passed to your code as -DTILE=T. Any M, N, K >= 1. "
         "Speed: how many times faster than the course's naive kernel (kernels/sgemm_naive.cu), "
         "timed on the same inputs in the same run, at 4096^3.",
-        cpu_sizes=(_g(33, 47, 40), _g(64, 64, 64)), gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
+        # 96x128: grid (4, 3) of whole tiles, so block tiles that overlap or grid axes swapped leave C
+        # unwritten (test_exercise_record: three blocks along each axis, a grid that is not square).
+        # 64^3 stays last, where the memory-traffic view looks (N/TILE = 2 loads of each element)
+        cpu_sizes=(_g(33, 47, 40), _g(96, 128, 64), _g(64, 64, 64)),
+        gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
         # As a share of cuBLAS fp32 the window was a knife edge: tiled 17.7%, naive 12.6%, so
         # floor 12.5% / target 13% (H100). Paired with the naive kernel the tiled reference is
         # 1.67-1.77x at every size and shape tried, 1024^3 to 4096x4096x16384 (H100,
@@ -185,6 +189,11 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "As[ty][tx] = (row < M && k0 + tx < K)", "As[ty][tx] = (row < M - 1 && k0 + tx < K)"),
             Mistake("missing_syncthreads", ("race", "wrong-result"), "no barrier after loading the tiles",
                     "        __syncthreads();  // the whole tile must be loaded before anyone reads it\n", ""),
+            # seen only where the grid is not square: with as many blocks along both axes, every tile is
+            # still computed once, by the block of the transposed position
+            Mistake("sgemm_grid_axes_swapped", ("unwritten",), "the tile's columns from blockIdx.y, its rows from "
+                    "blockIdx.x", "int col = blockIdx.x * TILE + tx;\n    int row = blockIdx.y * TILE + ty;",
+                    "int col = blockIdx.y * TILE + tx;\n    int row = blockIdx.x * TILE + ty;"),
         )),
     Exercise(
         "wmma-gemm", "Naive WMMA GEMM", "wmma_gemm", P.Gemm(launch_rule="warp16"), "wmma_gemm_naive",
@@ -214,7 +223,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         P.Gemm(launch_rule="warp16", epilogue=True, baseline=None), "wmma_gemm_epilogue",
         "D = alpha A B + beta C; A, B fp16, C and D fp32, row-major; launch as wmma-gemm; "
         "M, N, K multiples of 16.",
-        cpu_sizes=(_g(32, 48, 64),), gpu_sizes=(_g(256, 512, 768), _g(1024, 1024, 1024)),
+        cpu_sizes=(_g(48, 64, 64),), gpu_sizes=(_g(256, 512, 768), _g(1024, 1024, 1024)),  # grid (3, 4)
         tensor_cores=True, hint_family="wmma"),
     Exercise(
         "fragment-probe", "Which lane holds which element", "probe", P.FragmentProbe(), "fragment_probe",
@@ -230,8 +239,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "Speed: ratio to cuBLAS fp16 at 4096^3.",
         # 128x256x320: 5 K tiles at the default launch (>= STAGES + 1), so every pipeline
         # buffer is refilled while the others are read (the emulator's copies land only at the
-        # __pipeline_wait_prior that covers them)
-        cpu_sizes=(_g(256, 256, 64), _g(128, 256, 320)),
+        # __pipeline_wait_prior that covers them). 384x384: three blocks along each axis (grid 3 x 3) with
+        # the least K (the emulator's cost is about M N K); the grid 2 x 1 of 128x256 is not square
+        cpu_sizes=(_g(384, 384, 64), _g(128, 256, 320)),
         gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
         # The reference: 55.8% (H200) and 46.7% (H100) of cuBLAS when only sampled launches were
         # checked; with every timed launch behind a poisoned output, a rescaled input and an L2
@@ -256,7 +266,7 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "C = A B in fp64 with WMMA m8n8k4 double fragments. One warp per 8x8 tile: block (32, 1, 1), "
         "grid (ceil(M/8), ceil(N/8)). M, N multiples of 8, K of 4. Needs sm_80 or newer. "
         "Speed: ratio to cuBLAS fp64 at 4096^3.",
-        cpu_sizes=(_g(16, 24, 12),), gpu_sizes=(_g(256, 128, 64), _g(1024, 1024, 1024)),
+        cpu_sizes=(_g(24, 32, 12),), gpu_sizes=(_g(256, 128, 64), _g(1024, 1024, 1024)),  # grid (3, 4)
         perf_size=_g(4096, 4096, 4096), tensor_cores=True, floor=0.03, target=0.08, points_speed=1.0,
         min_arch=80,
         slow_hint='Use several independent accumulators per warp, or stage tiles in shared memory.',
@@ -280,8 +290,12 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "block_m, block_n, threads reach your code as -DBLOCK_M, -DBLOCK_N, -DTHREADS. C % 32 == 0, "
         "K % block_n == 0. Speed: ratio to im2col (CuPy slicing) + cuBLAS at the TVM shape "
         "(256, 256->512, 14x14, 3x3).",
-        # K_gemm = R*S*C = 288: 9 K steps of 32, more than the reference's 4 stages + 1
-        cpu_sizes=(dict(N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1),),
+        # K_gemm = R*S*C = 288: 9 K steps of 32, more than the reference's 4 stages + 1. The 1x1 filter:
+        # grid (3, 4), so block tiles that overlap or grid axes swapped leave y unwritten (one block hid
+        # both), at a K_gemm of 32 (the emulator's cost is about M N K); the 3x3 size stays last, where
+        # the memory-traffic view looks
+        cpu_sizes=(dict(N=2, C=32, H=10, W=20, K=384, R=1, S=1, pad=0),
+                   dict(N=2, C=32, H=5, W=7, K=128, R=3, S=3, pad=1)),
         gpu_sizes=(dict(N=3, C=64, H=13, W=9, K=128, R=3, S=3, pad=1),
                    dict(N=16, C=128, H=14, W=14, K=256, R=3, S=3, pad=1)),
         # The reference: 218% (H200) but 196-197% (H100) of the baseline; 1.6 left the H100 a
@@ -294,7 +308,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         slow_hint="Gather patches straight into shared-memory tiles (implicit GEMM) and reuse the fast "
                   "GEMM's warp tiling.",
         hint_family="conv",
-        no_previous="the previous lesson's way, im2col + a GEMM, is the baseline itself (floor 1.0)"),
+        no_previous="the previous lesson's way, im2col + a GEMM, is the baseline itself (floor 1.0)",
+        # seen only with several blocks along each axis (a one-block grid hides all three)
+        mistakes=(
+            Mistake("conv_grid_axes_swapped", ("unwritten", "out-of-bounds"),
+                    "the tile's output pixels from blockIdx.x, its output channels from blockIdx.y",
+                    "const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;",
+                    "const int m0 = blockIdx.x * BLOCK_M, n0 = blockIdx.y * BLOCK_N;"),
+            Mistake("conv_block_rows_overlap", ("unwritten",), "the block's first output pixel counted in warp "
+                    "tiles: m0 = blockIdx.y * WARP_M, so blocks overlap and the last pixels are never computed",
+                    "const int m0 = blockIdx.y * BLOCK_M,", "const int m0 = blockIdx.y * WARP_M,"),
+            Mistake("conv_block_cols_overlap", ("unwritten",), "the block's first output channel counted in warp "
+                    "tiles: n0 = blockIdx.x * WARP_N, so blocks overlap and the last channels are never computed",
+                    "n0 = blockIdx.x * BLOCK_N;", "n0 = blockIdx.x * WARP_N;"),
+        )),
     Exercise(
         "mma-gemm", "mma.sync GEMM: ldmatrix, swizzled shared memory, epilogue from registers", "mma_gemm",
         P.Gemm(launch_rule="block"), "mma_gemm_tuned",
@@ -304,8 +331,10 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         "M/block_m), blockIdx.x along the columns. M, N multiples of the block tile, K of block_k. "
         "Speed: ratio to cuBLAS fp16 at 4096^3.",
         # K multiples of 64 (a block_k of 32 or 64 both fit); 128x256x320: 5 k-tiles of 64 at the
-        # default launch (>= STAGES + 1), so every pipeline buffer is refilled
-        cpu_sizes=(_g(128, 256, 320), _g(256, 256, 128)),
+        # default launch (>= STAGES + 1), so every pipeline buffer is refilled. 384x256 and 128x768, grids
+        # (1, 3) and (3, 1): three blocks along each axis (with one block column, col0 = bn * WARP_TILE_N
+        # still covered C), with the least K
+        cpu_sizes=(_g(128, 256, 320), _g(384, 256, 64), _g(128, 768, 64)),
         gpu_sizes=(_g(512, 768, 1024), _g(2048, 2048, 2048)),
         # H100, 2026-11-26, through this check (kernels/RESULTS-grader.md): the reference with its new
         # defaults 58.0% and 60.3% of cuBLAS fp16 at 4096^3 (63-68% in grader.bench.mma's loop,
@@ -335,6 +364,11 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     " = make_float2(acc[i][j][2], acc[i][j][3]);",
                     "make_float2(acc[i][j][2], acc[i][j][3]);\n            *reinterpret_cast<float2*>(c + (size_t)8 * N)"
                     " = make_float2(acc[i][j][0], acc[i][j][1]);"),
+            # seen only with two or more blocks along N: with one, every block's first column is 0 anyway
+            Mistake("mma_block_cols_overlap", ("unwritten",), "the block's first column counted in warp tiles: "
+                    "col0 = bn * WARP_TILE_N, so blocks overlap and the last columns are never computed",
+                    "const int col0 = (in_group / group_rows) * BLOCK_N;",
+                    "const int col0 = (in_group / group_rows) * WARP_TILE_N;"),
         )),
     Exercise(
         "fp8-gemm", "A scaled FP8 (e4m3) GEMM with mma.sync m16n8k32", "fp8_gemm", fp8.Fp8Gemm(), "fp8_gemm_mma",

@@ -130,8 +130,10 @@ HINTS: dict[str, dict[str, str]] = {
                      "shape: its row index below rows and its column index below cols.",
         "im2col": "A read outside x: where the window leaves the image (h < 0, h >= H, w < 0 or w >= W) "
                   "store 0 and do not read x.",
-        "conv": "A read outside x: windows that leave the image (the padding) and rows beyond N*P*Q must "
-                "be zero-filled, not loaded.",
+        "conv": "A read outside x or w: windows that leave the image (the padding) and rows beyond N*P*Q must "
+                "be zero-filled, not loaded; w is read only for output channels below K, the block's from "
+                "n0 = blockIdx.x * BLOCK_N (blockIdx.x runs along the output channels, blockIdx.y along the "
+                "output pixels).",
         "probe": "M is 16x16, so ldm is 16: wmma::load_matrix_sync(frag, M, 16). A larger ldm makes the "
                  "fragment's rows step past the end of M.",
     },

@@ -512,3 +512,15 @@ def test_unfilled_parts_are_named_by_cell_line(monkeypatch):
     assert item.message == (f"the parts marked YOUR CODE HERE (load_tile at line {lines[0] + 1}, the main loop "
                             f"at line {lines[1] + 1} of the cell that defines SRC_FAST) are still empty")
     assert [s["line"] for s in item.where["stubs"]] == lines
+
+
+def test_a_read_past_the_filters_is_told_about_w_and_the_grid_axes():
+    """conv2d-wmma with its grid axes swapped reads w past its last output channel (n0 = blockIdx.y * BLOCK_N
+    runs past K): the hint named only x and its padding."""
+    from grader.checking import exercises
+
+    ex = exercises.get("conv2d-wmma")
+    m = next(m for m in ex.mistakes if m.name == "conv_grid_axes_swapped")
+    v, item = first_fail(ex.id, variant(ex.reference, m.old, m.new))
+    assert item.kind == "out-of-bounds" and "'w'" in item.message, v.text()
+    assert "w is read only for output channels below K" in item.hint and "blockIdx.x" in item.hint, item.hint
