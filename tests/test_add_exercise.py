@@ -87,7 +87,7 @@ TILED_2 = NewExercise(
         "sgemm-tiled-2", "Shared-memory tiled SGEMM, again", "sgemm",
         P.Gemm("float32", "float32", launch_rule="tile", baseline="sgemm-naive"), "sgemm_tiled_2",
         "As sgemm-tiled: block (T, T), grid (ceil(N/T), ceil(M/T)), T = -DTILE. Any M, N, K >= 1.",
-        cpu_sizes=(_g(33, 47, 40),), gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
+        cpu_sizes=(_g(33, 47, 40), _g(96, 128, 8)), gpu_sizes=(_g(1000, 777, 333), _g(2048, 2048, 2048)),
         perf_size=_g(4096, 4096, 4096), launch_defaults=dict(tile=32), floor=1.05, target=1.25, ceiling=15.0,
         points_speed=1.0, race_check=True,
         slow_hint="Load each tile of A and B into shared memory once per block, and read it TILE times.",
