@@ -231,6 +231,13 @@ def judge_case(ex, case: Case, res: dict, source: str = "") -> Item:
                     f"your kernel wrote into its input {names[res['changed_inputs'][0]]}",
                     kind="wrote-input", hint="Inputs are read-only: write only to the output.")
     if res["nondeterministic"]:
+        # Elements never written come first: a grid that misses tiles (its axes swapped) also reads past
+        # its inputs, so its written values change between runs, and "a race" would send the student to
+        # __syncthreads() instead of the launch
+        for pos in res["nondeterministic"]:
+            item = judge_output(ex, case, pos, res["outputs"][pos], source)
+            if item is not None and item.kind == "unwritten":
+                return item
         return Item(f"correct: {case.label}", FAIL,
                     "the result changed between two runs on the same inputs", kind="race",
                     hint="A race: a missing __syncthreads() between writing shared memory and reading "

@@ -171,18 +171,20 @@ def test_every_record_has_what_its_consumers_read(ex):
 GEMM_LIKE = [e for e in exercises.EXERCISES.values() if e.problem.summed(e.cpu_sizes[0]) is not None]
 
 
+@pytest.mark.parametrize("sizes", ["cpu_sizes", "gpu_sizes"])
 @pytest.mark.parametrize("ex", GEMM_LIKE, ids=lambda e: e.id)
-def test_gemm_like_cpu_sizes_launch_three_blocks_along_each_axis(ex):
+def test_gemm_like_sizes_launch_three_blocks_along_each_axis(ex, sizes):
     """With one or two blocks along an axis, a kernel whose block tiles overlap (m0 = (blockIdx.y + warp)
     * 16) still covers C, and a square grid hides grid axes swapped: both earned the correctness point on
     the emulator (fp8-gemm, sgemm-tiled, mma-gemm, conv2d-wmma). The grids come from the record's own
-    launch (its problem's launch rule at the reference's launch keywords)."""
+    launch (its problem's launch rule at the reference's launch keywords). A GPU's sizes too: with conv2d-wmma's
+    one block column there, swapped axes failed as "a race" instead of as tiles never written."""
     grids = [ex.problem.make(d, np.random.default_rng(0), dict(ex.launch_defaults), reference=False).grid
-             for d in ex.cpu_sizes]
+             for d in getattr(ex, sizes)]
     for axis in (0, 1):
         assert max(g[axis] for g in grids) >= 3, (
-            f"{ex.id}: no CPU size launches three blocks along grid axis {'xy'[axis]} (grids {grids})")
-    assert any(g[0] != g[1] for g in grids), f"{ex.id}: every CPU size's grid is square (grids {grids})"
+            f"{ex.id}: no size of {sizes} launches three blocks along grid axis {'xy'[axis]} (grids {grids})")
+    assert any(g[0] != g[1] for g in grids), f"{ex.id}: every grid of {sizes} is square (grids {grids})"
 
 
 def test_every_ladder_grades_one_exercise():

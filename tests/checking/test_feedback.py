@@ -524,3 +524,22 @@ def test_a_read_past_the_filters_is_told_about_w_and_the_grid_axes():
     v, item = first_fail(ex.id, variant(ex.reference, m.old, m.new))
     assert item.kind == "out-of-bounds" and "'w'" in item.message, v.text()
     assert "w is read only for output channels below K" in item.hint and "blockIdx.x" in item.hint, item.hint
+
+
+def test_on_a_gpu_elements_never_written_are_named_before_a_change_between_runs():
+    """The GPU's evidence for conv-grid-axes-swapped (acceptance at 9d53201): whole tiles never written,
+    and the written ones changed between two runs (the missed grid reads past its inputs). That is a
+    launch bug, not a missing __syncthreads(): the verdict says which elements were never written."""
+    from grader.checking import exercises
+    from grader.checking.judge import judge_case
+    from grader.problems.kinds import poisoned
+
+    ex = exercises.get("sgemm-tiled")
+    case = ex.problem.make(dict(M=64, N=96, K=8), np.random.default_rng(0), dict(ex.launch_defaults))
+    out = poisoned(case.expected[2].ref.shape, np.float32)
+    out[:32, :64] = case.expected[2].ref[:32, :64] + 1.0  # a top-left block of tiles, written wrong
+    res = dict(bands={}, changed_inputs=[], nondeterministic=[2], outputs={2: out})
+    item = judge_case(ex, case, res)
+    assert item.kind == "unwritten" and "never written" in item.message, item
+    written = dict(res, outputs={2: case.expected[2].ref.astype(np.float32) + 1.0})
+    assert judge_case(ex, case, written).kind == "race"  # every element written: a race it is
