@@ -127,3 +127,24 @@ def test_native_notebook_jobs_are_given_their_notebooks(tmp_path, env, want):
     jobs = [re.search(r"NOTEBOOKS=\[(.*)\] PART=\[(.*)\]", s) for s in said]
     assert all(jobs) and all(j[2] == "" for j in jobs), said
     assert {j[1] for j in jobs} == want, said
+
+
+def test_a_tree_that_differs_from_the_commit_it_names_says_so(tmp_path):
+    """On the device the work tree is the current one but .git may be the session start's: a record
+    must not name that old commit as what ran. A copy of this repository with one tracked file edited
+    stands in for the device's copy."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{ROOT}", str(repo)], check=True)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def commit_line(env):
+        dest = tmp_path / "ACCEPT.md"
+        subprocess.run([sys.executable, str(_summary_script(tmp_path)), str(work), str(dest), "10"], cwd=repo,
+                       check=True, capture_output=True, env={"PATH": "/usr/bin:/bin", **env})
+        return next(l for l in dest.read_text().splitlines() if l.startswith("Commit: "))
+
+    assert "NOT the tree that ran" not in commit_line({})
+    (repo / "README.md").write_text((repo / "README.md").read_text() + "\nedited after the commit\n")
+    assert "NOT the tree that ran" in commit_line({})
+    assert "NOT the tree" not in commit_line({"ACCEPT_COMMIT": "abc1234 what the lead ran"})
