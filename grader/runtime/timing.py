@@ -122,21 +122,23 @@ class _HostGate:
             pass
 
 
-_gate: _HostGate | None = None
+_gates: dict[int, _HostGate] = {}  # one per device: its kernel and its view of the flag are that device's
 
 
 def host_gate() -> _HostGate | None:
-    """The process's gate; None where it cannot be made (then timing is as without it), and unless
-    TC_TIMING_GATE=1: off by default until tests/runtime/test_timing_gate.py has passed on a GPU."""
-    global _gate
+    """The current device's gate; None where it cannot be made (then timing is as without it), and
+    unless TC_TIMING_GATE=1: off by default until tests/runtime/test_timing_gate.py has passed on a GPU."""
     if os.environ.get("TC_TIMING_GATE") != "1":
         return None
-    if _gate is None:
+    import cupy
+
+    dev = cupy.cuda.Device().id
+    if dev not in _gates:
         try:
-            _gate = _HostGate()
+            _gates[dev] = _HostGate()
         except Exception:  # no mapped host memory here: time ungated rather than not at all
             return None
-    return _gate
+    return _gates[dev]
 
 
 class _Frame:
@@ -155,11 +157,13 @@ class _Frame:
         gate = self.gate
         if gate is not None:
             gate.close()
-        self.start.record()
-        fn()
-        self.end.record()
-        if gate is not None:
-            gate.open()
+        try:
+            self.start.record()
+            fn()
+            self.end.record()
+        finally:  # a launch that raised must not leave the GPU waiting out the gate's limit
+            if gate is not None:
+                gate.open()
         if after is not None:
             after()
         self.end.synchronize()
