@@ -210,6 +210,14 @@ extern "C" __global__""", A_FRAG, """        const uint2 lo = load8(A, m0 + g, M
         for (int j = 0; j < 4; ++j)
             if (k + j < K) c[j] = p[(size_t)row * K + k + j];
     return __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);""")),
+    # load4 a template, a lambda over it in the kernel, the k-step a constexpr
+    ("template-lambda-constexpr", edit(
+        "__device__ __forceinline__ unsigned load4(const __nv_fp8_storage_t* p,",
+        "template <typename T>\n__device__ __forceinline__ unsigned load4(const T* p,",
+        "    float acc[2][4]", "    auto ld = [&](const __nv_fp8_storage_t* p, int row, int rows, int k) "
+        "{ return load4(p, row, rows, k, K); };\n    constexpr int KSTEP = 32;\n    float acc[2][4]",
+        "a[0] = load4(A, m0 + g, M, k0 + 4 * t, K);", "a[0] = ld(A, m0 + g, M, k0 + 4 * t);",
+        "k0 += 32)", "k0 += KSTEP)")),
     # whole files: every fp8_right/*.cu
     *[(f.stem.replace("_", "-"), f.read_text()) for f in sorted(HERE.glob("*.cu"))],
 ]
