@@ -210,6 +210,16 @@ extern "C" __global__""", A_FRAG, """        const uint2 lo = load8(A, m0 + g, M
         for (int j = 0; j < 4; ++j)
             if (k + j < K) c[j] = p[(size_t)row * K + k + j];
     return __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);""")),
+    # the same packing in inline PTX: prmt.b32, what __byte_perm compiles to
+    ("codes-packed-by-prmt", edit(LOAD4, """    unsigned c[4] = {0u, 0u, 0u, 0u};
+    if (row < rows)
+        for (int j = 0; j < 4; ++j)
+            if (k + j < K) c[j] = p[(size_t)row * K + k + j];
+    unsigned lo, hi, r;
+    asm("prmt.b32 %0, %1, %2, 0x0040;" : "=r"(lo) : "r"(c[0]), "r"(c[1]));
+    asm("prmt.b32 %0, %1, %2, 0x0040;" : "=r"(hi) : "r"(c[2]), "r"(c[3]));
+    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;""")),
     # load4 a template, a lambda over it in the kernel, the k-step a constexpr
     ("template-lambda-constexpr", edit(
         "__device__ __forceinline__ unsigned load4(const __nv_fp8_storage_t* p,",
