@@ -346,3 +346,20 @@ def test_a_cuda_function_the_emulator_lacks_is_the_emulators_limit_not_a_compile
     assert first.kind == "Unsupported" and "__vabsdiffu4 (line" in first.message and "GPU" in first.message, v.text()
     tc = next(i for i in v.items if i.name == "tensor cores")
     assert "must run on tensor cores" not in tc.hint and "could not run" in tc.hint, v.text()
+
+
+@pytest.mark.parametrize("source", [
+    edit("unsigned a[4];", "uint32_t a[4];", "unsigned b[2];", "uint32_t b[2];"),
+    edit("#include <cuda_fp8.h>", "#include <cuda_fp8.h>\n#include <cstdint>",
+         "unsigned a[4];", "uint32_t a[4];", "unsigned b[2];", "uint32_t b[2];"),
+], ids=["uint32_t", "uint32_t-from-cstdint"])
+def test_a_standard_type_nvrtc_lacks_is_answered_with_the_built_in_one(source):
+    """Four codes in a uint32_t: NVRTC has no uint32_t, and no <cstdint> to include (the hints sent the student
+    to "check the spelling", then to install a "missing CUDA header" with grader doctor). The hint names the
+    built-in type that does it."""
+    v = check("fp8-gemm", source, backend="emu")
+    if v.correct:  # pragma: no cover - an NVRTC that finds the C++ standard library
+        pytest.skip("this NVRTC compiles uint32_t")
+    first = next(i for i in v.items if i.status == FAIL)
+    assert first.kind == "compile-error" and "unsigned int is 32 bits" in first.hint, v.text()
+    assert "CUDA header is missing" not in first.hint, v.text()
