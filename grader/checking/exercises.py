@@ -388,10 +388,18 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
         # and four along N (a tile offset that forgets a factor still covers C with two), the last tiles
         # ending inside rows g + 8 and inside the second n8 half, and a grid whose axes, swapped, cover
         # only 48 of the 60 columns (with 3 x 3 blocks, or 2 x 2, the swapped axes cover C)
-        cpu_sizes=(_g(33, 20, 96), _g(77, 60, 59)),
+        # K = 48 is a whole number of 32-bit words with a partial last k-step (16 codes): a kernel that loads a
+        # word wherever K % 4 == 0 and forgets that path's K guard reads past K there only. N = 23 is odd: C's
+        # rows start 8-byte aligned and a pair of columns never straddles N only where N is even (a float2
+        # store, or a pair guarded by its first column, earned the point at N = 20 and 60). M = 56: the last
+        # block's second warp holds rows (48 .. 55), which no other size's does, and M * N * 4 bytes of C a
+        # multiple of 16: the emulator ends each buffer at a page and judges alignment by the address, so only
+        # a buffer that starts 16-byte aligned, as a GPU's does, shows every misaligned float2 or float4 of C
+        cpu_sizes=(_g(33, 20, 96), _g(56, 23, 48), _g(77, 60, 59)),
         # K = 347: a last k-step of 27 codes, as the CPU's K = 59 (with K = 333, 13 codes, a kernel that drops
-        # the upper 16 of a partial k-step earned the point on a GPU)
-        gpu_sizes=(_g(1000, 777, 347), _g(1024, 1024, 1024)),
+        # the upper 16 of a partial k-step earned the point on a GPU); K = 400 a tail of 16 in whole words, as
+        # the CPU's K = 48; N = 777 and 333 odd
+        gpu_sizes=(_g(1000, 777, 347), _g(500, 333, 400), _g(1024, 1024, 1024)),
         # floor and target from FP8_GEMM_SPEED (above). A 4096^3 check holds 16 + 16 MB of codes, a 64 MB
         # output and the rung's 32 + 32 + 64 MB.
         perf_size=_g(4096, 4096, 4096), floor=FP8_GEMM_FLOOR, target=FP8_GEMM_TARGET, points_speed=1.0,
@@ -421,6 +429,13 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "loads four codes as one unsigned, whatever K (rows start unaligned when K % 4 != 0)",
                     "    if (row < rows)\n        for",
                     "    if (row < rows && k + 3 < K) return *(const unsigned*)(p + (size_t)row * K + k);\n"
+                    "    if (row < rows)\n        for"),
+            # seen only where K is a whole number of words and the last k-step partial (K = 48)
+            Mistake("fp8_word_loads_no_k_guard", ("out-of-bounds", "wrong-result"),
+                    "loads four codes as one unsigned wherever K % 4 == 0 (rows aligned), with no check that "
+                    "they lie inside K",
+                    "    if (row < rows)\n        for",
+                    "    if (row < rows && K % 4 == 0) return *(const unsigned*)(p + (size_t)row * K + k);\n"
                     "    if (row < rows)\n        for"),
             Mistake("fp8_k_guard_whole_words", ("wrong-result",),
                     "zero-fills the last four codes of a row unless all four are inside K",
@@ -480,6 +495,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in [
                     "stores c[0], c[1] down a column instead of along a row",
                     "const int r = m0 + g + 8 * (i >> 1), c = n0 + 8 * h + 2 * t + (i & 1);",
                     "const int r = m0 + g + 8 * (i & 1), c = n0 + 8 * h + 2 * t + (i >> 1);"),
+            # seen only where N is odd (N = 23): with N even every row starts 8-byte aligned and c + 1 < N
+            Mistake("fp8_c_pairs_as_float2", ("misaligned-address",),
+                    "stores c[0], c[1] as one float2 where both are inside N, whatever N (rows start 8-byte "
+                    "aligned only when N is even)",
+                    "if (r < M && c < N) C[(size_t)r * N + c] = s * acc[h][i];",
+                    "if (r < M && c + 1 < N && !(i & 1)) *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = "
+                    "make_float2(s * acc[h][i], s * acc[h][i + 1]); else if (r < M && c < N && !(i & 1)) "
+                    "C[(size_t)r * N + c] = s * acc[h][i];"),
+            Mistake("fp8_c_pair_guarded_by_first_column", ("out-of-bounds", "wrong-result"),
+                    "stores c[0], c[1] together when the first column is below N (the second is column N when "
+                    "N is odd: the next row's first element)",
+                    "if (r < M && c < N) C[(size_t)r * N + c] = s * acc[h][i];",
+                    "if (r < M && c < N && !(i & 1)) { C[(size_t)r * N + c] = s * acc[h][i]; "
+                    "C[(size_t)r * N + c + 1] = s * acc[h][i + 1]; }"),
             Mistake("fp8_epilogue_adds_to_c", ("unwritten", "nan"), "the epilogue adds to C, which holds garbage",
                     "= s * acc[h][i];", "+= s * acc[h][i];"),
             Mistake("fp8_cuda_cores", ("no-tensor-cores",), "decodes the codes by hand and sums on the CUDA cores"),

@@ -17,7 +17,7 @@ SUPPORTED = ("mma.sync m16n8k16 / m16n8k8 (f16 or bf16 in, f32 or f16 out), f64 
              "m16n8k8 / m16n8k16, and m16n8k32 e4m3/e5m2 (f32 or f16 accumulate); mma.sp (2:4 sparse A) "
              "m16n8k16 / m16n8k32 f16 or bf16; ldmatrix m8n8 x1/x2/x4 (.trans); cp.async.ca/cg with "
              "commit_group/wait_group/wait_all; cvt.rn.satfinite.e4m3x2/e5m2x2 (.f32, .f16x2), "
-             "cvt.rn.f16x2.e4m3x2/e5m2x2; cvta(.to).shared, cvt.u32.u64, mov")
+             "cvt.rn.f16x2.e4m3x2/e5m2x2; cvta(.to).shared, cvt.u32.u64, mov; prmt.b32 (its generic form)")
 
 HOPPER = ("wgmma", "mbarrier", "setmaxnreg", "elect", "tensormap")
 _TYPE = {"f16": "::emu::ptx::F16", "bf16": "::emu::ptx::BF16", "f32": "::emu::ptx::F32", "f64": "::emu::ptx::F64",
@@ -200,6 +200,10 @@ class Program:
             return self.cvt_fp8(opcode, parts, args)
         if head in ("cvta", "cvt", "mov"):
             return self.scalar(opcode, parts, args)
+        if parts == ["prmt", "b32"]:  # the generic form only (no .f4e, .b4e, .rc8, .ecl, .ecr, .rc16 mode)
+            self.need(args, 4, opcode)
+            self.calls.append(f"::emu::ptx::prmt({', '.join(self.atom(a) for a in args)});")
+            return
         raise _unsupported(f"the inline PTX instruction '{opcode}'", self.line)
 
     def need(self, args, n, opcode):

@@ -292,7 +292,7 @@ class EmuModule:
                                   "from the start of its matrix, and a vector access (float4, 16-byte copy, four fp8 "
                                   "codes as one unsigned) at a multiple of its size: check the offset you add to "
                                   "the pointer and the row length (ldm); where a row length is no multiple of the "
-                                  "access's size, load element by element.",
+                                  "access's size, load or store element by element.",
             "async-copy": "Before any thread reads a tile, each thread waits for its own copies of it "
                           "(__pipeline_wait_prior(n) leaves only its n most recent commit groups in flight) and "
                           "then all meet at __syncthreads(); copies of a new tile go into a buffer no warp still "

@@ -209,12 +209,28 @@ def _overload_hint(message: str, arguments: str | None) -> str:
     return ""
 
 
+# a C or C++ standard header (no folder; no extension, or one of C's): not a CUDA header the install lacks
+_STD_HEADER = re.compile(r'cannot open source file "((?:\w+)|(?:assert|float|limits|math|stddef|stdint|stdio|stdlib|string)'
+                         r'\.h)"')
+_FIXED_WIDTH = re.compile(r'identifier "(u?int(?:8|16|32|64)_t)" is undefined')
+_BUILT_IN_TYPES = ("unsigned int is 32 bits and unsigned char 8 on every CUDA GPU (int, long long, size_t are "
+                   "built in too): use those.")
+
+
 def hint_for(d: Diagnostic, arch: int | None = None) -> str:
     """One thing to try for compiler diagnostic `d` (its line numbers as the student sees them)."""
     message = d.message
+    std = _STD_HEADER.search(message)
+    if std:  # the student's include, not the installation: NVRTC ships no C or C++ standard library
+        return (f"NVRTC, the compiler the grader uses, finds no standard header <{std[1]}> (it ships no C++ "
+                f"standard library; `python -m grader doctor` lists the folders it searched). A kernel needs none: "
+                f"{_BUILT_IN_TYPES}")
     if "crt/mma.h" in message or "cannot open source file" in message:
         return ("A CUDA header is missing: run `python -m grader doctor` to see which "
                 "include folders were found and what to install.")
+    fixed = _FIXED_WIDTH.search(message)
+    if fixed:
+        return f"{fixed[1]} comes from <cstdint>, which NVRTC (the grader's compiler) does not have: {_BUILT_IN_TYPES}"
     if "is undefined" in message:
         return "Check the spelling, and that it is declared before this line (or included)."
     no_layout = re.search(r"fragment<[\w:]*(matrix_[ab]),[^>]*,\s*void>", message)

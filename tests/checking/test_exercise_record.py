@@ -271,11 +271,51 @@ def test_gpu_sizes_reach_every_k_tail_the_cpu_sizes_reach(ex):
     """A mistake in a partial last k-step shows only at a K whose tail reaches it (fp8-gemm's dropped
     upper half needs K % 32 > 16): the GPU grades what the emulator's sizes were chosen to catch, so
     its sizes hold every tail class the CPU's do, counted in the exercise's own mma k."""
+    missing = {_k_tail(ex, s) for s in ex.cpu_sizes} - {_k_tail(ex, s) for s in ex.gpu_sizes}
+    assert not missing, f"{ex.id}: no GPU size has a last k-step {missing} (k = {ex.tensor_shapes[0][2]})"
+
+
+def _k_tail(ex, dims) -> str:
+    """The class of K's last k-step, in the exercise's own mma k: none, within the lower half or into the
+    upper half; and for a partial one whether K is a whole number of 32-bit words of inputs (every row then
+    starts word-aligned, so a kernel may take a word-load path there, whose own K guard only such a K tests)."""
     k = ex.tensor_shapes[0][2]
+    r = dims["K"] % k
+    if r == 0:
+        return "none"
+    words = "K a whole number of words" if dims["K"] % _per_word(ex) == 0 else "K not a whole number of words"
+    return f"{'within the lower half' if r <= k // 2 else 'into the upper half'}, {words}"
 
-    def tail(s):
-        r = s["K"] % k
-        return "none" if r == 0 else "within the lower half" if r <= k // 2 else "into the upper half"
 
-    missing = {tail(s) for s in ex.cpu_sizes} - {tail(s) for s in ex.gpu_sizes}
-    assert not missing, f"{ex.id}: no GPU size has a last k-step {missing} (k = {k})"
+def _per_word(ex) -> int:
+    """Input elements a 32-bit register holds (4 e4m3 codes, 2 halves)."""
+    return 4 // np.dtype(getattr(ex.problem, "in_dtype", "float16")).itemsize
+
+
+# exercises whose sizes take any K: some CPU size ends in a partial k-step
+ANY_K = [e for e in exercises.EXERCISES.values()
+         if e.tensor_shapes and any(s["K"] % e.tensor_shapes[0][2] for s in e.cpu_sizes)]
+
+
+@pytest.mark.parametrize("ex", ANY_K, ids=lambda e: e.id)
+def test_any_k_sizes_hold_a_full_last_step_and_a_partial_one_with_and_without_whole_words(ex):
+    """A word (or wider) load of inputs is legal only where a row starts aligned; a kernel that takes it
+    wherever K is a whole number of words and forgets that path's K guard reads past K only at such a K with
+    a partial last k-step (fp8-gemm: K = 96 is a whole k-step, 59 is no multiple of 4: it earned the point on
+    both backends). So the CPU's sizes hold a K with no tail, one with a tail and odd words, one with a tail
+    and whole words; the GPU's the same (test above)."""
+    have = {_k_tail(ex, s).split(", ")[-1] for s in ex.cpu_sizes}
+    assert {"none", "K a whole number of words", "K not a whole number of words"} <= have, (
+        f"{ex.id}: the CPU sizes' last k-steps are {sorted(have)}")
+
+
+GEMM_ANY_N = [e for e in GEMM_LIKE if {"M", "N", "K"} <= set(e.cpu_sizes[0]) and any(s["N"] % 8 for s in e.cpu_sizes)]
+
+
+@pytest.mark.parametrize("sizes", ["cpu_sizes", "gpu_sizes"])
+@pytest.mark.parametrize("ex", GEMM_ANY_N, ids=lambda e: e.id)
+def test_any_n_sizes_hold_an_odd_n(ex, sizes):
+    """C's elements in pairs (a float2 store, or c[0], c[1] guarded by the first column only) are right
+    wherever N is even: rows then start 8-byte aligned and a pair never straddles N. fp8-gemm's CPU sizes
+    (N = 20, 60) gave both the point; an exercise that takes any N grades an odd one on each backend."""
+    assert any(s["N"] % 2 for s in getattr(ex, sizes)), f"{ex.id}: every N of {sizes} is even"

@@ -210,6 +210,24 @@ extern "C" __global__""", A_FRAG, """        const uint2 lo = load8(A, m0 + g, M
         for (int j = 0; j < 4; ++j)
             if (k + j < K) c[j] = p[(size_t)row * K + k + j];
     return __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);""")),
+    # the same packing in inline PTX: prmt.b32, what __byte_perm compiles to
+    ("codes-packed-by-prmt", edit(LOAD4, """    unsigned c[4] = {0u, 0u, 0u, 0u};
+    if (row < rows)
+        for (int j = 0; j < 4; ++j)
+            if (k + j < K) c[j] = p[(size_t)row * K + k + j];
+    unsigned lo, hi, r;
+    asm("prmt.b32 %0, %1, %2, 0x0040;" : "=r"(lo) : "r"(c[0]), "r"(c[1]));
+    asm("prmt.b32 %0, %1, %2, 0x0040;" : "=r"(hi) : "r"(c[2]), "r"(c[3]));
+    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;""")),
+    # load4 a template, a lambda over it in the kernel, the k-step a constexpr
+    ("template-lambda-constexpr", edit(
+        "__device__ __forceinline__ unsigned load4(const __nv_fp8_storage_t* p,",
+        "template <typename T>\n__device__ __forceinline__ unsigned load4(const T* p,",
+        "    float acc[2][4]", "    auto ld = [&](const __nv_fp8_storage_t* p, int row, int rows, int k) "
+        "{ return load4(p, row, rows, k, K); };\n    constexpr int KSTEP = 32;\n    float acc[2][4]",
+        "a[0] = load4(A, m0 + g, M, k0 + 4 * t, K);", "a[0] = ld(A, m0 + g, M, k0 + 4 * t);",
+        "k0 += 32)", "k0 += KSTEP)")),
     # whole files: every fp8_right/*.cu
     *[(f.stem.replace("_", "-"), f.read_text()) for f in sorted(HERE.glob("*.cu"))],
 ]
@@ -254,6 +272,9 @@ NAMES = {
     "fp8_block_rows_overlap": r"m0 = \(blockIdx\.y \* 2 \+ warp\) \* 16",
     "fp8_grid_axes_swapped": r"blockIdx\.x and blockIdx\.y swapped",
     "fp8_k_guard_whole_words": r"k < \d+ only.*k \+ j < K",
+    "fp8_word_loads_no_k_guard": r"a code whose k is not below K, must read 0",
+    "fp8_c_pairs_as_float2": r"misaligned store .* multiple of 8 bytes.*store element by element",
+    "fp8_c_pair_guarded_by_first_column": r"column below N",
     "fp8_c_pairs_down_columns": r"right sums at the wrong elements",
     "fp8_epilogue_adds_to_c": r"`\+=`",
     "fp8_cp_async_not_waited": r"cp\.async\.wait_group.*Otherwise: NaN",
@@ -325,3 +346,20 @@ def test_a_cuda_function_the_emulator_lacks_is_the_emulators_limit_not_a_compile
     assert first.kind == "Unsupported" and "__vabsdiffu4 (line" in first.message and "GPU" in first.message, v.text()
     tc = next(i for i in v.items if i.name == "tensor cores")
     assert "must run on tensor cores" not in tc.hint and "could not run" in tc.hint, v.text()
+
+
+@pytest.mark.parametrize("source", [
+    edit("unsigned a[4];", "uint32_t a[4];", "unsigned b[2];", "uint32_t b[2];"),
+    edit("#include <cuda_fp8.h>", "#include <cuda_fp8.h>\n#include <cstdint>",
+         "unsigned a[4];", "uint32_t a[4];", "unsigned b[2];", "uint32_t b[2];"),
+], ids=["uint32_t", "uint32_t-from-cstdint"])
+def test_a_standard_type_nvrtc_lacks_is_answered_with_the_built_in_one(source):
+    """Four codes in a uint32_t: NVRTC has no uint32_t, and no <cstdint> to include (the hints sent the student
+    to "check the spelling", then to install a "missing CUDA header" with grader doctor). The hint names the
+    built-in type that does it."""
+    v = check("fp8-gemm", source, backend="emu")
+    if v.correct:  # pragma: no cover - an NVRTC that finds the C++ standard library
+        pytest.skip("this NVRTC compiles uint32_t")
+    first = next(i for i in v.items if i.status == FAIL)
+    assert first.kind == "compile-error" and "unsigned int is 32 bits" in first.hint, v.text()
+    assert "CUDA header is missing" not in first.hint, v.text()

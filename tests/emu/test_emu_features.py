@@ -364,3 +364,30 @@ def test_byte_perm_and_funnel_shifts():
         want = [perm, (wide << (si & 31)) >> 32 & 0xFFFFFFFF, (wide << min(si, 32)) >> 32 & 0xFFFFFFFF,
                 (wide >> (si & 31)) & 0xFFFFFFFF, (wide >> min(si, 32)) & 0xFFFFFFFF]
         assert [int(v) for v in got[i]] == want, (hex(xi), hex(yi), hex(si))
+
+
+PRMT_SRC = r"""
+extern "C" __global__ void prmt(const unsigned* x, const unsigned* y, const unsigned* s, unsigned* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(x[i]), "r"(y[i]), "r"(s[i]));
+  out[i] = d;
+}
+"""
+
+
+def test_inline_prmt():
+    """prmt.b32 in inline PTX (what __byte_perm compiles to; students packing four fp8 codes write it too; the
+    emulator refused it) against the PTX ISA's words: byte n of d is byte c[4n+2:4n] of {b, a}, or that
+    byte's sign bit copied into all 8 bits where the selector nibble's top bit is set."""
+    n = 2000
+    x, y, s = (RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    out = np.zeros(n, np.uint32)
+    compile_module(PRMT_SRC).launch("prmt", ((n + 127) // 128,), (128,), [x, y, s, out, n])
+    for i in range(n):
+        xi, yi, si = int(x[i]), int(y[i]), int(s[i])
+        eight = [(xi >> (8 * k)) & 0xFF for k in range(4)] + [(yi >> (8 * k)) & 0xFF for k in range(4)]
+        sel = [(si >> (4 * b)) & 15 for b in range(4)]
+        byte = [eight[c & 7] if c < 8 else 0xFF * (eight[c & 7] >> 7) for c in sel]
+        assert int(out[i]) == sum(v << (8 * b) for b, v in enumerate(byte)), (hex(xi), hex(yi), hex(si))

@@ -130,6 +130,17 @@ EMU_AI void set(Slot* s, unsigned long long v) {
 EMU_AI void mov(Slot* d, const Slot* a, int bits) {
   set(d, bits == 64 ? a->v : (a->v & 0xFFFFFFFFull));
 }
+// prmt.b32, the generic form: byte n of d is byte c[4n+2:4n] of {b, a} (a bytes 0-3, b bytes 4-7), or, where
+// the nibble's top bit c[4n+3] is set, that byte's sign bit copied into all 8 bits (PTX ISA, prmt)
+EMU_AI void prmt(Slot* d, const Slot* a, const Slot* b, const Slot* c) {
+  const unsigned long long ba = (b->v & 0xFFFFFFFFull) << 32 | (a->v & 0xFFFFFFFFull);
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) {
+    const unsigned sel = (unsigned)(c->v >> (4 * n)) & 15, byte = (unsigned)(ba >> (8 * (sel & 7))) & 0xFF;
+    r |= (sel & 8 ? (byte & 0x80 ? 0xFFu : 0u) : byte) << (8 * n);
+  }
+  set(d, r);
+}
 EMU_AI void cvta_to_shared(Slot* d, const Slot* a) { set(d, to_shared((const void*)(uintptr_t)a->v)); }
 EMU_AI void cvta_shared(Slot* d, const Slot* a, int line) {
   set(d, (unsigned long long)(uintptr_t)from_shared(a->v & 0xFFFFFFFFull, "cvta.shared", line));
