@@ -22,8 +22,9 @@ from grader.problems import kinds as P
 @dataclass(frozen=True)
 class Mistake:
     """One deliberate bug the check must diagnose (the adversarial suite, tests/adversarial): `old`
-    replaced by `new` in the exercise's reference kernel, or, with no `old`, the whole kernel file
-    tests/adversarial/<name>.cu. `expect` lists the failure kinds (Item.kind) that count as the right
+    replaced by `new` in the exercise's reference kernel, or, with no `old`, that edit in
+    tests/adversarial/<name>.edit (where quoting it here would put the answer in the student handout,
+    which copies this file) or the whole kernel file tests/adversarial/<name>.cu. `expect` lists the failure kinds (Item.kind) that count as the right
     diagnosis: several where a GPU and the emulator see the same bug differently."""
     name: str
     expect: tuple[str, ...]
